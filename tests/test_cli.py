@@ -1,0 +1,185 @@
+"""The command-line contract of DESIGN.md §2: version, help, exit codes, one-line errors, zh/en."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from bootstrap import __version__, cli, console
+from bootstrap.errors import (
+    ExitCode,
+    IntegrityError,
+    NotAvailableYet,
+    QwenKitError,
+    ServerError,
+    SourceError,
+    UnsupportedMachine,
+    UsageError,
+    exit_code_for,
+)
+from bootstrap.messages import MESSAGES
+
+CONTRACT = ["doctor", "plan", "download", "install", "status", "service", "bundle", "uninstall"]
+# A minimal invocation of each command that parses (its arguments are part of the contract).
+INVOCATIONS = {
+    "doctor": ["doctor", "--json"],
+    "plan": ["plan", "qwen3.6-35b-a3b", "--hardware", "hw.json", "--ctx", "8192", "--json"],
+    "download": ["download", "hf:unsloth/Qwen3.6-35B-A3B-GGUF/mmproj-F16.gguf", "--source", "hf", "--dest", "d"],
+    "install": ["install", "qwen3.6-35b-a3b:UD-IQ4_XS", "--source", "modelscope", "--home", "h", "--host",
+                "127.0.0.1", "--port", "8081", "--no-service", "--yes"],
+    "status": ["status", "--json"],
+    "service": ["service", "status"],
+    "bundle": ["bundle", "create", "--out", "usb", "--platform", "linux-x64", "--platform", "windows-x64-cpu"],
+    "uninstall": ["uninstall", "--keep-models", "--yes"],
+}
+
+
+def run_cli(*args: str, lang: str = "en_US.UTF-8") -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it: a fresh interpreter, ``python -m bootstrap``."""
+    env = {**os.environ, "LANG": lang, "LC_ALL": lang, "QWENKIT_LANG": ""}
+    return subprocess.run([sys.executable, "-m", "bootstrap", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+@pytest.fixture(autouse=True)
+def _english() -> None:
+    console.set_language("en")
+    yield
+    console.set_language(None)
+
+
+def test_version_matches_package() -> None:
+    proc = run_cli("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"qwenkit {__version__}"
+
+
+def test_console_script_is_installed() -> None:
+    exe = os.path.join(os.path.dirname(sys.executable), "qwenkit")
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+def test_help_lists_every_command_of_the_contract() -> None:
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for name in CONTRACT:
+        assert f"\n    {name} " in proc.stdout, name
+    assert "selfcheck" not in proc.stdout  # internal command stays hidden
+
+
+@pytest.mark.parametrize("name", CONTRACT)
+def test_unbuilt_command_exits_2_with_one_line(name: str) -> None:
+    if cli.COMMANDS[name] is not None:
+        pytest.skip(f"{name} is built now; its own tests cover it")
+    proc = run_cli(*INVOCATIONS[name])
+    assert proc.returncode == ExitCode.USAGE
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == f"error: '{name}' is not available yet in this version ({__version__})."
+    assert lines[1].startswith("hint: ")
+    assert len(lines) == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("argv", [["plan", "--ctx", "lots"], ["service", "restart"], ["bundle"],
+                                  ["frobnicate"], ["install", "--port"]])
+def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
+    proc = run_cli(*argv)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    error_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(error_lines) == 1
+    assert proc.stderr.strip().splitlines()[-1] == "hint: Run 'qwenkit --help' for usage."
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    proc = run_cli()
+    assert proc.returncode == 2
+    assert "usage: qwenkit" in proc.stderr and "error: No command given." in proc.stderr
+
+
+def test_chinese_locale_speaks_chinese() -> None:
+    proc = run_cli("doctor", lang="zh_CN.UTF-8")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'doctor' 命令。"
+    assert "下载模型" in run_cli("--help", lang="zh_CN.UTF-8").stdout
+
+
+def test_qwenkit_lang_overrides_locale() -> None:
+    env = {**os.environ, "LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "QWENKIT_LANG": "zh"}
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "status"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.stderr.startswith("错误: ")
+
+
+@pytest.mark.parametrize(("hint", "langid", "expected"), [
+    ("zh_CN.UTF-8", None, "zh"), ("zh_TW", None, "zh"), ("zh-Hans", None, "zh"),
+    ("Chinese (Simplified)_China", None, "zh"),
+    ("en_US.UTF-8", None, "en"), ("de_DE", 0x0804, "en"), ("C", None, "en"), ("C.UTF-8", 0x0804, "zh"),
+    (None, 0x0804, "zh"), (None, 0x0404, "zh"), (None, 0x0409, "en"), (None, None, "en"),
+])
+def test_language_detection(hint: str | None, langid: int | None, expected: str) -> None:
+    assert console.language_from(hint, langid) == expected
+
+
+def test_every_message_has_english_and_chinese() -> None:
+    for key, texts in MESSAGES.items():
+        assert set(texts) == {"en", "zh"}, key
+        assert texts["en"].isascii(), key
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in texts["zh"]), key
+        # the same {fields} in both languages, so formatting never raises in one of them
+        assert sorted(_fields(texts["en"])) == sorted(_fields(texts["zh"])), key
+
+
+def _fields(text: str) -> list[str]:
+    import string
+
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
+
+
+def test_exit_codes_match_design() -> None:
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 130]
+    cases = {UsageError: 2, NotAvailableYet: 2, UnsupportedMachine: 3, SourceError: 4, IntegrityError: 5,
+             ServerError: 6, QwenKitError: 1}
+    for cls, code in cases.items():
+        assert exit_code_for(cls("x")) == code, cls
+    assert exit_code_for(KeyboardInterrupt()) == 130
+    assert exit_code_for(ValueError("bug")) == 1
+
+
+def _fake_command(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
+    """A command module that raises ``exc``: exercises the entry point's error boundary end to end."""
+    module = types.ModuleType("bootstrap.commands._raises")
+
+    def run(args: object) -> int:
+        raise exc
+
+    module.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bootstrap.commands._raises", module)
+    monkeypatch.setitem(cli.COMMANDS, "status", "_raises")
+
+
+@pytest.mark.parametrize(("exc", "code", "first_line"), [
+    (SourceError("huggingface.co unreachable", "Rerun to resume."), 4, "error: huggingface.co unreachable"),
+    (IntegrityError("sha256 mismatch for x.gguf"), 5, "error: sha256 mismatch for x.gguf"),
+    (KeyboardInterrupt(), 130, "error: Interrupted. Rerun the same command to continue where it stopped."),
+    (ZeroDivisionError("division by zero"), 1, "error: Internal error: ZeroDivisionError: division by zero"),
+])
+def test_error_boundary(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                        exc: BaseException, code: int, first_line: str) -> None:
+    _fake_command(monkeypatch, exc)
+    assert cli.main(["status"]) == code
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == first_line
+    assert "Traceback" not in err
+
+
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_command(monkeypatch, ZeroDivisionError("division by zero"))
+    assert cli.main(["--debug", "status"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "ZeroDivisionError" in err
