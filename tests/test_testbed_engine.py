@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -26,11 +26,11 @@ def test_asset_is_named_and_laid_out_like_upstream(engine_asset: Path) -> None:
         assert any(m.name == f"llama-b10434/{link.linkname}" and m.isfile() for m in members), link.name
 
 
-def test_asset_is_reproducible(engine_bin_dir: Path, engine_asset: Path) -> None:
-    before = testbed.sha256_file(engine_asset)
-    os.utime(engine_bin_dir / "llama-server")  # changes the source stamp: forces a fresh pack
-    again = testbed.release_asset(engine_bin_dir)
-    assert testbed.sha256_file(again) == before
+def test_asset_is_reproducible(engine_bin_dir: Path, engine_asset: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "bin"
+    shutil.copytree(engine_bin_dir, copy)  # new mtimes, same contents
+    again = testbed.release_asset(copy, out_dir=tmp_path / "out")
+    assert again != engine_asset and testbed.sha256_file(again) == testbed.sha256_file(engine_asset)
 
 
 def test_unpacked_asset_runs_version(engine_asset: Path, tmp_path: Path) -> None:

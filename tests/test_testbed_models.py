@@ -7,7 +7,6 @@ recurrent vs. KV layers), and the KV/recurrent sizes it logs must follow from th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,33 +14,11 @@ import gguf
 import pytest
 
 from tests.support.llama import LlamaServer
+from tests.support.llama_log import KV_LINE, MIB, RS_LINE, logged_as, print_info
 from tests.support.tiny_gguf import ARCHES, IM_END_ID, build_vocab, spec_for, text_token_ids, write_model
 
 CTX = 512
 SERVER_ARGS = ["-c", str(CTX), "-np", "1", "-t", "2", "-lv", "4"]
-MIB = 1024 * 1024
-# llama-server prefixes log lines with a timestamp and level ("0.00.017.383 I print_info: ...").
-_PFX = r"^(?:[\d.]+ [A-Z] )?"
-_PRINT_INFO = re.compile(_PFX + r"print_info: (\w[\w ]*?)\s+= (.*)$", re.M)
-_KV_LINE = re.compile(
-    _PFX + r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)/(\d+) seqs\), "
-    r"K \((\w+)\): +([\d.]+) MiB, V \((\w+)\): +([\d.]+) MiB", re.M)
-_RS_LINE = re.compile(
-    _PFX + r"llama_memory_recurrent: size = +([\d.]+) MiB "
-    r"\( *(\d+) cells, +(\d+) layers, +(\d+) seqs +(\d+) rs_seq\), "
-    r"R \((\w+)\): +([\d.]+) MiB, S \((\w+)\): +([\d.]+) MiB", re.M)
-
-
-def print_info(log: str) -> dict[str, str]:
-    """``print_info: key = value`` lines of llama-server's model summary as a dict."""
-    return {k: v.strip() for k, v in _PRINT_INFO.findall(log)}
-
-
-def logged_as(printed: float, n_bytes: int) -> bool:
-    """Whether a size llama.cpp printed with ``%.2f MiB`` is ``n_bytes``."""
-    return abs(printed - n_bytes / MIB) <= 0.005 + 1e-9
-
-
 def _serve_once(binary: Path, model: Path) -> tuple[dict, str]:
     """Start llama-server on ``model``, send one greedy chat turn, return (response body, server log)."""
     with LlamaServer(binary, model, SERVER_ARGS, ready_timeout=30) as srv:
@@ -131,7 +108,7 @@ def test_model_loads_and_chats(served: Callable[[str], tuple[dict, str]], arch: 
 def _kv_lines(log: str) -> list[tuple[int, int, str, float, str, float]]:
     """(cells, layers, K type, K MiB, V type, V MiB) of every ``llama_kv_cache: size`` line."""
     return [(int(m[1]), int(m[2]), m[5], float(m[6]), m[7], float(m[8])) for m in
-            (x.groups() for x in _KV_LINE.finditer(log))]
+            (x.groups() for x in KV_LINE.finditer(log))]
 
 
 # ggml block sizes: bytes per block of 32 values (f16: 2 bytes per value).
@@ -193,7 +170,7 @@ def test_qwen35moe_structure(served: Callable[[str], tuple[dict, str]]) -> None:
     assert k_mib == v_mib
     assert logged_as(k_mib, _kv_bytes(cells, layers, spec.head_dim, spec.n_head_kv))
     # The DeltaNet layers carry a fixed per-sequence state: conv window R and the S matrices.
-    m = _RS_LINE.search(log)
+    m = RS_LINE.search(log)
     assert m, log
     n_recr = spec.n_layer - len(spec.kv_layers())
     conv_dim = 2 * spec.ssm_state_size * spec.ssm_group_count + spec.ssm_inner_size

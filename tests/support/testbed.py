@@ -248,10 +248,13 @@ def _write_tar_gz(raw: BinaryIO, bin_dir: Path) -> None:
                     tf.addfile(info, fh)
 
 
-def release_asset(bin_dir: Path | None = None) -> Path:
-    """``bin_dir`` packed as ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz`` (cached; byte-reproducible)."""
+def release_asset(bin_dir: Path | None = None, out_dir: Path | None = None) -> Path:
+    """``bin_dir`` packed as ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz`` into ``out_dir`` (default: the cache).
+
+    Byte-reproducible, and rebuilt only when ``bin_dir``'s files change.
+    """
     bin_dir = bin_dir or engine_dir()
-    final = cache_dir() / "assets" / asset_name()
+    final = (out_dir or cache_dir() / "assets") / asset_name()
     stamp = final.with_suffix(".source")
     source_id = "\n".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
                           for p in sorted(bin_dir.iterdir()) if not p.name.startswith("."))
