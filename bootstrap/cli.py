@@ -11,8 +11,8 @@ import argparse
 import importlib
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
 from . import __version__, console
 from .console import t
@@ -32,8 +32,24 @@ COMMANDS: dict[str, str | None] = {
 }
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help text whose "usage:" prefix follows the UI language."""
+
+    def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                  groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, t("cli.usage_prefix") if prefix is None else prefix)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad usage as a ``UsageError`` (one line + hint, exit 2) instead of exiting."""
+    """argparse in the UI language that reports bad usage as a ``UsageError`` (one line + hint, exit 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs["add_help"] = False
+        super().__init__(*args, **kwargs)
+        self._positionals.title = t("cli.positionals")
+        self._optionals.title = t("cli.options")
+        self.add_argument("-h", "--help", action="help", help=t("cli.help"))
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, t("hint.usage"))

@@ -16,6 +16,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "退出码：0 成功，1 内部错误，2 用法或输入错误，3 本机无法运行，4 下载源失败（重新运行可续传），"
               "5 校验失败，6 服务启动或验证失败，130 已中断。",
     },
+    "cli.usage_prefix": {"en": "usage: ", "zh": "用法："},
+    "cli.positionals": {"en": "positional arguments", "zh": "位置参数"},
+    "cli.options": {"en": "options", "zh": "选项"},
+    "cli.help": {"en": "show this help and exit", "zh": "显示此帮助并退出"},
     "cli.version": {"en": "show the version and exit", "zh": "显示版本并退出"},
     "cli.debug": {"en": "show the full traceback on errors", "zh": "出错时显示完整的回溯信息"},
     "cli.json": {"en": "print one JSON document on stdout", "zh": "在标准输出打印一个 JSON 文档"},

@@ -106,7 +106,9 @@ def test_chinese_locale_speaks_chinese() -> None:
     proc = run_cli("doctor", lang="zh_CN.UTF-8")
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'doctor' 命令。"
-    assert "下载模型" in run_cli("--help", lang="zh_CN.UTF-8").stdout
+    help_zh = run_cli("--help", lang="zh_CN.UTF-8").stdout
+    assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项:\n" in help_zh
+    assert "usage:" not in help_zh and "options:" not in help_zh and "show this help" not in help_zh
 
 
 def test_qwenkit_lang_overrides_locale() -> None:
