@@ -62,7 +62,7 @@ def test_api_key_is_enforced(llama_server: Path, tiny_models: dict[str, Path]) -
 
 
 @pytest.mark.slow
-def test_fallback_build_from_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallback_build_from_source(tmp_path: Path) -> None:
     """The from-source path on its own (about 8 minutes on 2 cores; reuses the cached build tree)."""
     out = testbed.provision_engine_from_source(tmp_path / "bin")
     proc = subprocess.run([str(out / "llama-server"), "--version"], capture_output=True, text=True, timeout=60)

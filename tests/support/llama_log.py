@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 MIB = 1024 * 1024
-# llama-server prefixes log lines with a timestamp and level ("0.00.017.383 I print_info: ...").
 _PFX = r"^(?:[\d.]+ [A-Z] )?"
 _PRINT_INFO = re.compile(_PFX + r"print_info: (\w[\w ]*?)\s+= (.*)$", re.M)
 KV_LINE = re.compile(
