@@ -43,6 +43,11 @@ def home_override(env: Mapping[str, str] = os.environ) -> str | None:
     return _first(env, "QWENKIT_HOME")
 
 
+def catalog_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_CATALOG``: a catalog.toml to use instead of the shipped one (intranet catalogs, tests, the demo)."""
+    return _first(env, "QWENKIT_CATALOG")
+
+
 def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
     """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
     return _first(env, "HF_TOKEN")

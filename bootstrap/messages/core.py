@@ -1,7 +1,4 @@
-"""Every user-facing sentence, in English and Simplified Chinese, keyed by a short id.
-
-Kept apart from ``console`` so the catalogue can be reviewed (and tested for completeness) as one table.
-"""
+"""Messages of the command line itself: help texts, generic errors and labels."""
 
 from __future__ import annotations
 

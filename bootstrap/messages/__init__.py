@@ -1,0 +1,28 @@
+"""Every user-facing sentence, in English and Simplified Chinese, keyed by a short id.
+
+Kept apart from ``console`` so the catalogue can be reviewed (and tested for completeness) as one table.
+Each stage owns one module (``doctor``, ``gguf``, ``plan``, ``fetch``, ``sources``…) whose ``MESSAGES`` dict is
+merged here; a key defined twice is a bug caught at import.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import core, doctor, fetch, gguf, plan, sources
+
+# Static imports (not importlib) so PyInstaller sees every part.
+_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, plan, fetch, sources)
+
+
+def _merge() -> dict[str, dict[str, str]]:
+    merged: dict[str, dict[str, str]] = {}
+    for part in _PARTS:
+        for key, texts in part.MESSAGES.items():
+            if key in merged:
+                raise RuntimeError(f"message key {key!r} defined twice ({part.__name__})")
+            merged[key] = texts
+    return merged
+
+
+MESSAGES: dict[str, dict[str, str]] = _merge()
