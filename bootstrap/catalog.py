@@ -119,7 +119,7 @@ class CatalogModel:
         for quant in self.quants:
             if quant.name.lower() == wanted:
                 return quant
-        raise UsageError(t("plan.err_unknown_quant", quant=name, model=self.id,
+        raise UsageError(t("plan.err_unknown_quant", quant=name or self.default_quant, model=self.id,
                            available=", ".join(q.name for q in self.quants)))
 
     def quants_from_default_down(self) -> tuple[Quant, ...]:
@@ -142,7 +142,7 @@ class Catalog:
         for model in self.models:
             if model.id.lower() == wanted:
                 return model
-        raise UsageError(t("plan.err_unknown_model", model=model_id,
+        raise UsageError(t("plan.err_unknown_model", model=model_id or self.default_model,
                            available=", ".join(m.id for m in self.models)))
 
 

@@ -1,0 +1,103 @@
+"""The shipped catalog and the MODEL argument: what the planner and the sources rely on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bootstrap import catalog as catalog_mod
+from bootstrap.catalog import load_catalog
+from bootstrap.errors import ExitCode, UsageError
+from bootstrap.model_ref import CatalogRef, HubFileRef, LocalFileRef, parse_model_ref
+
+
+def test_shipped_catalog_has_the_default_model_with_exact_facts() -> None:
+    cat = load_catalog()
+    model = cat.model(None)
+    assert model.id == "qwen3.6-35b-a3b" and model.architecture == "qwen35moe"
+    assert {(r.hub, r.repo) for r in model.repos} == {("hf", "unsloth/Qwen3.6-35B-A3B-GGUF"),
+                                                     ("modelscope", "unsloth/Qwen3.6-35B-A3B-GGUF")}
+    q4km = model.quant("ud-q4_k_m")
+    assert q4km.file.size == 22_134_528_992 and q4km.file.size_exact
+    assert model.mmproj is not None and model.mmproj.size == 899_283_680
+    # Quants run largest → smallest, so "from the default down" only ever shrinks.
+    sizes = [q.file.size for q in model.quants]
+    assert sizes == sorted(sizes, reverse=True)
+    assert model.quants_from_default_down()[0].name == model.default_quant
+    # 20,480 B/token of f16 KV (qwen36.md) follows from the shape.
+    shape = model.shape
+    assert shape is not None
+    kv_layers = shape.n_layer // shape.full_attention_interval
+    assert 2 * kv_layers * shape.n_head_kv * shape.key_length * 2 == 20_480
+    for fallback in model.fallbacks:
+        assert cat.model(fallback).quants
+
+
+def test_sha256_hint_cross_check() -> None:
+    model = load_catalog().model("qwen3.6-35b-a3b")
+    hint = model.quant("UD-Q4_K_M").file
+    assert hint.matches_hint("ac0e2c1189e0" + "0" * 45 + "3e31a61")
+    assert not hint.matches_hint("ac0e2c1189e0" + "0" * 45 + "3e31a62")
+    assert model.quant("UD-IQ4_XS").file.matches_hint("f" * 64)  # no hint: anything listed is accepted
+
+
+def test_unknown_model_and_quant_name_the_choices() -> None:
+    cat = load_catalog()
+    with pytest.raises(UsageError, match=r"qwen3\.5-4b") as exc:
+        cat.model("llama-9000")
+    assert exc.value.exit_code == ExitCode.USAGE
+    with pytest.raises(UsageError, match="UD-IQ4_XS"):
+        cat.model(None).quant("Q3_K_XXL")
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('schema = 2\ndefault_model = "a"\nmodels = []', "schema"),
+    ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\nquants = []',
+     "quants"),
+    ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\n'
+     'repos = [{hub = "github", repo = "x/y"}]\nquants = [{name = "Q4", file = "a.gguf"}]', "hub"),
+    ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\n'
+     'quants = [{name = "Q4", file = "a.gguf", size = -3}]', "size"),
+    ('schema = 1\ndefault_model = "b"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\n'
+     'quants = [{name = "Q4", file = "a.gguf"}]', "b"),
+    ("schema = 1\ndefault_model = [", "catalog"),
+])
+def test_malformed_catalog_is_one_usage_error(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "catalog.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError) as exc:
+        load_catalog(path)
+    assert field in exc.value.message and "\n" not in exc.value.message
+
+
+def test_catalog_override_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('schema = 1\ndefault_model = "tiny"\n[[models]]\nid = "tiny"\narchitecture = "llama"\n'
+                    'repos = [{hub = "hf", repo = "me/tiny", revision = "main"}]\n'
+                    'quants = [{name = "F32", file = "tiny.gguf", size = 491000}]\n', encoding="utf-8")
+    monkeypatch.setenv("QWENKIT_CATALOG", str(path))
+    assert catalog_mod.catalog_path() == path
+    assert load_catalog().model(None).quant(None).file.path == "tiny.gguf"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("qwen3.6-35b-a3b", CatalogRef("qwen3.6-35b-a3b")),
+    ("qwen3.6-35b-a3b:UD-IQ4_XS", CatalogRef("qwen3.6-35b-a3b", "UD-IQ4_XS")),
+    ("hf:unsloth/Qwen3.6-35B-A3B-GGUF/mmproj-F16.gguf",
+     HubFileRef("hf", "unsloth/Qwen3.6-35B-A3B-GGUF", "mmproj-F16.gguf")),
+    ("ms:unsloth/Qwen3.6-35B-A3B-GGUF/BF16/x-00001-of-00002.gguf@a2a9fd35",
+     HubFileRef("modelscope", "unsloth/Qwen3.6-35B-A3B-GGUF", "BF16/x-00001-of-00002.gguf", "a2a9fd35")),
+    ("hf:o/r/f.gguf@refs/pr/1", HubFileRef("hf", "o/r", "f.gguf", "refs/pr/1")),
+    ("./models/模型 1.gguf", LocalFileRef(Path("./models/模型 1.gguf"))),
+])
+def test_model_ref_forms(text: str, expected: object) -> None:
+    assert parse_model_ref(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "hf:", "hf:owner/repo", "hf:owner//f.gguf", "hf:o/r/../etc/passwd",
+                                  "ms:o/r/f.gguf@", "qwen:a:b", "a b", "hf:o/r/f.gguf@bad rev"])
+def test_bad_model_ref_is_exit_2(text: str) -> None:
+    with pytest.raises(UsageError) as exc:
+        parse_model_ref(text)
+    assert exc.value.exit_code == ExitCode.USAGE and exc.value.hint
