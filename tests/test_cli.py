@@ -103,9 +103,9 @@ def test_no_command_prints_help_and_exits_2() -> None:
 
 
 def test_chinese_locale_speaks_chinese() -> None:
-    proc = run_cli("doctor", lang="zh_CN.UTF-8")
+    proc = run_cli("status", lang="zh_CN.UTF-8")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'doctor' 命令。"
+    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'status' 命令。"
     help_zh = run_cli("--help", lang="zh_CN.UTF-8").stdout
     assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项:\n" in help_zh
     assert "usage:" not in help_zh and "options:" not in help_zh and "show this help" not in help_zh
