@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import core, doctor, fetch, gguf, plan, sources
+from . import core, doctor, fetch, gguf, memory, plan, sources
 
 # Static imports (not importlib) so PyInstaller sees every part.
-_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, plan, fetch, sources)
+_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources)
 
 
 def _merge() -> dict[str, dict[str, str]]:
