@@ -83,6 +83,10 @@ class ModelShape:
     expert_share: float
     token_embd_share: float
     output_share: float
+    n_ff: int = 0
+    n_ff_exp: int = 0
+    ssm_conv_dim: int = 0
+    ssm_v_heads: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,8 @@ def _shape(fields: _Fields | None) -> ModelShape | None:
         "n_expert", "n_expert_used", "full_attention_interval", "recurrent_bytes_per_seq")}
     shares = {name: float(fields.get(name, (int, float))) for name in
               ("expert_share", "token_embd_share", "output_share")}
-    return ModelShape(**ints, **shares)
+    optional = {name: fields.count(name, 0) for name in ("n_ff", "n_ff_exp", "ssm_conv_dim", "ssm_v_heads")}
+    return ModelShape(**ints, **shares, **optional)
 
 
 def _model(fields: _Fields) -> CatalogModel:

@@ -20,8 +20,8 @@ from .errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_co
 
 # command name → module under bootstrap.commands implementing run(args); None = not built yet.
 COMMANDS: dict[str, str | None] = {
-    "doctor": None,
-    "plan": None,
+    "doctor": "doctor",
+    "plan": "plan",
     "download": None,
     "install": None,
     "status": None,

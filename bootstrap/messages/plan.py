@@ -29,4 +29,135 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "请使用目录中的模型 id（qwen3.6-35b-a3b[:量化]）、hf:所有者/仓库/路径[@版本]、"
               "ms:所有者/仓库/路径[@版本] 或 .gguf 文件路径。",
     },
+    "plan.err_no_fit": {
+        "en": "{title} {quant} does not fit: it needs about {need} GiB at {ctx} tokens of context; this machine can "
+              "give {ram} GiB of RAM and {vram} GiB of VRAM.",
+        "zh": "{title} {quant} 放不下：在 {ctx} token 上下文下约需 {need} GiB；"
+              "本机可用内存 {ram} GiB、显存 {vram} GiB。",
+    },
+    "plan.hint_no_fit": {
+        "en": "Close other programs, choose a smaller model or quant (e.g. qwen3.5-4b), or a shorter --ctx.",
+        "zh": "请关闭其他程序，或选择更小的模型/量化版本（如 qwen3.5-4b），或减小 --ctx。",
+    },
+    "plan.why_quant": {
+        "en": "{quant} ({size} GiB): the recommended quant, and it fits.",
+        "zh": "{quant}（{size} GiB）：推荐的量化版本，且放得下。",
+    },
+    "plan.why_quant_smaller": {
+        "en": "{quant}: the recommended {preferred} does not fit this machine's memory.",
+        "zh": "{quant}：推荐的 {preferred} 超出本机内存。",
+    },
+    "plan.why_fallback": {
+        "en": "{chosen} instead of {preferred}: no quant of {preferred} fits {ram} GiB of RAM and {vram} GiB of "
+              "VRAM.",
+        "zh": "改用 {chosen}（而非 {preferred}）：{preferred} 的任何量化版本都超出 {ram} GiB 内存和 {vram} GiB 显存。",
+    },
+    "plan.why_ctx": {
+        "en": "context {ctx} tokens: enough for agent tool prompts; its KV cache takes {kv} MiB.",
+        "zh": "上下文 {ctx} token：足够智能体工具调用使用；其 KV 缓存占 {kv} MiB。",
+    },
+    "plan.why_kv_f16": {
+        "en": "f16 KV cache: full precision, memory allows it.",
+        "zh": "KV 缓存用 f16：全精度，内存足够。",
+    },
+    "plan.why_kv_q8": {
+        "en": "q8_0 KV cache: half the memory of f16 at near-identical quality, so more of the model fits on the GPU.",
+        "zh": "KV 缓存用 q8_0：内存仅为 f16 的一半、质量几乎不变，可把更多模型放进显存。",
+    },
+    "plan.why_fa": {
+        "en": "flash attention on: smaller compute buffer, and required by a quantized KV cache.",
+        "zh": "开启 flash attention：计算缓冲更小，且量化 KV 缓存需要它。",
+    },
+    "plan.why_np_one": {
+        "en": "1 slot: the whole context for one conversation at a time.",
+        "zh": "1 个并发槽：整段上下文留给一次对话。",
+    },
+    "plan.why_np_many": {
+        "en": "{n} slots sharing one unified KV pool: parallel requests (agents, tools) at no extra KV memory.",
+        "zh": "{n} 个并发槽共享一个 KV 池：可并行处理请求（智能体、工具），不额外占用 KV 内存。",
+    },
+    "plan.why_threads": {
+        "en": "{n} threads: one per physical core (hyper-threads slow generation down).",
+        "zh": "{n} 个线程：每个物理核心一个（超线程反而会拖慢生成）。",
+    },
+    "plan.why_batch": {
+        "en": "batch 2048 / micro-batch 512: llama.cpp's defaults, a good prompt speed for the compute buffer.",
+        "zh": "批大小 2048 / 微批 512：llama.cpp 默认值，在计算缓冲大小与提示处理速度间平衡。",
+    },
+    "plan.why_cpu_only": {
+        "en": "everything in RAM on the CPU: no usable GPU.",
+        "zh": "全部放在内存中由 CPU 运行：没有可用的 GPU。",
+    },
+    "plan.why_all_gpu": {
+        "en": "every layer on the {gpu}: the fastest placement, and it fits.",
+        "zh": "所有层都放在 {gpu} 上：最快的放置方式，且放得下。",
+    },
+    "plan.why_moe_split": {
+        "en": "all layers on the GPU, routed experts of the first {n} of {total} layers in RAM: attention and KV "
+              "stay on the GPU within {vram} GiB.",
+        "zh": "所有层放在 GPU 上，前 {n}/{total} 层的路由专家放在内存：注意力和 KV 缓存留在 GPU（{vram} GiB 以内）。",
+    },
+    "plan.why_layers": {
+        "en": "{n} of {total} layers on the GPU: as many as fit in {vram} GiB; the rest run on the CPU.",
+        "zh": "{total} 层中的 {n} 层放在 GPU：{vram} GiB 显存内能放下的最多层数，其余由 CPU 运行。",
+    },
+    "plan.why_mmproj_gpu": {
+        "en": "vision projector on the GPU: there is room left.",
+        "zh": "视觉投影器放在 GPU：显存还有余量。",
+    },
+    "plan.why_mmproj_cpu": {
+        "en": "vision projector on the CPU: the GPU memory is worth more to the language model.",
+        "zh": "视觉投影器放在 CPU：显存优先留给语言模型。",
+    },
+    "plan.why_thinking_off": {
+        "en": "thinking off (faster agent answers); turn it on with --reasoning on, or per request with "
+              "chat_template_kwargs {{\"enable_thinking\": true}}.",
+        "zh": "默认关闭思考模式（智能体响应更快）；用 --reasoning on 开启，或在单次请求中设置 "
+              "chat_template_kwargs {{\"enable_thinking\": true}}。",
+    },
+    "plan.why_thinking_on": {
+        "en": "thinking on: this model is meant to reason before answering; --reasoning off turns it off.",
+        "zh": "开启思考模式：该模型需要先推理再回答；用 --reasoning off 关闭。",
+    },
+    "plan.warn_dropped_flag": {
+        "en": "engine build b{build} does not accept {flag}; left out.",
+        "zh": "引擎版本 b{build} 不支持 {flag}，已省略。",
+    },
+    "plan.err_no_shape": {
+        "en": "The catalog has no shape facts for '{model}', and no GGUF header of it is at hand.",
+        "zh": "模型目录中没有 '{model}' 的结构信息，手头也没有它的 GGUF 文件头。",
+    },
+    "plan.hint_no_shape": {
+        "en": "Download the model first (qwenkit download), or add a [models.shape] table to the catalog.",
+        "zh": "请先下载模型（qwenkit download），或在模型目录中添加 [models.shape] 表。",
+    },
+    "plan.err_no_file": {
+        "en": "No such file: {path}",
+        "zh": "文件不存在：{path}",
+    },
+    "plan.err_ctx": {
+        "en": "--ctx {ctx} is out of range: use {low} to {high} tokens.",
+        "zh": "--ctx {ctx} 超出范围：请使用 {low} 到 {high} 之间的 token 数。",
+    },
+    "plan.label_cpu": {"en": "the CPU", "zh": "处理器（CPU）"},
+    "plan.title": {
+        "en": "Plan: {title} {quant} ({size} GiB) on {where}",
+        "zh": "方案：{title} {quant}（{size} GiB），运行于 {where}",
+    },
+    "plan.memory": {
+        "en": "Predicted memory: GPU {gpu} of {gpu_budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
+        "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",
+    },
+    "plan.speed_gpu": {
+        "en": "Speed: fast (everything on the GPU).",
+        "zh": "速度：快（全部在 GPU 上）。",
+    },
+    "plan.speed_hybrid": {
+        "en": "Speed: medium (part of the model runs from RAM on the CPU).",
+        "zh": "速度：中等（部分模型在内存中由 CPU 运行）。",
+    },
+    "plan.speed_cpu": {
+        "en": "Speed: slow (CPU only; expect a few tokens per second).",
+        "zh": "速度：较慢（仅 CPU；每秒约几个 token）。",
+    },
 }

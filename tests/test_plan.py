@@ -1,0 +1,270 @@
+"""The plan stage on recorded machines, with Qwen3.6's real shapes (a header-only GGUF), and the ``plan`` command.
+
+Scenario checks follow the issue: attention and KV stay on the GPU, predicted VRAM ≤ free − margin, predicted
+RAM ≤ available − reserve, more memory never gives a smaller context or more experts on the CPU, 8 GB + 32 GB runs
+the default model, 16 GB with no GPU gets a smaller model with the reason. The plan's flags are then given to the
+real llama-server to prove the engine accepts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bootstrap import console, engine_flags, planner
+from bootstrap.catalog import load_catalog
+from bootstrap.errors import ExitCode, UnsupportedMachine
+from bootstrap.hardware import HardwareProfile, load_profile
+from bootstrap.model_facts import catalog_candidates, file_candidate
+from bootstrap.planner import Candidate, Plan, choose
+from tests.support.header_only import qwen36_35b_a3b_header
+from tests.support.llama import LlamaServer
+
+HARDWARE = Path(__file__).parent / "data" / "hardware"
+GIB = 1 << 30
+REPO = "unsloth/Qwen3.6-35B-A3B-GGUF"
+GPU_MACHINES = ["rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb"]
+ALL_MACHINES = [*GPU_MACHINES, "no_gpu_16gb", "apple_m2_16gb"]
+
+
+@pytest.fixture(autouse=True)
+def _english() -> None:
+    console.set_language("en")
+    yield
+    console.set_language(None)
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home's models folder holding the real-shape header of the default quant (no tensor data)."""
+    root = tmp_path_factory.mktemp("models")
+    target = root / REPO / load_catalog().model(None).quant(None).file.path
+    target.parent.mkdir(parents=True)
+    qwen36_35b_a3b_header(target)
+    return root
+
+
+def machine(name: str) -> HardwareProfile:
+    return load_profile(HARDWARE / f"{name}.json")
+
+
+def default_plan(hardware: HardwareProfile, models_dir: Path, *, quant: str | None = None,
+                 ctx: int | None = None) -> Plan:
+    catalog = load_catalog()
+    model = catalog.model(None)
+    fallbacks = [] if quant else [c for fid in model.fallbacks
+                                  for c in catalog_candidates(catalog.model(fid), None, models_dir)]
+    return choose(catalog_candidates(model, quant, models_dir), hardware, requested_ctx=ctx, fallbacks=fallbacks)
+
+
+def with_memory(hardware: HardwareProfile, *, vram_free: int | None = None, ram_available: int | None = None,
+                ram_total: int | None = None) -> HardwareProfile:
+    memory = hardware.memory
+    memory = dataclasses.replace(memory, total_bytes=ram_total or memory.total_bytes,
+                                 available_bytes=ram_available or memory.available_bytes)
+    gpus = hardware.gpus
+    if vram_free is not None:
+        gpus = tuple(dataclasses.replace(g, vram_free_bytes=vram_free, vram_total_bytes=max(vram_free,
+                                                                                              g.vram_total_bytes))
+                     for g in gpus)
+    return dataclasses.replace(hardware, memory=memory, gpus=gpus)
+
+
+def test_header_profile_matches_the_published_split(models_dir: Path) -> None:
+    """The header-only file carries Qwen3.6-35B-A3B's real layout (qwen36.md): 40 layers, 10 with KV."""
+    [candidate, *_] = catalog_candidates(load_catalog().model(None), None, models_dir)
+    profile = candidate.profile
+    assert profile.architecture == "qwen35moe" and profile.n_layer == 40 and profile.is_moe
+    assert profile.kv_layers == tuple(range(3, 40, 4))
+    experts = sum(lw.expert_bytes for lw in profile.layers)
+    assert 18.0 * GIB < experts < 18.6 * GIB  # "routed experts ≈ 18.3 GiB"
+
+
+@pytest.mark.parametrize("name", ALL_MACHINES)
+def test_plan_respects_the_budgets(name: str, models_dir: Path) -> None:
+    hardware = machine(name)
+    plan = default_plan(hardware, models_dir)
+    est = plan.estimate
+    assert est.gpu_total <= plan.budget.gpu_bytes
+    reserve = max(planner.RAM_RESERVE_MIN, int(hardware.memory.total_bytes * planner.RAM_RESERVE_SHARE))
+    host = est.host_total + (est.gpu_total if plan.budget.unified else 0)
+    assert host <= hardware.memory.available_bytes and host <= hardware.memory.total_bytes - reserve
+    gpu = max(hardware.gpus, key=lambda g: g.vram_total_bytes, default=None)
+    if gpu is not None and not gpu.unified_memory:
+        assert est.gpu_total <= gpu.vram_free_bytes - planner.GPU_MARGIN
+    assert all(r.text and "\n" not in r.text for r in plan.reasons)
+    assert {"variant", "quant", "ctx", "cache_type", "placement", "threads", "thinking"} <= {r.topic
+                                                                                           for r in plan.reasons}
+    assert "-c" in plan.args and "--reasoning" in plan.args
+
+
+@pytest.mark.parametrize("name", GPU_MACHINES)
+def test_attention_and_kv_stay_on_the_gpu(name: str, models_dir: Path) -> None:
+    plan = default_plan(machine(name), models_dir)
+    assert plan.model_id == "qwen3.6-35b-a3b", plan.reasons[0].text
+    # -ngl counts every block of the file (block_count 41: the MTP block too, qwen36.md) and the output layer.
+    assert plan.settings.n_gpu_layers == 42
+    assert plan.estimate.kv_cpu == 0 and plan.estimate.recurrent_cpu == 0
+    assert plan.settings.ctx >= planner.GOOD_CTX
+
+
+def test_8gb_gpu_with_32gb_ram_runs_the_default_model(models_dir: Path) -> None:
+    plan = default_plan(machine("rtx3070_8gb_32gb"), models_dir)
+    assert (plan.model_id, plan.quant) == ("qwen3.6-35b-a3b", "UD-Q4_K_XL")
+    assert plan.fallback_from is None and plan.speed_class == "hybrid"
+    assert 0 < plan.settings.n_cpu_moe < 40 and "--n-cpu-moe" in plan.args
+    assert plan.variant.name == "ubuntu-vulkan-x64"
+
+
+def test_16gb_without_gpu_falls_back_and_says_why(models_dir: Path) -> None:
+    plan = default_plan(machine("no_gpu_16gb"), models_dir)
+    assert plan.model_id != "qwen3.6-35b-a3b" and plan.fallback_from == "Qwen3.6-35B-A3B"
+    assert plan.reasons[0].topic == "model" and "no quant of Qwen3.6-35B-A3B fits" in plan.reasons[0].text
+    assert plan.settings.n_gpu_layers == 0 and plan.speed_class == "cpu"
+
+
+def test_an_explicit_quant_that_cannot_fit_is_exit_3(models_dir: Path) -> None:
+    with pytest.raises(UnsupportedMachine) as exc:
+        default_plan(machine("no_gpu_16gb"), models_dir, quant="UD-Q4_K_XL")
+    assert exc.value.exit_code == ExitCode.UNSUPPORTED
+    assert "does not fit" in exc.value.message and "GiB" in exc.value.message
+
+
+def test_an_explicit_ctx_is_never_reduced(models_dir: Path) -> None:
+    hardware = machine("rtx3070_8gb_32gb")
+    assert default_plan(hardware, models_dir, ctx=131072).settings.ctx == 131072
+    with pytest.raises(UnsupportedMachine):
+        default_plan(machine("no_gpu_16gb"), models_dir, ctx=262144, quant="UD-Q2_K_XL")
+
+
+@pytest.mark.parametrize("quant", ["UD-Q4_K_XL", "UD-IQ4_XS"])
+def test_more_vram_never_means_less_context_or_more_cpu_experts(quant: str, models_dir: Path) -> None:
+    base = machine("rtx3070_8gb_32gb")
+    previous = None
+    for vram in [4, 6, 8, 10, 12, 16, 20, 24, 32]:
+        plan = default_plan(with_memory(base, vram_free=vram * GIB), models_dir, quant=quant)
+        current = (plan.settings.ctx, plan.settings.n_cpu_moe, plan.settings.n_gpu_layers)
+        if previous is not None:
+            assert current[0] >= previous[0], (vram, current, previous)
+            assert current[1] <= previous[1], (vram, current, previous)
+            assert current[2] >= previous[2], (vram, current, previous)
+        previous = current
+    assert previous is not None and previous[1] == 0  # 32 GiB holds every expert
+
+
+def test_more_ram_never_means_a_smaller_quant_or_context(models_dir: Path) -> None:
+    base = machine("no_gpu_16gb")
+    previous: tuple[int, int, int] | None = None
+    order = {c.quant: i for i, c in enumerate(catalog_candidates(load_catalog().model(None), None, models_dir))}
+    for ram in [12, 16, 24, 32, 48, 64]:
+        hardware = with_memory(base, ram_total=ram * GIB, ram_available=int(ram * GIB * 0.8))
+        plan = default_plan(hardware, models_dir)
+        # (is the default model, higher quant, context)
+        current = (int(plan.model_id == "qwen3.6-35b-a3b"), -order.get(plan.quant, 99), plan.settings.ctx)
+        if previous is not None:
+            assert current[:2] >= previous[:2], (ram, plan.quant, plan.model_id)
+            if current[:2] == previous[:2]:
+                assert current[2] >= previous[2]
+        previous = current
+    assert previous is not None and previous[0] == 1
+
+
+def test_flags_unknown_to_an_old_engine_are_dropped_with_a_warning(models_dir: Path) -> None:
+    catalog = load_catalog()
+    candidates = catalog_candidates(catalog.model(None), None, models_dir)
+    plan = choose(candidates, machine("rtx3070_8gb_32gb"), engine_build=8000)
+    assert "--reasoning" not in plan.args and "--reasoning" in plan.dropped_flags
+    assert any("b8000" in w and "--reasoning" in w for w in plan.warnings)
+    assert "--fit" in plan.args  # b7407 already had it
+    kept = engine_flags.filter_args(["-c", "4096", "--reasoning-budget", "-1", "-ngl", "0"], 8000).kept
+    assert kept == ("-c", "4096", "-ngl", "0")
+
+
+def test_plan_for_a_local_file_drives_the_real_server(llama_server: Path, make_tiny_model) -> None:
+    """The flags a plan emits are accepted by the test bed's llama-server, which then answers."""
+    model = make_tiny_model("qwen35moe")
+    hardware = machine("no_gpu_16gb")
+    plan = choose([file_candidate(model)], hardware)
+    assert plan.settings.n_gpu_layers == 0
+    args = [a for a in plan.args]
+    with LlamaServer(llama_server, model, args) as server:
+        reply = server.chat("Hello", max_tokens=4)
+    assert reply["choices"][0]["message"] is not None
+    assert reply["usage"]["completion_tokens"] >= 1
+
+
+def run_plan(*args: str, lang: str = "en_US.UTF-8", home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LANG": lang, "LC_ALL": lang, "QWENKIT_LANG": ""}
+    if home is not None:
+        env["QWENKIT_HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "bootstrap", "plan", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_plan_command_json_and_human(tmp_path: Path) -> None:
+    hw = str(HARDWARE / "rtx3070_8gb_32gb.json")
+    proc = run_plan("--hardware", hw, "--json", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["model"]["id"] == "qwen3.6-35b-a3b" and doc["engine"]["variant"] == "ubuntu-vulkan-x64"
+    assert doc["memory"]["gpu_bytes"] <= doc["memory"]["gpu_budget_bytes"]
+    assert doc["args"][:2] == ["-c", str(doc["settings"]["ctx"])]
+    human = run_plan("--hardware", hw, lang="zh_CN.UTF-8", home=tmp_path)
+    assert human.returncode == 0 and human.stdout == ""
+    assert "方案：Qwen3.6-35B-A3B" in human.stderr and "llama-server -m " in human.stderr
+
+
+@pytest.mark.parametrize(("args", "code", "text"), [
+    (["--ctx", "100"], ExitCode.USAGE, "--ctx 100 is out of range"),
+    (["nonexistent-model"], ExitCode.USAGE, "Unknown model 'nonexistent-model'"),
+    (["qwen3.6-35b-a3b:Q9"], ExitCode.USAGE, "has no quant 'Q9'"),
+    (["missing.gguf"], ExitCode.USAGE, "No such file"),
+    (["qwen3.6-35b-a3b:UD-Q4_K_XL"], ExitCode.UNSUPPORTED, "does not fit"),
+])
+def test_plan_command_errors_are_one_line(tmp_path: Path, args: list[str], code: int, text: str) -> None:
+    proc = run_plan("--hardware", str(HARDWARE / "no_gpu_16gb.json"), *args, home=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert text in lines[0] and len(lines) <= 2 and "Traceback" not in proc.stderr
+
+
+def test_plan_command_rejects_a_malformed_hardware_file(tmp_path: Path) -> None:
+    bad = tmp_path / "hw.json"
+    doc = json.loads((HARDWARE / "rtx3070_8gb_32gb.json").read_text())
+    doc["memory"]["total_bytes"] = -1
+    bad.write_text(json.dumps(doc))
+    proc = run_plan("--hardware", str(bad), home=tmp_path)
+    assert proc.returncode == ExitCode.USAGE and "memory.total_bytes" in proc.stderr
+
+
+def test_plan_reads_only_the_header_of_a_hub_file(hub, tmp_path: Path, make_tiny_model) -> None:
+    """hf:OWNER/REPO/FILE: the plan is made from a few ranged reads, before any download."""
+    model = make_tiny_model("qwen3moe", n_vocab=32000)
+    hub.create_repo("me/tiny-GGUF", {"tiny.gguf": model})
+    env_home = tmp_path / "home"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bootstrap", "plan", "hf:me/tiny-GGUF/tiny.gguf", "--hardware",
+         str(HARDWARE / "rtx4090_24gb.json"), "--json"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "QWENKIT_HOME": str(env_home), "QWENKIT_HF_ENDPOINT": hub.endpoint,
+             "QWENKIT_MODELSCOPE_ENDPOINT": hub.endpoint, "NO_PROXY": "127.0.0.1,localhost"})
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["model"]["size_bytes"] == model.stat().st_size and doc["speed_class"] == "gpu"
+    assert hub.bytes_served("tiny.gguf") < model.stat().st_size
+    assert not env_home.joinpath("models").exists()
+
+
+def test_candidate_profiles_scale_with_the_quant(models_dir: Path) -> None:
+    candidates: list[Candidate] = catalog_candidates(load_catalog().model(None), None, models_dir)
+    by_quant = {c.quant: c for c in candidates}
+    big, small = by_quant["UD-Q4_K_XL"].profile, by_quant["UD-IQ4_XS"].profile
+    ratio = small.total_weight_bytes / big.total_weight_bytes
+    assert ratio == pytest.approx(17_730_509_792 / 22_400_000_000, rel=0.01)
+    assert small.kv_layers == big.kv_layers and small.recurrent_bytes_per_seq == big.recurrent_bytes_per_seq
