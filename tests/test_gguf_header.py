@@ -29,8 +29,8 @@ from bootstrap.gguf_header import (
     SkippedArray,
     parse_header,
     read_header,
-    read_remote_header,
 )
+from bootstrap.gguf_remote import read_remote_header
 from tests.support.header_only import (
     QWEN36_35B_A3B,
     RawGGUF,

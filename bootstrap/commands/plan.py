@@ -13,7 +13,7 @@ from .. import console
 from ..catalog import load_catalog
 from ..console import t
 from ..errors import UsageError
-from ..gguf_header import read_remote_header
+from ..gguf_remote import read_remote_header
 from ..hardware import HardwareProfile, detect, load_profile
 from ..home import resolve_home
 from ..model_facts import catalog_candidates, file_candidate
