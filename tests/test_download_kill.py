@@ -1,0 +1,101 @@
+"""kill -9 (and Ctrl-C) at random points, then a rerun: it completes, verified, re-fetching only what was in flight.
+
+A subprocess runs ``fetch_files`` against the loopback hub (throttled per connection so there is time to kill it
+mid-file); after each interruption the state file is read back: every segment it lists must hold the right
+bytes, and the bytes the hub served but the state does not account for must fit in the segments that were in
+flight (one per connection). The last run is not interrupted and must fetch exactly the missing bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bootstrap.download import FetchOptions, fetch_files
+from bootstrap.partial import plan_segment_size
+from tests.support.download_fixtures import FILE, MIB, REPO, hf_mirror, remote, state_of
+from tests.support.hub import LoopbackHub
+from tests.support.hub_fixtures import REPO_ROOT, sdk_env, seeded_bytes
+
+SIZE = 32 * MIB - 777  # 1 MiB segments with 4 connections
+CONN = 4
+RATE = 1 * MIB  # per connection: the whole file takes ~8 s, so each kill lands mid-file
+
+CHILD = """
+import json, sys
+from pathlib import Path
+from bootstrap.download import FetchOptions, Mirror, RemoteFile, fetch_files
+spec = json.loads(sys.argv[1])
+rf = RemoteFile(spec["name"], spec["size"], spec["sha256"], tuple(Mirror(**m) for m in spec["mirrors"]))
+try:
+    fetch_files([(rf, Path(spec["dest"]))], Path(spec["partial"]),
+                FetchOptions(connections=spec["conn"], quiet=True))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def done_bytes(partial: Path, sha256: str) -> tuple[int, list[int], int]:
+    """(bytes in recorded segments, their indices, segment size); zeros when no state was written yet."""
+    path = partial / f"{sha256}.json"
+    if not path.exists():
+        return 0, [], plan_segment_size(SIZE, CONN)
+    st = state_of(partial, sha256)
+    seg = st["segment_size"]
+    return sum(min(seg, SIZE - i * seg) for i in st["done"]), st["done"], seg
+
+
+def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
+    data = seeded_bytes(SIZE, 41)
+    hub.create_repo(REPO, {FILE: data})
+    rf = remote(hub, hf_mirror(hub))
+    partial, dest = tmp_path / "partial", tmp_path / "models" / FILE
+    spec = {"name": rf.name, "size": rf.size, "sha256": rf.sha256, "conn": CONN, "dest": str(dest),
+            "partial": str(partial), "mirrors": [{"source": m.source, "url": m.url} for m in rf.mirrors]}  # fmt: skip
+    env = sdk_env(hub, tmp_path / "env")
+    throttle = hub.inject("throttle", path_glob=FILE, times=None, rate=RATE)
+    rng = random.Random(1234)
+    prev_done, prev_served, seg, trials = 0, 0, plan_segment_size(SIZE, CONN), []
+    for sig in (signal.SIGKILL, signal.SIGKILL, signal.SIGINT, signal.SIGKILL):
+        hub_before = len(hub.requests(origin="hub"))
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(spec)], env=env, cwd=REPO_ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(hub.requests(origin="hub")) == hub_before and proc.poll() is None:  # the resolve 302 is logged
+            assert time.monotonic() < deadline, "the child never started downloading"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(1.0, 2.0))
+        assert proc.poll() is None, "the child ended before the signal: the trial would prove nothing"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130, err.decode()[-2000:]  # Ctrl-C: clean exit, state kept
+        hub.wait_idle()
+        served = hub.bytes_served(FILE) - prev_served
+        now_done, done_idx, seg = done_bytes(partial, rf.sha256)
+        assert now_done >= prev_done  # verified progress is never lost
+        part = (partial / f"{rf.sha256}.part").read_bytes()
+        for i in done_idx:  # the state never claims bytes that are not on disk
+            assert part[i * seg:(i + 1) * seg] == data[i * seg:(i + 1) * seg], f"segment {i} is wrong"
+        lost = served - (now_done - prev_done)
+        assert 0 <= lost <= CONN * seg, f"lost {lost} bytes, more than {CONN} segments in flight"
+        trials.append({"signal": sig.name, "served": served, "recorded": now_done - prev_done, "lost": lost})
+        prev_done, prev_served = now_done, prev_served + served
+        assert not dest.exists()
+    assert 0 < prev_done < SIZE, "kills must land after some segments were recorded and before the end"
+
+    throttle.remove()
+    [res] = fetch_files([(rf, dest)], partial, FetchOptions(connections=CONN, quiet=True))
+    hub.wait_idle()
+    final = hub.bytes_served(FILE) - prev_served
+    assert dest.read_bytes() == data and res.sha256 == rf.sha256
+    assert final == SIZE - prev_done == res.bytes_downloaded  # the rerun fetched exactly the missing bytes
+    wasted = prev_served + final - SIZE
+    print(json.dumps({"segment": seg, "connections": CONN, "trials": trials, "final": final, "wasted": wasted}))
+    assert wasted <= len(trials) * CONN * seg
+    assert list(partial.iterdir()) == []
