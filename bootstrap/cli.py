@@ -22,7 +22,7 @@ from .errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_co
 COMMANDS: dict[str, str | None] = {
     "doctor": "doctor",
     "plan": "plan",
-    "download": None,
+    "download": "download",
     "install": None,
     "status": None,
     "service": None,

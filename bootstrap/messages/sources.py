@@ -3,4 +3,109 @@
 from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
+    "sources.err_unreachable": {
+        "en": "source {source} ({endpoint}) is unreachable or failed: {detail}",
+        "zh": "下载源 {source}（{endpoint}）无法访问或出错：{detail}",
+    },
+    "sources.hint_unreachable": {
+        "en": "check the network or proxy (HTTPS_PROXY), try another --source, then rerun: downloads resume",
+        "zh": "请检查网络或代理（HTTPS_PROXY），或换一个 --source，然后重新运行：下载会自动续传",
+    },
+    "sources.err_all_failed": {
+        "en": "no source could be used: {details}",
+        "zh": "没有可用的下载源：{details}",
+    },
+    "sources.err_gated": {
+        "en": "{repo} on {source} is gated: it needs an access token",
+        "zh": "{source} 上的 {repo} 需要授权访问（gated），必须提供访问令牌",
+    },
+    "sources.hint_gated": {
+        "en": "accept the model's terms on the hub, then set HF_TOKEN and rerun",
+        "zh": "请先在模型页面同意使用条款，然后设置 HF_TOKEN 并重新运行",
+    },
+    "sources.err_repo_not_found": {
+        "en": "repository {repo} was not found on {source}",
+        "zh": "在 {source} 上找不到仓库 {repo}",
+    },
+    "sources.err_revision_not_found": {
+        "en": "revision {revision} of {repo} was not found on {source}",
+        "zh": "在 {source} 上找不到 {repo} 的版本 {revision}",
+    },
+    "sources.err_file_not_found": {
+        "en": "file {path} is not in {repo} on {source}",
+        "zh": "{source} 上的 {repo} 中没有文件 {path}",
+    },
+    "sources.hint_file_not_found": {
+        "en": "GGUF files in that folder of the repo: {available}",
+        "zh": "仓库该目录中的 GGUF 文件：{available}",
+    },
+    "sources.err_bad_listing": {
+        "en": "{source} listed {path} without a usable size or sha256",
+        "zh": "{source} 列出的 {path} 缺少有效的大小或 sha256",
+    },
+    "sources.err_listing_capped": {
+        "en": "{source} listed only {count} entries of {repo}/{directory} (its listing limit); the file may be "
+              "beyond it",
+        "zh": "{source} 只列出了 {repo}/{directory} 的 {count} 个条目（已达列表上限），文件可能在上限之外",
+    },
+    "sources.err_bad_manifest": {
+        "en": "the bundle manifest at {where} is invalid: {detail}",
+        "zh": "{where} 处的离线包清单无效：{detail}",
+    },
+    "sources.err_no_bundle": {
+        "en": "{where} is not a bundle (no payload/manifest.json)",
+        "zh": "{where} 不是离线安装包（缺少 payload/manifest.json）",
+    },
+    "sources.err_no_repos": {
+        "en": "this model names no repository to download from",
+        "zh": "该模型没有指定可下载的仓库",
+    },
+    "sources.err_bad_source": {
+        "en": "unknown source: {source}",
+        "zh": "未知的下载源：{source}",
+    },
+    "sources.hint_bad_source": {
+        "en": "use auto, hf, modelscope, an http(s) mirror or bundle URL, or a bundle folder",
+        "zh": "可用值：auto、hf、modelscope、http(s) 镜像或离线包地址，或离线包目录",
+    },
+    "sources.err_hint_mismatch": {
+        "en": "{path}: the catalog expects sha256 {expected} but {source} lists {listed}",
+        "zh": "{path}：目录中记录的 sha256 为 {expected}，但 {source} 列出的是 {listed}",
+    },
+    "sources.hint_hint_mismatch": {
+        "en": "the file on the hub changed or the source is not genuine; nothing was downloaded",
+        "zh": "下载源上的文件已变化或来源不可信；未下载任何内容",
+    },
+    "sources.note_disagrees": {
+        "en": "{source} is not used for {path}: it lists sha256 {listed}..., {preferred} lists {sha256}...",
+        "zh": "不使用 {source} 下载 {path}：它列出的 sha256 为 {listed}…，而 {preferred} 为 {sha256}…",
+    },
+    "sources.probe": {
+        "en": "source {source}: {millis} ms",
+        "zh": "下载源 {source}：{millis} 毫秒",
+    },
+    "sources.dropped": {
+        "en": "source {source} skipped: {reason}",
+        "zh": "已跳过下载源 {source}：{reason}",
+    },
+    "sources.err_local_model": {
+        "en": "{model} is a local file: download takes a catalog id or hf:/ms: file",
+        "zh": "{model} 是本地文件：download 只接受目录中的模型 id 或 hf:/ms: 文件",
+    },
+    "sources.err_bundle_file": {
+        "en": "{path} does not match the bundle manifest (sha256 {expected} expected, {actual} found)",
+        "zh": "{path} 与离线包清单不符（应为 sha256 {expected}，实际为 {actual}）",
+    },
+    "sources.err_bad_path": {
+        "en": "refusing the file name {path}: it would leave the destination folder",
+        "zh": "拒绝文件名 {path}：它会指向目标目录之外",
+    },
+    "sources.placed": {
+        "en": "{path}  {size}  sha256 {sha256}...  from {source}",
+        "zh": "{path}  {size}  sha256 {sha256}…  来自 {source}",
+    },
+    "sources.reused": {
+        "en": "{path}  {size}  sha256 {sha256}...  already present",
+        "zh": "{path}  {size}  sha256 {sha256}…  已存在，无需下载",
+    },
 }
