@@ -6,16 +6,18 @@
    Gemma 3 270M GGUF.
 2. Serve them from the loopback hub: the asset as a GitHub release (``QWENKIT_ENGINE_URL``), the model as a
    Hugging Face / ModelScope repo (``QWENKIT_HF_ENDPOINT`` / ``QWENKIT_MODELSCOPE_ENDPOINT``).
-3. Run the product against it into a temporary home whose path has a space and Chinese characters.
-   ``doctor``/``install`` are not available in this version yet: the demo says so and, to show the source is
-   sound, downloads both files from the hub (sha256 checked against the hub's headers), unpacks the engine and
-   gets a chat answer from the real llama-server with the Gemma model.
+3. Run the product against it into a temporary home whose path has a space and Chinese characters:
+   ``doctor``, ``download`` (resumable, SHA-256 verified, into the home), ``plan`` for the downloaded file, then
+   ``install``. ``install`` is not available in this version yet: the demo says so and, to show the rest works,
+   fetches the engine asset with the test bed's tools, unpacks it and gets a chat answer from the real
+   llama-server with the model the product downloaded, launched with the plan's flags.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -78,29 +80,37 @@ def main() -> int:
                    "QWENKIT_MODELSCOPE_ENDPOINT": hub.endpoint, "QWENKIT_ENGINE_URL": engine_url}
             say(f"offline source on {hub.endpoint}: {ENGINE_REPO} release {ENGINE_TAG}, repo {MODEL_REPO}")
 
-            for argv in (["doctor"], ["install", f"hf:{MODEL_REPO}/{gemma.name}", "--yes", "--no-service"]):
+            placed = home / "models" / MODEL_REPO / gemma.name
+            steps = (["doctor"], ["download", f"hf:{MODEL_REPO}/{gemma.name}"],
+                     ["plan", str(placed), "--json"],
+                     ["install", f"hf:{MODEL_REPO}/{gemma.name}", "--yes", "--no-service"])
+            plan_args: list[str] = []
+            for argv in steps:
                 say("$ qwenkit " + " ".join(argv))
-                proc = subprocess.run([sys.executable, "-m", "bootstrap", *argv], env=env, timeout=3600)
-                if proc.returncode == 2:
-                    say(f"'{argv[0]}' is not available in this version yet; the product part of the demo stops "
-                        "here (it lands with the 'Detect and plan' and 'Install and upgrade' issues).")
+                proc = subprocess.run([sys.executable, "-m", "bootstrap", *argv], env=env, timeout=3600,
+                                      stdout=subprocess.PIPE if "--json" in argv else None, text=True)
+                if proc.returncode == 2 and argv[0] == "install":
+                    say("'install' is not available in this version yet; the product part of the demo stops here "
+                        "(it lands with the 'Install and upgrade' issue).")
                     break
                 if proc.returncode != 0:
                     return proc.returncode
+                if argv[0] == "plan":
+                    plan_args = json.loads(proc.stdout)["args"]
+                    say("plan: llama-server " + " ".join(plan_args))
 
-            say("checking the offline source with the test bed's own tools instead:")
+            say("starting the engine with the test bed's tools instead:")
             downloads = work / "downloads"
             downloads.mkdir()
             got_asset = fetch_verified(f"{engine_url}/{ENGINE_TAG}/{asset.name}", downloads / asset.name,
                                        testbed.sha256_file(asset))
-            got_model = fetch_verified(hub.resolve_url(MODEL_REPO, gemma.name), downloads / gemma.name,
-                                       hub.sha256_of(MODEL_REPO, gemma.name))
-            say(f"downloaded and verified {got_asset.name} and {got_model.name} "
-                f"({hub.bytes_served() / 2**20:.0f} MiB from the hub)")
+            got_model = placed
+            say(f"engine {got_asset.name} verified; model placed by 'qwenkit download' at {got_model}")
         bin_dir = testbed.unpack_asset(got_asset, work / "engine")
         prompt = "The capital of France is"
-        # A base model without a chat template (reference/field-notes.md): llama.cpp's built-in gemma template.
-        args = ["-c", "2048", "-np", "1", "-t", "2", "--no-jinja", "--chat-template", "gemma"]
+        # The plan's flags, but a base model without a chat template (reference/field-notes.md) needs llama.cpp's
+        # built-in gemma template instead of Jinja.
+        args = [a for a in plan_args if a != "--jinja"] + ["--no-jinja", "--chat-template", "gemma"]
         with LlamaServer(bin_dir / "llama-server", got_model, args) as server:
             began = time.perf_counter()
             body = server.chat(prompt, max_tokens=16)
