@@ -115,7 +115,8 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
         else:
             profile = profile_from_shape(model, size)
         out.append(Candidate(model.id, model.title, q.name, q.file.path, size, profile, mmproj,
-                             model.thinking_default, _sampling_pairs(model)))
+                             model.thinking_default, _sampling_pairs(model),
+                             facts="header" if reference is not None else "catalog"))
     return out
 
 

@@ -52,6 +52,7 @@ class Candidate:
     mmproj_bytes: int = 0
     thinking_default: bool = False
     sampling: tuple[tuple[str, float], ...] = ()
+    facts: str = "header"  # where the profile came from: "header", "remote-header" or "catalog"
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,7 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     else:
         out.append(Reason("quant", candidate.quant, t("plan.why_quant", quant=candidate.quant,
                                                      size=_gib(candidate.size))))
+    out.append(Reason("facts", candidate.facts, t(f"plan.why_facts_{candidate.facts.replace('-', '_')}")))
     out.append(Reason("ctx", str(settings.ctx), t("plan.why_ctx", ctx=settings.ctx,
                                                   kv=f"{(est.kv_gpu + est.kv_cpu) / MIB:.0f}")))
     kv_text = "plan.why_kv_q8" if settings.cache_type_k == "q8_0" else "plan.why_kv_f16"

@@ -99,8 +99,10 @@ def test_plan_respects_the_budgets(name: str, models_dir: Path) -> None:
     if gpu is not None and not gpu.unified_memory:
         assert est.gpu_total <= gpu.vram_free_bytes - planner.GPU_MARGIN
     assert all(r.text and "\n" not in r.text for r in plan.reasons)
-    assert {"variant", "quant", "ctx", "cache_type", "placement", "threads", "thinking"} <= {r.topic
-                                                                                           for r in plan.reasons}
+    topics = {r.topic: r.value for r in plan.reasons}
+    assert {"variant", "quant", "facts", "ctx", "cache_type", "placement", "threads", "thinking"} <= set(topics)
+    # The default model's profile comes from the real-shape header in the home; fallbacks from the catalog.
+    assert topics["facts"] == ("header" if plan.model_id == "qwen3.6-35b-a3b" else "catalog")
     assert "-c" in plan.args and "--reasoning" in plan.args
 
 
@@ -257,6 +259,7 @@ def test_plan_reads_only_the_header_of_a_hub_file(hub, tmp_path: Path, make_tiny
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["model"]["size_bytes"] == model.stat().st_size and doc["speed_class"] == "gpu"
+    assert {r["topic"]: r["value"] for r in doc["reasons"]}["facts"] == "remote-header"
     assert hub.bytes_served("tiny.gguf") < model.stat().st_size
     assert not env_home.joinpath("models").exists()
 

@@ -41,7 +41,7 @@ def _hub_candidate(ref: HubFileRef) -> Candidate:
     first = resolution.files[0][0]
     header = read_remote_header(first.url, headers=dict(first.headers))
     name = ref.path.rpartition("/")[2]
-    return Candidate(name, name, "file", ref.path, first.size, model_profile(header))
+    return Candidate(name, name, "file", ref.path, first.size, model_profile(header), facts="remote-header")
 
 
 def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:

@@ -160,4 +160,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Speed: slow (CPU only; expect a few tokens per second).",
         "zh": "速度：较慢（仅 CPU；每秒约几个 token）。",
     },
+    "plan.why_facts_header": {
+        "en": "model facts from the GGUF header: exact tensor sizes.",
+        "zh": "模型信息取自 GGUF 文件头：张量大小精确。",
+    },
+    "plan.why_facts_remote_header": {
+        "en": "model facts from the remote GGUF header (a few MB read, nothing downloaded): exact tensor sizes.",
+        "zh": "模型信息取自远程 GGUF 文件头（只读取了几 MB，未下载模型）：张量大小精确。",
+    },
+    "plan.why_facts_catalog": {
+        "en": "model facts from the catalog (the file is not downloaded yet): sizes within a few percent.",
+        "zh": "模型信息取自模型目录（文件尚未下载）：大小误差在百分之几以内。",
+    },
 }
