@@ -271,3 +271,14 @@ def test_candidate_profiles_scale_with_the_quant(models_dir: Path) -> None:
     ratio = small.total_weight_bytes / big.total_weight_bytes
     assert ratio == pytest.approx(17_730_509_792 / 22_400_000_000, rel=0.01)
     assert small.kv_layers == big.kv_layers and small.recurrent_bytes_per_seq == big.recurrent_bytes_per_seq
+
+
+def test_plan_of_a_hostile_gguf_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A truncated or forged header reaches the user as one line and exit 2, never a traceback."""
+    forged = tmp_path / "forged.gguf"
+    # magic, version 3, then a tensor count of 2^60 that no 40-byte file can hold
+    forged.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (1 << 60).to_bytes(8, "little") + bytes(24))
+    proc = run_plan(str(forged), "--hardware", str(HARDWARE / "no_gpu_16gb.json"), home=tmp_path)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: ") and "forged.gguf" in lines[0] and "Traceback" not in proc.stderr
