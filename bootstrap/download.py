@@ -31,7 +31,9 @@ import urllib3
 
 from . import http_session
 from .console import info, t, warn
+from .disk_space import device_of, ensure_space, free_bytes
 from .errors import IntegrityError, SourceError, UnsupportedMachine
+from .mirror_pool import MirrorPool, MirrorState
 from .partial import PartFile, PrefixHasher, StateFlusher, fsync_dir, resumable_bytes
 from .progress import FileProgress, Progress
 
@@ -91,43 +93,19 @@ class FetchResult:
 
 
 # ---- disk space -------------------------------------------------------------------------------------------
-def free_bytes(path: Path) -> int:
-    """Free bytes on the filesystem that holds (or would hold) ``path``."""
-    probe = Path(path).absolute()
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return shutil.disk_usage(probe).free
-
-
-def ensure_space(needed: int, free: int, where: Path) -> None:
-    """UnsupportedMachine (exit 3) naming the bytes needed when ``free`` cannot hold ``needed``."""
-    if needed > free:
-        raise UnsupportedMachine(
-            t("fetch.disk", path=where, needed=needed, needed_gib=f"{needed / (1 << 30):.2f}", free=free),
-            hint=t("fetch.hint.disk", missing=needed - free),
-        )
-
-
-def _device(path: Path) -> int:
-    probe = Path(path).absolute()
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return probe.stat().st_dev
-
-
 def _check_disk(jobs: Sequence[tuple[RemoteFile, Path]], partial_dir: Path) -> None:
     """Room for every byte still to fetch, plus a copy at the destination when it is another filesystem."""
     needs: dict[int, tuple[Path, int]] = {}
 
     def add(where: Path, n: int) -> None:
-        dev = _device(where)
+        dev = device_of(where)
         path, have = needs.get(dev, (where, 0))
         needs[dev] = (path, have + n)
 
-    part_dev = _device(partial_dir)
+    part_dev = device_of(partial_dir)
     for remote, dest in jobs:
         add(partial_dir, remote.size - resumable_bytes(partial_dir, remote.sha256, remote.size))
-        if _device(dest.parent) != part_dev:
+        if device_of(dest.parent) != part_dev:
             add(dest.parent, remote.size)
     for path, needed in needs.values():
         ensure_space(needed, free_bytes(path), path)
@@ -160,52 +138,6 @@ class _Stopped(Exception):
     """Another worker failed or the user pressed Ctrl-C."""
 
 
-# ---- mirrors ----------------------------------------------------------------------------------------------
-@dataclass
-class _MirrorState:
-    mirror: Mirror
-    dead: bool = False
-    reason: str = ""
-    changed: bool = False
-    target: tuple[str, Mapping[str, str]] | None = None  # where the last redirect chain ended (CDN URL)
-
-
-class _Mirrors:
-    """The file's mirrors in preference order; a failed one is dropped for the rest of the file."""
-
-    def __init__(self, name: str, mirrors: Sequence[Mirror]) -> None:
-        self.name = name
-        self.states = [_MirrorState(m) for m in mirrors]
-        self._lock = threading.Lock()
-
-    def current(self) -> _MirrorState:
-        with self._lock:
-            for st in self.states:
-                if not st.dead:
-                    return st
-        raise self.exhausted()
-
-    def drop(self, st: _MirrorState, reason: str, *, changed: bool = False) -> None:
-        with self._lock:
-            if st.dead:
-                return
-            st.dead, st.reason, st.changed = True, reason, changed
-            nxt = next((s for s in self.states if not s.dead), None)
-        if nxt is not None:
-            warn(t("fetch.mirror_dropped", name=self.name, source=st.mirror.source, reason=reason,
-                   next=nxt.mirror.source))  # fmt: skip
-
-    def exhausted(self) -> SourceError:
-        changed = next((s for s in self.states if s.changed), None)
-        if changed is not None:
-            return SourceError(t("fetch.changed", name=self.name, source=changed.mirror.source),
-                               hint=t("fetch.hint.rerun"))  # fmt: skip
-        sources = ", ".join(s.mirror.source for s in self.states)
-        reason = "; ".join(f"{s.mirror.source}: {s.reason}" for s in self.states if s.reason) or "?"
-        return SourceError(t("fetch.failed", name=self.name, sources=sources, reason=reason),
-                           hint=t("fetch.hint.rerun"))  # fmt: skip
-
-
 # ---- one file ---------------------------------------------------------------------------------------------
 class _FileDownload:
     """Fills one part file from the file's mirrors; workers share this object."""
@@ -219,7 +151,7 @@ class _FileDownload:
         self.session = session
         self.options = options
         self.bar = bar
-        self.mirrors = _Mirrors(remote.name, remote.mirrors)
+        self.mirrors = MirrorPool(remote.name, remote.mirrors)
         self.stop = threading.Event()
         self.single_stream = part.count == 1 or options.connections <= 1
         self.by_source: Counter[str] = Counter()  # bytes written this pass, per mirror source
@@ -384,7 +316,7 @@ class _FileDownload:
             raise _Stopped
 
     # ---- one request --------------------------------------------------------------------------------
-    def _transfer(self, st: _MirrorState, first: int, last: int, *, whole_ok: bool) -> None:
+    def _transfer(self, st: MirrorState, first: int, last: int, *, whole_ok: bool) -> None:
         resp = self._open_range(st, first, last)
         with self._lock:
             self._open.add(resp)
@@ -396,7 +328,7 @@ class _FileDownload:
                 self._open.discard(resp)
             resp.close()
 
-    def _open_range(self, st: _MirrorState, first: int, last: int) -> requests.Response:
+    def _open_range(self, st: MirrorState, first: int, last: int) -> requests.Response:
         """GET with ``Range``, following redirects by hand so credentials never leave the mirror's origin."""
         origin_url = st.mirror.url
         cached = st.target

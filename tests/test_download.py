@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from bootstrap import download
-from bootstrap.download import FetchOptions, Mirror, RemoteFile, ensure_space, fetch_files
+from bootstrap.disk_space import ensure_space
+from bootstrap.download import FetchOptions, Mirror, RemoteFile, fetch_files
 from bootstrap.errors import ExitCode, IntegrityError, SourceError, UnsupportedMachine
 from bootstrap.http_session import (
     linked_sha256,

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..disk_space import existing_parent
 from ..hardware import DiskInfo
 
 
@@ -18,14 +19,6 @@ class DiskReadings:
 
 def probe_disk(r: DiskReadings) -> DiskInfo:
     return DiskInfo(path=r.path, free_bytes=max(0, int(r.free)), total_bytes=max(0, int(r.total)))
-
-
-def existing_parent(path: Path) -> Path:
-    """The home itself, or the closest ancestor that exists (the home is created by install, not doctor)."""
-    current = path
-    while not current.exists() and current.parent != current:
-        current = current.parent
-    return current
 
 
 def read_disk(home: Path) -> DiskReadings:
