@@ -87,6 +87,7 @@ class ModelShape:
     n_ff_exp: int = 0
     ssm_conv_dim: int = 0
     ssm_v_heads: int = 0
+    block_count: int = 0  # blocks in the file when more than n_layer (an MTP block counts; -ngl counts it too)
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,8 @@ def _shape(fields: _Fields | None) -> ModelShape | None:
         "n_expert", "n_expert_used", "full_attention_interval", "recurrent_bytes_per_seq")}
     shares = {name: float(fields.get(name, (int, float))) for name in
               ("expert_share", "token_embd_share", "output_share")}
-    optional = {name: fields.count(name, 0) for name in ("n_ff", "n_ff_exp", "ssm_conv_dim", "ssm_v_heads")}
+    optional = {name: fields.count(name, 0) for name in ("n_ff", "n_ff_exp", "ssm_conv_dim", "ssm_v_heads",
+                                                         "block_count")}
     return ModelShape(**ints, **shares, **optional)
 
 

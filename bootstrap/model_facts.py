@@ -51,7 +51,9 @@ def _from_shape(arch: str, shape: ModelShape, file_size: int) -> ModelProfile:
     output = round(file_size * shape.output_share)
     experts = round(file_size * shape.expert_share)
     dense = max(0, file_size - token_embd - output - experts)
-    layers = tuple(LayerWeights(il, dense // n, experts // n) for il in range(n))
+    # Blocks past n_layer (the MTP block of newer converts) hold no weights llama-server loads, but -ngl counts them.
+    layers = tuple(LayerWeights(il, dense // n if il < n else 0, experts // n if il < n else 0)
+                   for il in range(max(n, shape.block_count)))
     if arch in HYBRID_ARCHES:
         interval = max(1, shape.full_attention_interval)
         recurrent = tuple(il for il in range(n) if (il + 1) % interval != 0)

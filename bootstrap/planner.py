@@ -288,6 +288,14 @@ def _speed_class(profile: ModelProfile, settings: LaunchSettings) -> str:
     return "hybrid"
 
 
+ALL_LAYERS = "999"  # every build clamps -ngl to the model's layers; robust to files counting an MTP block or not
+
+
+def _ngl_value(profile: ModelProfile, settings: LaunchSettings) -> str:
+    """``-ngl``: a count for a partial offload, else "all of them" in a form every build accepts."""
+    return ALL_LAYERS if settings.n_gpu_layers >= profile.n_layer_all + 1 else str(settings.n_gpu_layers)
+
+
 def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Candidate, hardware: HardwareProfile,
                 threads: int) -> list[str]:
     """llama-server flags of the plan, without model paths, host, port and key (the render stage adds those)."""
@@ -297,7 +305,7 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
     args += ["-fa", "on" if settings.flash_attn else "off",
              "-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v,
              "-b", str(settings.batch), "-ub", str(settings.ubatch), "-t", str(threads),
-             "-ngl", str(settings.n_gpu_layers)]
+             "-ngl", _ngl_value(profile, settings)]
     if profile.is_moe and settings.n_cpu_moe:
         args += ["--n-cpu-moe", str(settings.n_cpu_moe)]
     if settings.mmproj_bytes and not settings.mmproj_on_gpu:

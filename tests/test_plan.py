@@ -282,3 +282,18 @@ def test_plan_of_a_hostile_gguf_is_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == ExitCode.USAGE, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("error: ") and "forged.gguf" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_catalog_shape_agrees_with_the_real_header(models_dir: Path, tmp_path: Path) -> None:
+    """Offline plans (catalog shape facts) see the same layer count and close sizes as the real file's header."""
+    model = load_catalog().model(None)
+    [from_header, *_] = catalog_candidates(model, None, models_dir)
+    [from_catalog, *_] = catalog_candidates(model, None, tmp_path / "empty")
+    assert from_catalog.facts == "catalog" and from_header.facts == "header"
+    a, b = from_header.profile, from_catalog.profile
+    assert (a.n_layer, a.n_layer_all, a.kv_layers) == (b.n_layer, b.n_layer_all, b.kv_layers)
+    assert b.recurrent_bytes_per_seq == a.recurrent_bytes_per_seq
+    experts = [sum(lw.expert_bytes for lw in p.layers) for p in (a, b)]
+    assert experts[1] == pytest.approx(experts[0], rel=0.05)
+    plan = choose([from_catalog], machine("rtx3070_8gb_32gb"))
+    assert plan.args[plan.args.index("-ngl") + 1] == "999"  # all layers, whether the file counts an MTP block
