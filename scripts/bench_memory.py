@@ -22,33 +22,33 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bootstrap.gguf_header import read_header
-from bootstrap.memory import MemoryEstimate, estimate, model_profile
+from bootstrap.memory import LaunchSettings, MemoryEstimate, estimate, model_profile
 from tests.support import testbed
-from tests.support.memory_grid import GridPoint, Reported, run_point
+from tests.support.memory_grid import Reported, label, run_point
 from tests.support.tiny_gguf import ARCHES, write_model
 
 MIB = 1024 * 1024
 
 TINY_GRID = (
-    GridPoint(ctx=2048),
-    GridPoint(ctx=4096, ubatch=128),
-    GridPoint(ctx=8192, ubatch=1024, batch=1024),
-    GridPoint(ctx=16384, ubatch=2048),
-    GridPoint(ctx=4096, flash_attn=False),
-    GridPoint(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0"),
-    GridPoint(ctx=8192, cache_type_k="q4_0", cache_type_v="q4_0"),
-    GridPoint(ctx=4096, cache_type_k="f32", cache_type_v="bf16"),
-    GridPoint(ctx=8192, n_parallel=4),
-    GridPoint(ctx=8192, n_parallel=3, kv_unified=False),
-    GridPoint(ctx=1000, ubatch=256),
+    LaunchSettings(ctx=2048),
+    LaunchSettings(ctx=4096, ubatch=128),
+    LaunchSettings(ctx=8192, ubatch=1024, batch=1024),
+    LaunchSettings(ctx=16384, ubatch=2048),
+    LaunchSettings(ctx=4096, flash_attn=False),
+    LaunchSettings(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0"),
+    LaunchSettings(ctx=8192, cache_type_k="q4_0", cache_type_v="q4_0"),
+    LaunchSettings(ctx=4096, cache_type_k="f32", cache_type_v="bf16"),
+    LaunchSettings(ctx=8192, n_parallel=4),
+    LaunchSettings(ctx=8192, n_parallel=3, kv_unified=False),
+    LaunchSettings(ctx=1000, ubatch=256),
 )
 GEMMA_GRID = (
-    GridPoint(ctx=4096, repack=True),
-    GridPoint(ctx=32768, ubatch=2048),
-    GridPoint(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0"),
-    GridPoint(ctx=16384, n_parallel=4, kv_unified=False),
-    GridPoint(ctx=8192, flash_attn=False),
-    GridPoint(ctx=8192, ubatch=256, n_parallel=2),
+    LaunchSettings(ctx=4096, cpu_repack=True),
+    LaunchSettings(ctx=32768, ubatch=2048),
+    LaunchSettings(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0"),
+    LaunchSettings(ctx=16384, n_parallel=4, kv_unified=False),
+    LaunchSettings(ctx=8192, flash_attn=False),
+    LaunchSettings(ctx=8192, ubatch=256, n_parallel=2),
 )
 
 
@@ -71,7 +71,7 @@ def rel_err(pred: int, real: int) -> float:
     return abs(pred - real) / max(real, 1)
 
 
-def run(binary: Path, models: dict[str, Path], grids: dict[str, tuple[GridPoint, ...]],
+def run(binary: Path, models: dict[str, Path], grids: dict[str, tuple[LaunchSettings, ...]],
         verbose: bool) -> dict[str, object]:
     archs: dict[str, object] = {}
     points = 0
@@ -81,7 +81,7 @@ def run(binary: Path, models: dict[str, Path], grids: dict[str, tuple[GridPoint,
         rows = []
         for point in grids[name]:
             real = run_point(binary, model, point)
-            pred = estimate(profile, point.settings())
+            pred = estimate(profile, point)
             comp = components(pred, real)
             points += 1
             for key, (p, r) in comp.items():
@@ -89,12 +89,12 @@ def run(binary: Path, models: dict[str, Path], grids: dict[str, tuple[GridPoint,
                     worst["output_mib_abs"] = max(worst.get("output_mib_abs", 0.0), abs(p - r) / MIB)
                 else:
                     worst[key] = max(worst.get(key, 0.0), rel_err(p, r))
-            rows.append({"point": point.label(),
+            rows.append({"point": label(point),
                          "pred_mib": {k: round(p / MIB, 2) for k, (p, _) in comp.items()},
                          "real_mib": {k: round(r / MIB, 2) for k, (_, r) in comp.items()}})
             if verbose:
                 cells = "  ".join(f"{k} {p / MIB:7.2f}/{r / MIB:7.2f}" for k, (p, r) in comp.items())
-                print(f"{name:10s} {point.label():34s} {cells}", file=sys.stderr)
+                print(f"{name:10s} {label(point):34s} {cells}", file=sys.stderr)
         archs[name] = {"points": len(rows), "max_rel_err": {k: round(v, 4) for k, v in worst.items()},
                        "rows": rows}
     return {"bench": "memory", "engine": str(binary), "points": points, "archs": archs}

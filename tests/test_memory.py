@@ -20,7 +20,7 @@ from bootstrap.errors import ExitCode, UsageError
 from bootstrap.gguf_header import read_header
 from bootstrap.memory import LaunchSettings, ModelProfile, estimate, kv_bytes_per_token, model_profile
 from tests.support.llama_log import MIB
-from tests.support.memory_grid import GridPoint, parse_memory, run_point
+from tests.support.memory_grid import label, parse_memory, run_point
 
 # ----------------------------------------------------------------------------------------------------------
 # headers with real hparams
@@ -237,24 +237,24 @@ def test_parse_memory_reads_every_buffer() -> None:
 # validation against the real llama-server (≤ 12 starts: 8 tiny, 2 Gemma)
 
 TINY_POINTS = [
-    ("llama", GridPoint(ctx=4096)),
-    ("llama", GridPoint(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0", n_parallel=3, kv_unified=False)),
-    ("qwen3moe", GridPoint(ctx=4096)),
-    ("qwen3moe", GridPoint(ctx=2048, ubatch=1024, batch=1024, flash_attn=False)),
-    ("gemma3", GridPoint(ctx=4096)),
-    ("gemma3", GridPoint(ctx=8192, cache_type_k="q4_0", cache_type_v="q4_0", n_parallel=4)),
-    ("qwen35moe", GridPoint(ctx=4096)),
-    ("qwen35moe", GridPoint(ctx=6000, ubatch=256, n_parallel=2, kv_unified=False)),
+    ("llama", LaunchSettings(ctx=4096)),
+    ("llama", LaunchSettings(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0", n_parallel=3, kv_unified=False)),
+    ("qwen3moe", LaunchSettings(ctx=4096)),
+    ("qwen3moe", LaunchSettings(ctx=2048, ubatch=1024, batch=1024, flash_attn=False)),
+    ("gemma3", LaunchSettings(ctx=4096)),
+    ("gemma3", LaunchSettings(ctx=8192, cache_type_k="q4_0", cache_type_v="q4_0", n_parallel=4)),
+    ("qwen35moe", LaunchSettings(ctx=4096)),
+    ("qwen35moe", LaunchSettings(ctx=6000, ubatch=256, n_parallel=2, kv_unified=False)),
 ]
 GEMMA_POINTS = [
-    GridPoint(ctx=4096, repack=True),
-    GridPoint(ctx=8192, ubatch=256, cache_type_k="q8_0", cache_type_v="q8_0", n_parallel=2, kv_unified=False),
+    LaunchSettings(ctx=4096, cpu_repack=True),
+    LaunchSettings(ctx=8192, ubatch=256, cache_type_k="q8_0", cache_type_v="q8_0", n_parallel=2, kv_unified=False),
 ]
 
 
-def _assert_matches(profile: ModelProfile, model: Path, point: GridPoint, binary: Path) -> None:
+def _assert_matches(profile: ModelProfile, model: Path, point: LaunchSettings, binary: Path) -> None:
     real = run_point(binary, model, point)
-    est = estimate(profile, point.settings())
+    est = estimate(profile, point)
     assert est.gpu_total == 0
     close = {"weights": (est.weights_cpu, real.weights_mapped), "kv": (est.kv_cpu, real.kv_total),
              "recurrent": (est.recurrent_cpu, real.recurrent), "repack": (est.repack, real.repack)}
@@ -268,21 +268,21 @@ def _assert_matches(profile: ModelProfile, model: Path, point: GridPoint, binary
         assert real.kv[1][1] == est.swa_cells
 
 
-@pytest.mark.parametrize(("arch", "point"), TINY_POINTS, ids=[f"{a}-{p.label()}" for a, p in TINY_POINTS])
+@pytest.mark.parametrize(("arch", "point"), TINY_POINTS, ids=[f"{a}-{label(p)}" for a, p in TINY_POINTS])
 def test_tiny_model_matches_llama_server(llama_server: Path, tiny_models: dict[str, Path], arch: str,
-                                         point: GridPoint) -> None:
+                                         point: LaunchSettings) -> None:
     model = tiny_models[arch]
     _assert_matches(model_profile(read_header(model)), model, point, llama_server)
 
 
-@pytest.mark.parametrize("point", GEMMA_POINTS, ids=[p.label() for p in GEMMA_POINTS])
+@pytest.mark.parametrize("point", GEMMA_POINTS, ids=[label(p) for p in GEMMA_POINTS])
 def test_gemma_matches_llama_server(llama_server: Path, gemma_gguf: Path, gemma: ModelProfile,
-                                    point: GridPoint) -> None:
+                                    point: LaunchSettings) -> None:
     _assert_matches(gemma, gemma_gguf, point, llama_server)
 
 
 def test_server_runs_with_the_requested_context(llama_server: Path, make_tiny_model: Callable[..., Path]) -> None:
     """``--fit off`` and explicit flags: llama-server allocates the context it is given, not a fitted one."""
     model = make_tiny_model("llama", n_ctx=16_384)
-    real = run_point(llama_server, model, GridPoint(ctx=8192))
+    real = run_point(llama_server, model, LaunchSettings(ctx=8192))
     assert real.kv[0][1] == 8192 and real.n_ctx_slot == 8192

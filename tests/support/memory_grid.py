@@ -32,40 +32,23 @@ _SLOT = re.compile(r"load_model: initializing, n_slots = (\d+), n_ctx_slot = (\d
 REPACK_BUFTS = ("CPU_REPACK", "AMX")
 
 
-@dataclass(frozen=True)
-class GridPoint:
-    """One llama-server launch: the settings the estimator also receives (CPU only: ``-ngl 0``)."""
+def server_args(point: LaunchSettings) -> list[str]:
+    """Explicit llama-server flags for every setting of a grid point (CPU only: ``-ngl 0``), so no default,
+    ``--fit`` or ``LLAMA_ARG_*`` can change them."""
+    return [
+        "-lv", "4", "-c", str(point.ctx), "-ub", str(point.ubatch), "-b", str(point.batch),
+        "-ctk", point.cache_type_k, "-ctv", point.cache_type_v, "-np", str(point.n_parallel),
+        "-kvu" if point.kv_unified else "-no-kvu", "-fa", "on" if point.flash_attn else "off",
+        "--fit", "off", "-ngl", "0", "--repack" if point.cpu_repack else "--no-repack", "--no-warmup",
+    ]
 
-    ctx: int
-    ubatch: int = 512
-    batch: int = 2048
-    cache_type_k: str = "f16"
-    cache_type_v: str = "f16"
-    n_parallel: int = 1
-    kv_unified: bool = True
-    flash_attn: bool = True
-    repack: bool = False
 
-    def args(self) -> list[str]:
-        """Explicit flags for every setting, so no default, ``--fit`` or ``LLAMA_ARG_*`` can change them."""
-        return [
-            "-lv", "4", "-c", str(self.ctx), "-ub", str(self.ubatch), "-b", str(self.batch),
-            "-ctk", self.cache_type_k, "-ctv", self.cache_type_v, "-np", str(self.n_parallel),
-            "-kvu" if self.kv_unified else "-no-kvu", "-fa", "on" if self.flash_attn else "off",
-            "--fit", "off", "-ngl", "0", "--repack" if self.repack else "--no-repack", "--no-warmup",
-        ]
-
-    def settings(self) -> LaunchSettings:
-        """The estimator's view of this point (CPU only, as the test bed runs it)."""
-        return LaunchSettings(ctx=self.ctx, ubatch=self.ubatch, batch=self.batch, cache_type_k=self.cache_type_k,
-                              cache_type_v=self.cache_type_v, n_parallel=self.n_parallel,
-                              kv_unified=self.kv_unified, flash_attn=self.flash_attn, n_gpu_layers=0,
-                              cpu_repack=self.repack)
-
-    def label(self) -> str:
-        kv = self.cache_type_k if self.cache_type_k == self.cache_type_v else f"{self.cache_type_k}/{self.cache_type_v}"
-        return (f"c{self.ctx}-ub{self.ubatch}-{kv}-np{self.n_parallel}{'' if self.kv_unified else '-split'}"
-                f"{'' if self.flash_attn else '-nofa'}{'-repack' if self.repack else ''}")
+def label(point: LaunchSettings) -> str:
+    """A short name for a grid point in reports (``c8192-ub512-q8_0-np3-split``)."""
+    k, v = point.cache_type_k, point.cache_type_v
+    kv = k if k == v else f"{k}/{v}"
+    return (f"c{point.ctx}-ub{point.ubatch}-{kv}-np{point.n_parallel}{'' if point.kv_unified else '-split'}"
+            f"{'' if point.flash_attn else '-nofa'}{'-repack' if point.cpu_repack else ''}")
 
 
 @dataclass(frozen=True)
@@ -109,8 +92,8 @@ def parse_memory(log: str) -> Reported:
     return Reported(weights, kv, recurrent, compute, output, int(slot.group(2)) if slot else 0)
 
 
-def run_point(binary: Path, model: Path, point: GridPoint, *, ready_timeout: float = 120.0) -> Reported:
+def run_point(binary: Path, model: Path, point: LaunchSettings, *, ready_timeout: float = 120.0) -> Reported:
     """Start llama-server on ``model`` with ``point``'s flags, wait until healthy, stop it, parse its log."""
-    with LlamaServer(binary, model, point.args(), ready_timeout=ready_timeout) as server:
+    with LlamaServer(binary, model, server_args(point), ready_timeout=ready_timeout) as server:
         log = server.log()
     return parse_memory(log)
