@@ -13,8 +13,8 @@ MODELSCOPE_DEFAULT_ENDPOINT = "https://modelscope.cn"
 ENGINE_DEFAULT_URL = "https://github.com/ggml-org/llama.cpp/releases/download"
 
 
-def _first(env: Mapping[str, str], *names: str) -> str | None:
-    """The first non-empty value among ``names``."""
+def first_set(env: Mapping[str, str], *names: str) -> str | None:
+    """The first non-empty value among ``names`` (also used on recorded environments, e.g. the network probe)."""
     for name in names:
         value = env.get(name, "").strip()
         if value:
@@ -24,33 +24,33 @@ def _first(env: Mapping[str, str], *names: str) -> str | None:
 
 def hf_endpoint(env: Mapping[str, str] = os.environ) -> str:
     """``QWENKIT_HF_ENDPOINT``, else ``HF_ENDPOINT`` (mirrors such as hf-mirror), else huggingface.co."""
-    return (_first(env, "QWENKIT_HF_ENDPOINT", "HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
+    return (first_set(env, "QWENKIT_HF_ENDPOINT", "HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
 
 
 def modelscope_endpoint(env: Mapping[str, str] = os.environ) -> str:
     """``QWENKIT_MODELSCOPE_ENDPOINT``, else ``MODELSCOPE_ENDPOINT``, else modelscope.cn."""
-    return (_first(env, "QWENKIT_MODELSCOPE_ENDPOINT", "MODELSCOPE_ENDPOINT")
+    return (first_set(env, "QWENKIT_MODELSCOPE_ENDPOINT", "MODELSCOPE_ENDPOINT")
             or MODELSCOPE_DEFAULT_ENDPOINT).rstrip("/")
 
 
 def engine_url(env: Mapping[str, str] = os.environ) -> str:
     """``QWENKIT_ENGINE_URL``: base URL of llama.cpp release assets (``…/releases/download`` on GitHub)."""
-    return (_first(env, "QWENKIT_ENGINE_URL") or ENGINE_DEFAULT_URL).rstrip("/")
+    return (first_set(env, "QWENKIT_ENGINE_URL") or ENGINE_DEFAULT_URL).rstrip("/")
 
 
 def home_override(env: Mapping[str, str] = os.environ) -> str | None:
     """``QWENKIT_HOME``: the install home, overriding the per-OS default."""
-    return _first(env, "QWENKIT_HOME")
+    return first_set(env, "QWENKIT_HOME")
 
 
 def catalog_override(env: Mapping[str, str] = os.environ) -> str | None:
     """``QWENKIT_CATALOG``: a catalog.toml to use instead of the shipped one (intranet catalogs, tests, the demo)."""
-    return _first(env, "QWENKIT_CATALOG")
+    return first_set(env, "QWENKIT_CATALOG")
 
 
 def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
     """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
-    return _first(env, "HF_TOKEN")
+    return first_set(env, "HF_TOKEN")
 
 
 def no_color(env: Mapping[str, str] = os.environ) -> bool:
@@ -60,4 +60,4 @@ def no_color(env: Mapping[str, str] = os.environ) -> bool:
 
 def language_hint(env: Mapping[str, str] = os.environ) -> str | None:
     """``QWENKIT_LANG`` (``zh`` or ``en``) forces the UI language; else the POSIX locale variables."""
-    return _first(env, "QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
+    return first_set(env, "QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")

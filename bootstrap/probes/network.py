@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from ..hardware import NetworkInfo
+from ..settings import first_set
 
 # Where Linux distributions keep the system bundle (truststore reads the same files through OpenSSL).
 _LINUX_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -24,14 +25,6 @@ _LINUX_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-
 class NetworkReadings:
     env: Mapping[str, str]  # only the proxy/CA variables are read
     truststore: bool
-
-
-def _first(env: Mapping[str, str], *names: str) -> str | None:
-    for name in names:
-        value = env.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 def redact(url: str | None) -> str | None:
@@ -50,10 +43,10 @@ def redact(url: str | None) -> str | None:
 
 def probe_network(r: NetworkReadings) -> NetworkInfo:
     env = r.env
-    return NetworkInfo(https_proxy=redact(_first(env, "HTTPS_PROXY", "https_proxy")),
-                       http_proxy=redact(_first(env, "HTTP_PROXY", "http_proxy")),
-                       no_proxy=_first(env, "NO_PROXY", "no_proxy"),
-                       ca_bundle=_first(env, "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
+    return NetworkInfo(https_proxy=redact(first_set(env, "HTTPS_PROXY", "https_proxy")),
+                       http_proxy=redact(first_set(env, "HTTP_PROXY", "http_proxy")),
+                       no_proxy=first_set(env, "NO_PROXY", "no_proxy"),
+                       ca_bundle=first_set(env, "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
                        truststore=r.truststore)
 
 
