@@ -323,10 +323,7 @@ def profile_from_readings(readings: Readings, created: str, kit_version: str = _
     from . import doctor_checks  # late: both build on these records
     from .probes import probe_all
 
-    found = probe_all(readings)
-    profile = HardwareProfile(schema=SCHEMA_VERSION, kit_version=kit_version, created=created, os=found.os,
-                              cpu=found.cpu, memory=found.memory, disk=found.disk, gpus=found.gpus,
-                              pythons=found.pythons, network=found.network)
+    profile = probe_all(readings, created=created, kit_version=kit_version)
     return with_checks(profile, doctor_checks.run_checks(profile))
 
 

@@ -1,6 +1,6 @@
 """Hardware probes (detect stage): one module per subject, each split into ``read_*`` (asks this machine for raw
 readings) and ``probe_*`` (turns readings into profile records). Tests feed the ``probe_*`` functions readings
-recorded from real machines (``probe_all``); ``collect`` reads this machine (``read_all``) and probes it.
+recorded from real machines (``probe_all``); ``read_all`` reads this machine.
 """
 
 from __future__ import annotations
@@ -9,19 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..hardware import CpuInfo, DiskInfo, GpuInfo, MemoryInfo, NetworkInfo, OsInfo, PythonInfo
+from ..hardware import SCHEMA_VERSION, GpuInfo, HardwareProfile
 from . import apple, cpu, disk, memory, network, nvidia, pythons, system
-
-
-@dataclass(frozen=True)
-class Found:
-    os: OsInfo
-    cpu: CpuInfo
-    memory: MemoryInfo
-    disk: DiskInfo
-    gpus: tuple[GpuInfo, ...]
-    pythons: tuple[PythonInfo, ...]
-    network: NetworkInfo
 
 
 def merge_gpus(*groups: tuple[GpuInfo, ...]) -> tuple[GpuInfo, ...]:
@@ -54,16 +43,12 @@ def read_all(home: Path, env: Mapping[str, str]) -> Readings:
                     network=network.read_network(env))
 
 
-def probe_all(r: Readings) -> Found:
-    """Readings → profile records (pure: no I/O)."""
+def probe_all(r: Readings, *, created: str, kit_version: str) -> HardwareProfile:
+    """Readings → the profile, without the doctor's checks (pure: no I/O)."""
     os_info = system.probe_os(r.os)
     mem = memory.probe_memory(r.memory)
     gpus = merge_gpus(nvidia.probe_nvidia(r.nvml),
                       apple.probe_apple(r.sysctl, os_info.system, os_info.machine, mem.available_bytes))
-    return Found(os=os_info, cpu=cpu.probe_cpu(r.cpu), memory=mem, disk=disk.probe_disk(r.disk), gpus=gpus,
-                 pythons=pythons.probe_pythons(r.pythons), network=network.probe_network(r.network))
-
-
-def collect(home: Path, env: Mapping[str, str]) -> Found:
-    """Read and probe this machine."""
-    return probe_all(read_all(home, env))
+    return HardwareProfile(schema=SCHEMA_VERSION, kit_version=kit_version, created=created, os=os_info,
+                           cpu=cpu.probe_cpu(r.cpu), memory=mem, disk=disk.probe_disk(r.disk), gpus=gpus,
+                           pythons=pythons.probe_pythons(r.pythons), network=network.probe_network(r.network))
