@@ -90,6 +90,11 @@ def info(text: str) -> None:
     _write(text)
 
 
+def ok(text: str) -> None:
+    """A success line (green on a terminal)."""
+    _write(_colour(sys.stderr, "32", text))
+
+
 def warn(text: str) -> None:
     """A warning line that must not be missed."""
     _write(_colour(sys.stderr, "33", f"{t('label.warning')}: ") + text)

@@ -30,11 +30,12 @@ import requests
 import urllib3
 
 from . import http_session
+from .atomic_file import fsync_dir
 from .console import info, t, warn
 from .disk_space import device_of, ensure_space, free_bytes
 from .errors import IntegrityError, SourceError, UnsupportedMachine
 from .mirror_pool import MirrorPool, MirrorState
-from .partial import PartFile, PrefixHasher, StateFlusher, fsync_dir, resumable_bytes
+from .partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
 from .progress import FileProgress, Progress
 
 CHUNK = 1 << 20  # read size: bounded memory per connection whatever the file size

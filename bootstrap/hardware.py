@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .atomic_file import write_atomic
 from .console import t
 from .errors import UsageError
+from .json_fields import FieldReader
 
 if TYPE_CHECKING:
     from .probes import Readings
@@ -139,7 +140,7 @@ class HardwareProfile:
     @classmethod
     def from_json(cls, doc: Any) -> HardwareProfile:
         """Validate and build a profile; raises ``UsageError`` naming the first bad field."""
-        r = _Reader(doc, "")
+        r = FieldReader(doc, "", _bad)
         schema = r.integer("schema", minimum=0)
         if schema != SCHEMA_VERSION:
             raise _bad("schema", t("doctor.err_schema", found=schema, expected=SCHEMA_VERSION))
@@ -167,65 +168,12 @@ def _bad(field: str, detail: str) -> UsageError:
 
 
 
-class _Reader:
-    """Typed access to one JSON object; every error names the dotted path of the field."""
-
-    def __init__(self, doc: Any, path: str) -> None:
-        if not isinstance(doc, dict):
-            raise _bad(path, t("doctor.err_type", expected="object"))
-        self.doc: dict[str, Any] = doc
-        self.path = path
-
-    def _name(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def _get(self, key: str, check: Callable[[Any], bool], expected: str, optional: bool = False) -> Any:
-        if key not in self.doc:
-            if optional:
-                return None
-            raise _bad(self._name(key), t("doctor.err_missing"))
-        value = self.doc[key]
-        if value is None and optional:
-            return None
-        if not check(value):
-            raise _bad(self._name(key), t("doctor.err_type", expected=expected))
-        return value
-
-    def text(self, key: str) -> str:
-        return self._get(key, lambda v: isinstance(v, str), "string")
-
-    def opt_text(self, key: str) -> str | None:
-        return self._get(key, lambda v: isinstance(v, str), "string or null", optional=True)
-
-    def flag(self, key: str) -> bool:
-        return self._get(key, lambda v: isinstance(v, bool), "true/false")
-
-    def integer(self, key: str, minimum: int = 0) -> int:
-        value = self._get(key, lambda v: isinstance(v, int) and not isinstance(v, bool), "integer")
-        if value < minimum:
-            raise _bad(self._name(key), t("doctor.err_range", minimum=minimum, value=value))
-        return value
-
-    def obj(self, key: str) -> _Reader:
-        return _Reader(self._get(key, lambda v: isinstance(v, dict), "object"), self._name(key))
-
-    def items(self, key: str) -> list[_Reader]:
-        items = self._get(key, lambda v: isinstance(v, list), "list")
-        return [_Reader(item, f"{self._name(key)}[{i}]") for i, item in enumerate(items)]
-
-    def choice(self, key: str, allowed: tuple[str, ...]) -> str:
-        value = self.text(key)
-        if value not in allowed:
-            raise _bad(self._name(key), t("doctor.err_choice", allowed=", ".join(allowed), value=value))
-        return value
-
-
-def _read_os(r: _Reader) -> OsInfo:
+def _read_os(r: FieldReader) -> OsInfo:
     return OsInfo(system=r.text("system"), release=r.text("release"), version=r.text("version"),
                   machine=r.text("machine"), wsl=r.flag("wsl"), container=r.flag("container"))
 
 
-def _read_cpu(r: _Reader) -> CpuInfo:
+def _read_cpu(r: FieldReader) -> CpuInfo:
     f = r.obj("flags")
     return CpuInfo(brand=r.text("brand"), arch=r.text("arch"), physical_cores=r.integer("physical_cores", minimum=1),
                    logical_cores=r.integer("logical_cores", minimum=1),
@@ -233,28 +181,28 @@ def _read_cpu(r: _Reader) -> CpuInfo:
                                   neon=f.flag("neon")))
 
 
-def _read_memory(r: _Reader) -> MemoryInfo:
+def _read_memory(r: FieldReader) -> MemoryInfo:
     return MemoryInfo(total_bytes=r.integer("total_bytes"), available_bytes=r.integer("available_bytes"))
 
 
-def _read_disk(r: _Reader) -> DiskInfo:
+def _read_disk(r: FieldReader) -> DiskInfo:
     return DiskInfo(path=r.text("path"), free_bytes=r.integer("free_bytes"), total_bytes=r.integer("total_bytes"))
 
 
-def _read_gpu(r: _Reader) -> GpuInfo:
+def _read_gpu(r: FieldReader) -> GpuInfo:
     return GpuInfo(index=r.integer("index"), vendor=r.choice("vendor", GPU_VENDORS), name=r.text("name"),
                    vram_total_bytes=r.integer("vram_total_bytes"), vram_free_bytes=r.integer("vram_free_bytes"),
                    driver_version=r.opt_text("driver_version"), cuda_driver_version=r.opt_text("cuda_driver_version"),
                    compute_capability=r.opt_text("compute_capability"), unified_memory=r.flag("unified_memory"))
 
 
-def _read_network(r: _Reader) -> NetworkInfo:
+def _read_network(r: FieldReader) -> NetworkInfo:
     return NetworkInfo(https_proxy=r.opt_text("https_proxy"), http_proxy=r.opt_text("http_proxy"),
                        no_proxy=r.opt_text("no_proxy"), ca_bundle=r.opt_text("ca_bundle"),
                        truststore=r.flag("truststore"))
 
 
-def _read_check(r: _Reader) -> Check:
+def _read_check(r: FieldReader) -> Check:
     return Check(id=r.text("id"), verdict=r.choice("verdict", VERDICTS), reason=r.text("reason"), hint=r.text("hint"))
 
 
@@ -291,16 +239,7 @@ def save_profile(profile: HardwareProfile, path: str | Path) -> None:
     """Write the profile atomically (temp file in the same folder, fsync, rename)."""
     path = Path(path)
     data = json.dumps(profile.to_json(), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def utc_now() -> str:

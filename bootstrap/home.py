@@ -71,8 +71,33 @@ class Home:
         return self.root / "venv"
 
     @property
+    def secrets_dir(self) -> Path:
+        """Owner-only (0700) folder holding the API key."""
+        return self.root / "secrets"
+
+    @property
     def api_key_file(self) -> Path:
-        return self.root / "secrets" / "api-key"
+        return self.secrets_dir / "api-key"
+
+    @property
+    def examples_dir(self) -> Path:
+        """``venv/examples``: the agent example ships inside the runtime venv."""
+        return self.venv_dir / "examples"
+
+    @property
+    def services_dir(self) -> Path:
+        """Rendered service definitions (unit, plist, XML) kept in the home; the OS gets a copy or a link."""
+        return self.root / "service"
+
+    @property
+    def run_dir(self) -> Path:
+        """Runtime files of a server started without a service manager (pid file)."""
+        return self.root / "run"
+
+    @property
+    def staging_dir(self) -> Path:
+        """Where archives are unpacked and checked before an atomic rename into place (same filesystem)."""
+        return self.root / "cache" / "staging"
 
     @property
     def run_sh(self) -> Path:

@@ -17,6 +17,8 @@ import os
 import threading
 from pathlib import Path
 
+from .atomic_file import write_atomic
+
 STATE_VERSION = 1
 MIB = 1 << 20
 MIN_SEGMENT = 1 * MIB
@@ -38,23 +40,7 @@ def plan_segment_size(size: int, connections: int) -> int:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write, fsync, rename: a reader sees the old or the new content, never a torn one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename durable (POSIX); directories cannot be opened for fsync on Windows."""
-    if os.name == "nt":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_atomic(path, data)
 
 
 def load_state(part_path: Path, state_path: Path, sha256: str, size: int) -> tuple[int, set[int]] | None:

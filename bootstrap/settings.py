@@ -48,6 +48,23 @@ def catalog_override(env: Mapping[str, str] = os.environ) -> str | None:
     return first_set(env, "QWENKIT_CATALOG")
 
 
+def engines_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_ENGINES``: an engines.toml to use instead of the shipped one (a mirror's pinned sha256, tests)."""
+    return first_set(env, "QWENKIT_ENGINES")
+
+
+def pip_index_url(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_PIP_INDEX_URL``, else ``PIP_INDEX_URL``: the package index for the runtime venv (a domestic mirror)."""
+    return first_set(env, "QWENKIT_PIP_INDEX_URL", "PIP_INDEX_URL")
+
+
+def engine_child_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment for llama.cpp processes: without ``LLAMA_ARG_*`` and ``LLAMA_API_KEY``, which llama.cpp
+    reads for every flag not given on the command line (reference/llama-server.md), so a stray one would silently
+    change the server we start or probe."""
+    return {k: v for k, v in env.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
+
+
 def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
     """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
     return first_set(env, "HF_TOKEN")

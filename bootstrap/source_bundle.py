@@ -23,10 +23,10 @@ from urllib.request import url2pathname
 
 import requests
 
+from .atomic_file import fsync_dir
 from .console import t
 from .download import ensure_space, free_bytes
 from .errors import IntegrityError, UsageError
-from .partial import fsync_dir
 from .source_common import (
     API_TIMEOUT,
     MAX_JSON_BYTES,

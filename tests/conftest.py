@@ -6,13 +6,15 @@ up front so its time is reported apart from the tests'.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bootstrap import console
 from tests.support import testbed
 
-pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures"]
+pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures", "tests.support.wheelhouse"]
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +39,11 @@ def engine_asset(engine_bin_dir: Path) -> Path:
 def gemma_gguf() -> Path:
     """The real Gemma 3 270M Q4_K_M file (253,113,024 bytes, sha256 verified)."""
     return testbed.gemma_model()
+
+
+@pytest.fixture
+def english() -> Iterator[None]:
+    """UI messages in English for the test (assertions read them), restored afterwards."""
+    console.set_language("en")
+    yield
+    console.set_language(None)

@@ -25,11 +25,7 @@ GIB = 1 << 30
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _english() -> None:
-    console.set_language("en")
-    yield
-    console.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")
 
 
 def verdicts(p: HardwareProfile) -> dict[str, str]:

@@ -28,11 +28,7 @@ CREATED = "2026-11-30T10:00:00Z"
 GIB = 1 << 30
 
 
-@pytest.fixture(autouse=True)
-def _english() -> None:
-    console.set_language("en")
-    yield
-    console.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")
 
 
 def load_readings(name: str) -> Readings:

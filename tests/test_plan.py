@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import console, engine_flags, planner
+from bootstrap import engine_flags, planner
 from bootstrap.catalog import load_catalog
 from bootstrap.errors import ExitCode, UnsupportedMachine
 from bootstrap.hardware import HardwareProfile, load_profile
@@ -33,11 +33,7 @@ GPU_MACHINES = ["rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb
 ALL_MACHINES = [*GPU_MACHINES, "no_gpu_16gb", "apple_m2_16gb"]
 
 
-@pytest.fixture(autouse=True)
-def _english() -> None:
-    console.set_language("en")
-    yield
-    console.set_language(None)
+pytestmark = pytest.mark.usefixtures("english")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,43 @@
+"""Atomic file writes (write to a temp file in the same folder, fsync, rename, fsync the folder).
+
+A reader — or a rerun after ``kill -9`` — sees the old content or the new one, never a torn file. Every file that
+matters (state, profiles, scripts, unit files, the API key) is written through here.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename durable (POSIX); directories cannot be opened for fsync on Windows."""
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data``; ``mode`` is applied to the temp file before the rename.
+
+    The temp file is created by ``mkstemp`` (mode 0600), so a secret is never readable by others, even briefly.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
