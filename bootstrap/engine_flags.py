@@ -1,13 +1,15 @@
 """Which llama-server flags a given engine build accepts, so a plan never emits a flag the engine rejects.
 
-The planner filters its flags through ``supported``; the tune stage later replaces this table with what the
-installed binary's ``--help`` says. Builds are llama.cpp release numbers (``b<N>``); sources are the PRs named in
+The planner filters its flags through ``supported`` (a table by build, before any engine exists); once an engine
+is installed, ``filter_by_help`` filters them through what that binary's ``--help`` lists (``engine_probe``).
+Builds are llama.cpp release numbers (``b<N>``); sources are the PRs named in
 ``reference/llama-server.md`` ("≈bN" = the build at that PR's merge).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The build the kit pins (the test bed's engine, llama.cpp b10434); engines.toml takes this over later.
@@ -44,8 +46,8 @@ def supported(flag: str, build: int) -> bool:
     return build >= FIRST_BUILD.get(flag, 0)
 
 
-def filter_args(args: list[str], build: int) -> FlagFilter:
-    """Drop unsupported flags together with their value (the next token, unless it is itself a flag)."""
+def _filter(args: list[str], accepts: Callable[[str], bool]) -> FlagFilter:
+    """Drop refused flags together with their value (the next token, unless it is itself a flag)."""
     kept: list[str] = []
     dropped: list[str] = []
     skip_value = False
@@ -54,9 +56,19 @@ def filter_args(args: list[str], build: int) -> FlagFilter:
             skip_value = False
             if not _is_flag(token):
                 continue
-        if _is_flag(token) and not supported(token, build):
+        if _is_flag(token) and not accepts(token.split("=", 1)[0]):
             dropped.append(token)
-            skip_value = True
+            skip_value = "=" not in token  # ``--flag=value`` carries its own value
             continue
         kept.append(token)
     return FlagFilter(tuple(kept), tuple(dropped))
+
+
+def filter_args(args: list[str], build: int) -> FlagFilter:
+    """Drop flags ``build`` does not accept, with their values (the build table above)."""
+    return _filter(args, lambda flag: supported(flag, build))
+
+
+def filter_by_help(args: list[str], accepted: frozenset[str]) -> FlagFilter:
+    """Drop flags the installed binary does not list in ``--help`` (``engine_probe.parse_help_flags``)."""
+    return _filter(args, lambda flag: flag in accepted)

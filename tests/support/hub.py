@@ -61,6 +61,7 @@ class LoopbackHub:
         ms_files_cap: int = 3000,
         lfs_mode: str = "redirect",
         ms_linked_etag: bool = True,
+        release_digests: bool = True,
     ) -> None:
         self.store = HubStore(Path(root), lfs_threshold=lfs_threshold, lfs_patterns=lfs_patterns)
         self.faults = FaultRegistry()
@@ -71,6 +72,7 @@ class LoopbackHub:
             raise ValueError("lfs_mode is 'redirect' or 'direct'")
         self.lfs_mode = lfs_mode
         self.ms_linked_etag = ms_linked_etag
+        self.release_digests = release_digests  # False: the release API omits "digest" (assets before mid-2025)
         self._ports = (port, cdn_port)
         self._servers: list[Server] = []
         self._threads: list[threading.Thread] = []
@@ -168,6 +170,14 @@ class LoopbackHub:
 
     def release_url(self, owner_repo: str, tag: str, name: str) -> str:
         return f"{self.endpoint}/{owner_repo}/releases/download/{quote(tag)}/{quote(name)}"
+
+    def release_base(self, owner_repo: str) -> str:
+        """The ``…/releases/download`` base for ``QWENKIT_ENGINE_URL``."""
+        return f"{self.endpoint}/{owner_repo}/releases/download"
+
+    def release_api_url(self, owner_repo: str, tag: str) -> str:
+        """GitHub-Enterprise-style release-by-tag API: ``/api/v3/repos/{owner}/{repo}/releases/tags/{tag}``."""
+        return f"{self.endpoint}/api/v3/repos/{owner_repo}/releases/tags/{quote(tag, safe='')}"
 
     def resolve_url(self, repo_id: str, path: str, rev: str = DEFAULT_BRANCH) -> str:
         return f"{self.endpoint}/{repo_id}/resolve/{quote(rev, safe='')}/{quote(path)}"

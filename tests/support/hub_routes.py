@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode
 from tests.support.hub_http import BaseHandler, iso_time
 from tests.support.hub_store import DEFAULT_BRANCH, Commit, FileEntry
 
-SETTINGS = ("tree_page_size", "ms_files_cap", "lfs_mode", "ms_linked_etag")
+SETTINGS = ("tree_page_size", "ms_files_cap", "lfs_mode", "ms_linked_etag", "release_digests")
 
 
 class Handler(BaseHandler):
@@ -34,6 +34,8 @@ class Handler(BaseHandler):
         s = self.segs
         if s[:2] == ["api", "v1"]:
             self._ms_routes(s[2:])
+        elif s[:3] == ["api", "v3", "repos"] and len(s) >= 8 and s[5:7] == ["releases", "tags"]:
+            self._gh_release(f"{s[3]}/{s[4]}", "/".join(s[7:]))
         elif s[:2] == ["api", "models"] and len(s) >= 4:
             self._hf_api(f"{s[2]}/{s[3]}", s[4:])
         elif len(s) >= 5 and s[2] == "resolve":
@@ -256,6 +258,43 @@ class Handler(BaseHandler):
             elif p in dirs:
                 out.append(self._hf_entry(p, None, commit, expand))
         self._json(200, out)
+
+    # ---- GitHub release API -----------------------------------------------------------------------
+    def _gh_release(self, owner_repo: str, tag: str) -> None:
+        """``GET /api/v3/repos/{owner}/{repo}/releases/tags/{tag}`` (GitHub REST "Get a release by tag name").
+
+        Assets carry ``size`` and ``digest: "sha256:<hex>"`` as github.com states them for uploads since mid-2025;
+        ``release_digests=False`` answers like an older release (no digest).
+        """
+        if not self._claim(None):
+            return
+        assets = self.hub.store.release_assets(owner_repo, tag) if self.method in ("GET", "HEAD") else []
+        if not assets:
+            self._json(404, {"message": "Not Found", "status": "404",
+                             "documentation_url": "https://docs.github.com/rest/releases/releases"})
+            return
+        api = f"{self.hub.endpoint}/api/v3/repos/{owner_repo}"
+        release_id = int(hashlib.sha1(f"{owner_repo}@{tag}".encode()).hexdigest()[:8], 16)
+        items = []
+        for a in assets:
+            item: dict[str, Any] = {
+                "url": f"{api}/releases/assets/{int(a.sha256[:8], 16)}",
+                "id": int(a.sha256[:8], 16),
+                "name": a.name,
+                "label": "",
+                "content_type": "application/octet-stream",
+                "state": "uploaded",
+                "size": a.size,
+                "download_count": 0,
+                "browser_download_url": self.hub.release_url(owner_repo, tag, a.name),
+            }
+            if self.hub.release_digests:
+                item["digest"] = f"sha256:{a.sha256}"
+            items.append(item)
+        self._json(200, {
+            "url": f"{api}/releases/{release_id}", "id": release_id, "tag_name": tag, "name": tag,
+            "draft": False, "prerelease": False, "assets": items,
+        })  # fmt: skip
 
     # ---- ModelScope -------------------------------------------------------------------------------
     def _ms_ok(self, data: Any) -> None:

