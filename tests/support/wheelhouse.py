@@ -1,0 +1,104 @@
+"""A local wheelhouse for the runtime venv's offline path: ``payload/requirements.txt``, the kit and its deps.
+
+Built once with pip (``pip download`` from the configured index; the test machine's only network) and cached under
+``~/.cache/qwenkit-testbed/wheels/<key>``, where the key hashes the requirements, the kit's declared dependencies
+and the interpreter tag (wheels such as pydantic-core are per Python version). The kit's own wheel is rebuilt
+from this checkout on every call (~2 s with hatchling, no build isolation) so tests install the code under test.
+Both steps publish by rename, so a killed run leaves no half-filled wheelhouse behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from tests.support import testbed
+
+REPO = Path(__file__).resolve().parents[2]
+KIT_DIST = "qwenclientkit"
+_COMPLETE = ".complete"
+
+
+def _kit_dependencies() -> list[str]:
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        return list(tomllib.load(fh)["project"]["dependencies"])
+
+
+def wheelhouse_key() -> str:
+    """What the downloaded wheels depend on: requirements, kit dependencies, Python version and platform."""
+    h = hashlib.sha256((REPO / "payload" / "requirements.txt").read_bytes())
+    h.update("\n".join(_kit_dependencies()).encode())
+    h.update(f"{sys.implementation.cache_tag}-{sys.platform}-{platform.machine()}".encode())
+    return h.hexdigest()[:16]
+
+
+def _pip(*args: str) -> None:
+    """``python -m pip`` of the test interpreter (the venv under test is built from the same Python)."""
+    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+
+def build_kit_wheel(dest: Path) -> Path:
+    """This checkout as a wheel (hatchling from the test venv: ``--no-build-isolation``, no network)."""
+    with tempfile.TemporaryDirectory(prefix="kit-wheel-") as tmp:
+        _pip("wheel", "--no-deps", "--no-build-isolation", "-w", tmp, str(REPO))
+        (built,) = Path(tmp).glob(f"{KIT_DIST}-*.whl")
+        final = dest / built.name
+        shutil.copyfile(built, dest / f".{built.name}.tmp")
+        os.replace(dest / f".{built.name}.tmp", final)
+    return final
+
+
+def provide_wheelhouse() -> Path:
+    """The cached wheelhouse (downloaded on first use), with a fresh kit wheel in it."""
+    final = testbed.cache_dir() / "wheels" / wheelhouse_key()
+    if not (final / _COMPLETE).is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+        try:
+            kit = build_kit_wheel(tmp)
+            # One resolve for both, so the set is consistent: the pinned SDK and everything the kit declares.
+            _pip("download", "-d", str(tmp), "-r", str(REPO / "payload" / "requirements.txt"), str(kit))
+            (tmp / _COMPLETE).write_text("ok\n")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for old in final.glob(f"{KIT_DIST}-*.whl"):
+        old.unlink(missing_ok=True)
+    build_kit_wheel(final)
+    return final
+
+
+def kit_wheel(wheelhouse: Path) -> Path:
+    """The kit's wheel inside ``wheelhouse``."""
+    (wheel,) = wheelhouse.glob(f"{KIT_DIST}-*.whl")
+    return wheel
+
+
+def wheelhouse_size(wheelhouse: Path) -> tuple[int, int]:
+    """(number of wheel files, total bytes)."""
+    files = [p for p in wheelhouse.iterdir() if p.suffix == ".whl"]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    """Folder of wheels covering ``payload/requirements.txt`` and the kit, for ``--no-index --find-links``."""
+    return provide_wheelhouse()
