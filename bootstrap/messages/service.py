@@ -1,0 +1,88 @@
+"""Messages of the register stage: ``qwenkit service install|start|stop|status|uninstall``."""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "service.no_manager": {
+        "en": "No service manager here (container / WSL without systemd): the server is started with {script} "
+              "instead; it will not restart by itself or start at boot.",
+        "zh": "此处没有服务管理器（容器或未启用 systemd 的 WSL）：改用 {script} 启动服务器；"
+              "它不会在退出后自动重启，也不会开机自启。",
+    },
+    "service.installed": {
+        "en": "Service installed ({manager}): {path}",
+        "zh": "服务已安装（{manager}）：{path}",
+    },
+    "service.started": {
+        "en": "Server started ({manager}): {url}",
+        "zh": "服务器已启动（{manager}）：{url}",
+    },
+    "service.stopped": {
+        "en": "Server stopped ({manager}).",
+        "zh": "服务器已停止（{manager}）。",
+    },
+    "service.uninstalled": {
+        "en": "Service removed ({manager}).",
+        "zh": "服务已移除（{manager}）。",
+    },
+    "service.status_line": {
+        "en": "manager: {manager}, installed: {installed}, active: {active}, enabled: {enabled}{detail}",
+        "zh": "服务管理器：{manager}，已安装：{installed}，运行中：{active}，自启动：{enabled}{detail}",
+    },
+    "service.yes": {"en": "yes", "zh": "是"},
+    "service.no": {"en": "no", "zh": "否"},
+    "service.err_refused": {
+        "en": "{manager} refused '{command}' (exit {rc}): {detail}",
+        "zh": "{manager} 拒绝执行 '{command}'（退出码 {rc}）：{detail}",
+    },
+    "service.hint_refused": {
+        "en": "Run 'qwenkit service status' for details, or start the server with {script}.",
+        "zh": "运行 'qwenkit service status' 查看详情，或直接用 {script} 启动服务器。",
+    },
+    "service.warn_linger": {
+        "en": "loginctl enable-linger {user} was refused ({detail}): the server starts when {user} logs in, "
+              "not at boot.",
+        "zh": "loginctl enable-linger {user} 被拒绝（{detail}）：服务器将在 {user} 登录时启动，而不是开机时。",
+    },
+    "service.err_winsw_missing": {
+        "en": "A Windows service needs WinSW, which was not found ({path}).",
+        "zh": "安装 Windows 服务需要 WinSW，但未找到（{path}）。",
+    },
+    "service.hint_winsw_missing": {
+        "en": "WinSW ships in the offline bundles; without admin rights the server is registered with Task "
+              "Scheduler instead.",
+        "zh": "WinSW 随离线安装包提供；没有管理员权限时，服务器改为通过任务计划程序注册。",
+    },
+    "service.err_nothing_installed": {
+        "en": "Nothing is installed in {home}.",
+        "zh": "{home} 中尚未安装任何内容。",
+    },
+    "service.hint_install": {
+        "en": "Run 'qwenkit install' first.",
+        "zh": "请先运行 'qwenkit install'。",
+    },
+    "service.err_no_script": {
+        "en": "The start script {path} is missing.",
+        "zh": "启动脚本 {path} 不存在。",
+    },
+    "service.err_port_busy": {
+        "en": "Port {port} on {host} is already in use by another program.",
+        "zh": "{host} 上的端口 {port} 已被其他程序占用。",
+    },
+    "service.hint_port_busy": {
+        "en": "Stop that program (an older llama-server?) or reinstall with another --port.",
+        "zh": "请停止该程序（可能是旧的 llama-server），或使用其他 --port 重新安装。",
+    },
+    "service.err_spawn": {
+        "en": "Cannot start {path}: {detail}",
+        "zh": "无法启动 {path}：{detail}",
+    },
+    "service.err_not_stopped": {
+        "en": "The server (pid {pid}) did not stop.",
+        "zh": "服务器（pid {pid}）未能停止。",
+    },
+    "service.warn_foreign_pid": {
+        "en": "The recorded pid {pid} is no longer llama-server; it was left alone.",
+        "zh": "记录的 pid {pid} 已不是 llama-server，未对其进行任何操作。",
+    },
+}
