@@ -1,0 +1,119 @@
+"""Messages of the tune stage (llama.cpp's fit vs. the plan) and the verify stage (health, chat, report)."""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    # tune
+    "tune.no_tool": {
+        "en": "kept the plan: this engine has no llama-fit-params",
+        "zh": "沿用规划：此引擎没有 llama-fit-params",
+    },
+    "tune.tool_failed": {
+        "en": "kept the plan: llama-fit-params failed ({error})",
+        "zh": "沿用规划：llama-fit-params 运行失败（{error}）",
+    },
+    "tune.tool_timeout": {
+        "en": "no answer within {seconds} s",
+        "zh": "{seconds} 秒内无响应",
+    },
+    "tune.keep_fits": {
+        "en": "kept the plan: llama.cpp projects {used} MiB on {device}, within {free} MiB free minus its "
+              "{margin} MiB margin",
+        "zh": "沿用规划：llama.cpp 预计 {device} 使用 {used} MiB，未超出可用 {free} MiB 减去 {margin} MiB 余量",
+    },
+    "tune.keep_fits_host": {
+        "en": "kept the plan: llama.cpp projects {used} MiB of host memory, within {free} MiB of RAM minus its "
+              "{margin} MiB margin",
+        "zh": "沿用规划：llama.cpp 预计使用 {used} MiB 主机内存，未超出内存总量 {free} MiB 减去 {margin} MiB 余量",
+    },
+    "tune.keep_unknown_free": {
+        "en": "kept the plan: the free memory of llama.cpp's devices is not known to compare with",
+        "zh": "沿用规划：无法得知 llama.cpp 所列设备的可用内存，无从比较",
+    },
+    "tune.keep_cpu_only": {
+        "en": "kept the plan: llama.cpp projects {used} MiB of host memory, over {free} MiB total minus its "
+              "{margin} MiB margin, and without a GPU its fit cannot move anything elsewhere",
+        "zh": "沿用规划：llama.cpp 预计使用 {used} MiB 主机内存，超出总量 {free} MiB 减去 {margin} MiB 余量；"
+              "没有 GPU，其自动适配也无法转移任何部分",
+    },
+    "tune.adopt_fit": {
+        "en": "adopted llama.cpp's placement {fit}: ours projects {used} MiB on {device}, over {free} MiB free "
+              "minus its {margin} MiB margin",
+        "zh": "采用 llama.cpp 的放置方案 {fit}：我们的方案预计 {device} 使用 {used} MiB，超出可用 {free} MiB "
+              "减去 {margin} MiB 余量",
+    },
+    "tune.adopt_fit_ctx": {
+        "en": "adopted llama.cpp's placement {fit} and its context {ctx} (plan: {plan_ctx}): ours projects {used} "
+              "MiB on {device}, over {free} MiB free minus its {margin} MiB margin",
+        "zh": "采用 llama.cpp 的放置方案 {fit} 及其上下文 {ctx}（规划为 {plan_ctx}）：我们的方案预计 {device} "
+              "使用 {used} MiB，超出可用 {free} MiB 减去 {margin} MiB 余量",
+    },
+    "tune.no_repack_amx": {
+        "en": "--no-repack: this CPU has AMX, whose repack path can crash llama.cpp at warm-up (SIGILL) and takes "
+              "extra RAM",
+        "zh": "--no-repack：此 CPU 支持 AMX，其权重重排路径可能在预热时使 llama.cpp 崩溃（SIGILL），且额外占用内存",
+    },
+    # verify
+    "verify.err_exited": {
+        "en": "llama-server exited with status {code} before it was ready{last}",
+        "zh": "llama-server 在就绪前退出，状态码 {code}{last}",
+    },
+    "verify.err_exited_last": {
+        "en": "; its last log line: {line}",
+        "zh": "；最后一行日志：{line}",
+    },
+    "verify.hint_exited": {
+        "en": "Read the whole log{where}; rerun the install to repair it.",
+        "zh": "请查看完整日志{where}；重新运行安装可修复。",
+    },
+    "verify.err_health_timeout": {
+        "en": "the server at {url} was not ready within {seconds} s ({last})",
+        "zh": "{url} 上的服务在 {seconds} 秒内未就绪（{last}）",
+    },
+    "verify.hint_health_timeout": {
+        "en": "A large model on a slow disk can take minutes to load: check `qwenkit status` again later, or read "
+              "the server log.",
+        "zh": "大模型在慢速磁盘上可能需要数分钟加载：稍后再运行 `qwenkit status`，或查看服务日志。",
+    },
+    "verify.no_answer": {"en": "no answer", "zh": "无响应"},
+    "verify.err_no_key_check": {
+        "en": "the server accepts requests without the API key (status {status})",
+        "zh": "服务在没有 API 密钥时仍接受请求（状态码 {status}）",
+    },
+    "verify.hint_no_key_check": {
+        "en": "Start it with --api-key-file pointing at the key file; rerun the install to rewrite the start script.",
+        "zh": "请使用指向密钥文件的 --api-key-file 启动；重新运行安装以重写启动脚本。",
+    },
+    "verify.err_status": {
+        "en": "{what} answered HTTP {status}: {message}",
+        "zh": "{what} 返回 HTTP {status}：{message}",
+    },
+    "verify.err_request": {
+        "en": "{what} failed: {detail}",
+        "zh": "{what} 失败：{detail}",
+    },
+    "verify.err_alias": {
+        "en": "the server does not list the model '{alias}' (it lists: {listed})",
+        "zh": "服务未列出模型 '{alias}'（已列出：{listed}）",
+    },
+    "verify.err_stream": {
+        "en": "the streamed reply ended without 'data: [DONE]' or without any token",
+        "zh": "流式回复未以 'data: [DONE]' 结束，或没有任何 token",
+    },
+    "verify.hint_server": {
+        "en": "Read the server log; rerun the install to repair it.",
+        "zh": "请查看服务日志；重新运行安装可修复。",
+    },
+    "verify.report_title": {"en": "The server answers:", "zh": "服务已正常响应："},
+    "verify.report_endpoint": {"en": "  endpoint     {url}", "zh": "  接口地址     {url}"},
+    "verify.report_model": {"en": "  model        {model}", "zh": "  模型名称     {model}"},
+    "verify.report_key": {"en": "  API key in   {path}", "zh": "  API 密钥文件 {path}"},
+    "verify.report_speed": {
+        "en": "  first token  {first:.2f} s, {tps:.1f} tokens/s",
+        "zh": "  首个 token   {first:.2f} 秒 · 每秒 {tps:.1f} 个 token",
+    },
+    "verify.report_reply": {"en": "  reply        {reply}", "zh": "  回复内容     {reply}"},
+    "verify.report_curl": {"en": "Try it with curl:", "zh": "用 curl 试一试："},
+    "verify.report_python": {"en": "Or from Python (OpenAI SDK):", "zh": "或在 Python 中使用（OpenAI SDK）："},
+    "verify.opening": {"en": "opening {url} in the browser", "zh": "正在浏览器中打开 {url}"},
+}

@@ -1,0 +1,207 @@
+"""The verify stage against the test bed's real llama-server started from a real LaunchSpec: health, key check,
+plain and streamed chat, the report and its snippets (the curl line is run for real), and each failure."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bootstrap import verify as verify_mod
+from bootstrap.console import t
+from bootstrap.errors import ExitCode, ServerError
+from bootstrap.launch_spec import LaunchSpec
+from bootstrap.verify import (
+    VerifyReport,
+    last_log_line,
+    open_web_ui,
+    print_report,
+    render_snippets,
+    verify_server,
+    wait_healthy,
+)
+from tests.support.llama import free_port
+from tests.support.tiny_gguf import write_model
+
+KEY = "sk-qwenkit-test-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+ALIAS = "qwen-local"
+
+
+pytestmark = pytest.mark.usefixtures("english")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_model("llama", tmp_path_factory.mktemp("tiny") / "tiny.gguf")
+
+
+def _spec(home: Path, engine_bin_dir: Path, model: Path, args: tuple[str, ...], system: str = "Linux") -> LaunchSpec:
+    key_file = home / "secrets" / "api-key"
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(KEY + "\n", encoding="utf-8")
+    key_file.chmod(0o600)
+    return LaunchSpec(home=home, system=system, engine_dir=engine_bin_dir, server=engine_bin_dir / "llama-server",
+                      model=model, mmproj=None, args=args, alias=ALIAS, api_key_file=key_file, port=free_port())
+
+
+@contextlib.contextmanager
+def _running(argv: list[str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The server as the start script runs it (argv, no shell), its output in a log file; stopped on exit."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([*argv, "--log-colors", "off"], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+TINY_ARGS = ("-c", "256", "-np", "1", "-t", "2")
+
+
+@pytest.fixture(scope="module")
+def tiny_server(engine_bin_dir: Path, tiny: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LaunchSpec, subprocess.Popen[bytes], Path]]:
+    home = tmp_path_factory.mktemp("home with space")
+    spec = _spec(home, engine_bin_dir, tiny, TINY_ARGS)
+    log = home / "server.log"
+    with _running(spec.argv(), log) as proc:
+        yield spec, proc, log
+
+
+@pytest.fixture(scope="module")
+def tiny_report(tiny_server: tuple[LaunchSpec, subprocess.Popen[bytes], Path]) -> VerifyReport:
+    spec, proc, log = tiny_server
+    return verify_server(spec, KEY, process=proc, log_path=log)
+
+
+def test_tiny_server_verifies(tiny_server: tuple[LaunchSpec, subprocess.Popen[bytes], Path],
+                              tiny_report: VerifyReport) -> None:
+    spec = tiny_server[0]
+    r = tiny_report
+    assert (r.endpoint, r.model, r.api_key_file) == (spec.openai_base_url, ALIAS, str(spec.api_key_file))
+    assert r.tokens_per_s > 0 and r.first_token_s > 0 and r.health_wait_s >= 0
+    assert r.stream_ok and r.rejects_without_key
+    assert 0 < r.completion_tokens <= 32 and 0 < len(r.reply) <= 200
+    assert json.loads(json.dumps(r.to_json())) == r.to_json()
+
+
+def test_report_never_holds_the_key(tiny_report: VerifyReport, capsys: pytest.CaptureFixture[str]) -> None:
+    assert KEY not in json.dumps(tiny_report.to_json())
+    assert f"$(cat {tiny_report.api_key_file!r})" in tiny_report.curl  # sh-quoted: the path holds a space
+    tree = ast.parse(tiny_report.python)  # valid Python whose literals are exactly our values
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {tiny_report.api_key_file, tiny_report.endpoint, ALIAS} <= literals
+    print_report(tiny_report)
+    out = capsys.readouterr()
+    assert out.out == ""  # human text goes to stderr
+    for text in (tiny_report.endpoint, tiny_report.api_key_file, tiny_report.curl, "first token"):
+        assert text in out.err
+    assert KEY not in out.err
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("sh") is None, reason="needs curl and sh")
+def test_curl_line_works_as_printed(tiny_report: VerifyReport) -> None:
+    # Run exactly the printed line, as a user pastes it into a shell (plus -w to see the HTTP status).
+    done = subprocess.run(["sh", "-c", tiny_report.curl + " -o /dev/null -w '%{http_code}'"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (0, "200"), done.stderr
+    body = subprocess.run(["sh", "-c", tiny_report.curl], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(body.stdout)["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_wrong_key_is_a_server_error(tiny_server: tuple[LaunchSpec, subprocess.Popen[bytes], Path]) -> None:
+    spec = tiny_server[0]
+    with pytest.raises(ServerError) as info:
+        verify_server(spec, "sk-not-the-key", timeout=30)
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message == t("verify.err_status", what="GET /v1/models", status=401, message="Invalid API Key")
+
+
+def test_chat_refused_by_the_server_reports_its_message(
+        tiny_server: tuple[LaunchSpec, subprocess.Popen[bytes], Path]) -> None:
+    spec = tiny_server[0]
+    with pytest.raises(ServerError) as info:
+        verify_server(spec, KEY, timeout=60, prompt="word " * 1000)  # far beyond -c 256
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message.startswith("POST /v1/chat/completions answered HTTP 400: ")
+    assert "context" in info.value.message and "\n" not in info.value.message
+
+
+def test_server_without_a_key_is_refused(engine_bin_dir: Path, tiny: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, engine_bin_dir, tiny, TINY_ARGS)
+    argv = spec.argv()
+    at = argv.index("--api-key-file")
+    with _running(argv[:at] + argv[at + 2:], tmp_path / "server.log") as proc, pytest.raises(ServerError) as info:
+        verify_server(spec, KEY, process=proc, timeout=60)
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message == t("verify.err_no_key_check", status=200)
+    assert info.value.hint == t("verify.hint_no_key_check")
+
+
+def test_dead_server_fails_at_once_with_its_last_log_line(engine_bin_dir: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, engine_bin_dir, tmp_path / "missing.gguf", TINY_ARGS)
+    log = tmp_path / "server.log"
+    with _running(spec.argv(), log) as proc, pytest.raises(ServerError) as info:
+        # A timeout far beyond the test's own: only the exit check can end this wait.
+        verify_server(spec, KEY, process=proc, log_path=log, timeout=3600)
+    last = last_log_line(log)
+    assert last and proc.returncode not in (None, 0)
+    assert info.value.message == t("verify.err_exited", code=proc.returncode,
+                                   last=t("verify.err_exited_last", line=last))
+    assert str(log) in (info.value.hint or "")
+
+
+def test_nothing_listening_times_out_with_a_hint() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ServerError) as info:
+        wait_healthy(url, timeout=0.5)
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message.startswith(f"the server at {url} was not ready within 0.5 s (")
+    assert "Connection refused" in info.value.message
+    assert info.value.hint == t("verify.hint_health_timeout")
+
+
+def test_windows_snippets(tmp_path: Path) -> None:
+    key_file = Path("C:/Users/李 雷/AppData/Local/QwenClientKit/secrets/api-key")
+    spec = LaunchSpec(home=tmp_path, system="Windows", engine_dir=tmp_path, server=tmp_path / "llama-server.exe",
+                      model=tmp_path / "m.gguf", mmproj=None, args=(), alias=ALIAS, api_key_file=key_file, port=8080)
+    curl, python = render_snippets(spec)
+    assert curl.startswith(f'for /f "usebackq delims=" %k in ("{key_file}") do @curl.exe -sS '
+                           f'"http://127.0.0.1:8080/v1/chat/completions" -H "Authorization: Bearer %k"')
+    assert f'-d "{{\\"model\\": \\"{ALIAS}\\", ' in curl and "'" not in curl and "\n" not in curl
+    literals = {n.value for n in ast.walk(ast.parse(python)) if isinstance(n, ast.Constant)}
+    assert str(key_file) in literals
+
+
+def test_web_ui_opens_the_servers_page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr(verify_mod.webbrowser, "open", lambda url: opened.append(url) or True)  # no browser here
+    spec = _spec(tmp_path, tmp_path, tmp_path / "m.gguf", ())
+    assert open_web_ui(spec) is True and opened == [spec.base_url]
+
+
+def test_gemma_verifies(engine_bin_dir: Path, gemma_gguf: Path, tmp_path: Path) -> None:
+    """The slower test (a real 253 MB model): a base model without a template, so Gemma's built-in one."""
+    spec = _spec(tmp_path, engine_bin_dir, gemma_gguf, ("-c", "2048", "-np", "1", "-t", "2", "--no-jinja",
+                                                        "--chat-template", "gemma"))
+    log = tmp_path / "server.log"
+    with _running(spec.argv(), log) as proc:
+        report = verify_server(spec, KEY, process=proc, log_path=log, max_tokens=16)
+    assert report.tokens_per_s > 0 and report.first_token_s > 0
+    assert report.stream_ok and report.rejects_without_key and report.completion_tokens > 0
+    print(json.dumps({k: v for k, v in report.to_json().items() if k not in ("curl", "python")}))
