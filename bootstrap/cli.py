@@ -24,8 +24,8 @@ COMMANDS: dict[str, str | None] = {
     "plan": "plan",
     "download": "download",
     "install": None,
-    "status": None,
-    "service": None,
+    "status": "status",
+    "service": "service",
     "bundle": None,
     "uninstall": None,
     "selfcheck": "selfcheck",
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
     status.add_argument("--json", action="store_true", help=t("cli.json"))
+    status.add_argument("--open", action="store_true", help=t("arg.open_web"))
 
     service = sub.add_parser("service", help=command_help("service"), description=t("cmd.service"))
     service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],

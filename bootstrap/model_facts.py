@@ -131,8 +131,21 @@ def file_candidate(path: Path) -> Candidate:
     return Candidate(path.stem, str(name), _file_type(header), str(path), size, profile)
 
 
+# general.file_type → label: llama.cpp's enum llama_ftype (include/llama.h, b11434); 4-6 and 33-35 were removed.
+_FTYPES = (
+    "F32", "F16", "Q4_0", "Q4_1", None, None, None, "Q8_0", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L",
+    "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ2_XXS", "IQ2_XS", "Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ1_S",
+    "IQ4_NL", "IQ3_S", "IQ3_M", "IQ2_S", "IQ2_M", "IQ4_XS", "IQ1_M", "BF16", None, None, None, "TQ1_0", "TQ2_0",
+    "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0",
+)
+
+
 def _file_type(header: GGUFHeader) -> str:
-    """A quant label for a bare file: the most common tensor type by bytes (e.g. ``Q4_K``)."""
+    """A quant label for a bare file: ``general.file_type`` when the file states it (``Q4_K_M``), else the most
+    common tensor type by bytes (``Q4_K``; a tied Q8_0 embedding can outweigh the Q4_K layers of a small model)."""
+    ftype = header.metadata.get("general.file_type")
+    if isinstance(ftype, int) and 0 <= ftype < len(_FTYPES) and _FTYPES[ftype]:
+        return str(_FTYPES[ftype])
     by_type: dict[str, int] = {}
     for tensor in header.tensors:
         by_type[tensor.type_name] = by_type.get(tensor.type_name, 0) + tensor.nbytes

@@ -65,6 +65,11 @@ def engine_child_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
 
 
+def cuda_toolkit_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``CUDA_PATH`` / ``CUDA_HOME`` (NVIDIA's installers set one): where a CUDA toolkit may live."""
+    return {name: env[name] for name in ("CUDA_PATH", "CUDA_HOME") if env.get(name, "").strip()}
+
+
 def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
     """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
     return first_set(env, "HF_TOKEN")

@@ -14,8 +14,9 @@ import argparse
 import time
 import unicodedata
 
-from .. import __version__, console
+from .. import __version__, console, settings
 from ..console import t
+from ..engine_pins import cuda_toolkit_hint
 from ..hardware import Check, HardwareProfile, detect
 from ..home import resolve_home
 
@@ -59,6 +60,9 @@ def report(profile: HardwareProfile, seconds: float) -> None:
     for check in profile.checks:
         if check.id == "engine" and check.verdict != "ok":
             console.warn(check.reason)
+    offer = cuda_toolkit_hint(profile, settings.cuda_toolkit_env())
+    if offer:
+        console.info(offer)
     console.info(t("doctor.summary", ok=counts["ok"], warn=counts["warn"], fail=counts["fail"]))
     console.info(t("doctor.elapsed", seconds=f"{seconds:.2f}"))
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import core, doctor, fetch, gguf, memory, plan, sources
+from . import core, deploy, doctor, engine, fetch, gguf, memory, plan, pyenv, render, service, sources, state, verify
 
 # Static imports (not importlib) so PyInstaller sees every part.
-_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources)
+_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv, deploy,
+                                  render, verify, service)
 
 
 def _merge() -> dict[str, dict[str, str]]:

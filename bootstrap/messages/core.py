@@ -44,6 +44,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.hardware": {"en": "hardware profile printed by 'doctor --json' (plan for another machine)",
                      "zh": "由 'doctor --json' 输出的硬件描述文件（为另一台机器做规划）"},
     "arg.ctx": {"en": "context length in tokens", "zh": "上下文长度（token 数）"},
+    "arg.open_web": {"en": "open llama-server's own chat page in the browser when healthy",
+                     "zh": "服务正常时在浏览器中打开 llama-server 自带的聊天页面"},
     "arg.dest": {"en": "destination folder", "zh": "保存目录"},
     "arg.bundle": {"en": "install from an offline bundle folder or its URL", "zh": "从离线安装包目录或其 URL 安装"},
     "arg.home": {"en": "install home (default: per-OS location)", "zh": "安装目录（默认按操作系统选择）"},

@@ -1,0 +1,129 @@
+"""``qwenkit status [--json] [--open]``: what is installed in this home and whether the server answers with its key.
+
+Exit 0 when healthy, 6 when something is installed but not serving (so scripts can ``qwenkit status || …``),
+2 when nothing is installed. Cheap: no file is hashed (sizes only) and each HTTP call has a 3 s limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .. import console
+from ..console import info, t
+from ..errors import ExitCode
+from ..home import Home, resolve_home
+from ..launch_spec import LaunchSpec
+from ..server_health import Health, check_health
+from ..state import InstallState, load_launch_spec, require_state, resolve_in_home
+from ..verify import open_web_ui
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    home: Home
+    state: InstallState
+    spec: LaunchSpec
+    health: Health
+    problems: tuple[str, ...]
+    service: dict[str, Any] | None
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "home": str(self.home.root),
+            "healthy": self.healthy,
+            "health": self.health.state,
+            "problems": list(self.problems),
+            "model": self.state.model_id,
+            "quant": self.state.quant,
+            "alias": self.spec.alias,
+            "endpoint": self.spec.openai_base_url,
+            "api_key_file": str(self.spec.api_key_file),
+            "engine": {"build": self.state.engine.build, "variant": self.state.engine.variant,
+                       "version": self.state.engine.version, "server": str(self.spec.server)},
+            "args": list(self.spec.args),
+            "service": self.service,
+            "start_script": str(self.home.run_bat if self.state.system == "Windows" else self.home.run_sh),
+        }
+
+
+def _file_problems(state: InstallState, home: Home, spec: LaunchSpec) -> list[str]:
+    problems = []
+    if not spec.server.is_file():
+        problems.append(t("status.problem_engine", path=spec.server))
+    for record in state.files:
+        path = resolve_in_home(home, record.path)
+        try:
+            intact = path.stat().st_size == record.size
+        except OSError:
+            intact = False
+        if not intact:
+            problems.append(t("status.problem_file", role=record.role, path=path))
+    if not home.api_key_file.is_file():
+        problems.append(t("status.problem_key", path=home.api_key_file))
+    return problems
+
+
+def _health_problem(health: Health, spec: LaunchSpec) -> str | None:
+    if health.state == "ok":
+        return None
+    if health.state == "loading":
+        return t("status.problem_loading")
+    if health.state == "auth":
+        return t("status.problem_auth")
+    if health.state == "no_model":
+        return t("status.problem_model", model=spec.alias)
+    return t("status.problem_down", url=spec.base_url, detail=health.detail)
+
+
+def _service_status(state: InstallState, home: Home, spec: LaunchSpec) -> dict[str, Any] | None:
+    """The service manager's view, when one was registered."""
+    if state.service is None:
+        return None
+    from ..service import choose_manager, this_system  # late: the service package pulls OS-specific helpers
+
+    manager = choose_manager(this_system(), home, admin=False, health_url=f"{spec.base_url}/health")
+    return asdict(manager.status())
+
+
+def collect(home: Home) -> StatusReport:
+    """Everything ``status`` reports, as a record (the installer's final report reuses it)."""
+    state = require_state(home)
+    spec = load_launch_spec(home)
+    problems = _file_problems(state, home, spec)
+    key = home.api_key_file.read_text(encoding="utf-8").strip() if home.api_key_file.is_file() else ""
+    health = check_health(spec, key)
+    problem = _health_problem(health, spec)
+    if problem:
+        problems.append(problem)
+    return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec))
+
+
+def run(args: argparse.Namespace) -> int:
+    home = resolve_home(getattr(args, "home", None))
+    report = collect(home)
+    if args.json:
+        console.emit_json(report.to_json())
+    else:
+        spec = report.spec
+        info(t("status.title", home=home.root))
+        info(t("status.line_model", model=report.state.model_id, quant=report.state.quant))
+        info(t("status.line_engine", build=report.state.engine.build, variant=report.state.engine.variant))
+        info(t("status.line_endpoint", endpoint=spec.openai_base_url))
+        info(t("status.line_key", path=spec.api_key_file))
+        if report.service is not None:
+            info(t("status.line_service", detail=report.service.get("detail", "")))
+        info(t("status.line_scripts", script=report.to_json()["start_script"]))
+        if report.healthy:
+            console.ok(t("status.healthy", model=spec.alias, endpoint=spec.openai_base_url))
+        else:
+            console.error(t("status.unhealthy", problems="; ".join(report.problems)),
+                          t("status.hint_unhealthy", script=report.to_json()["start_script"], logs=home.logs_dir))
+    if getattr(args, "open", False) and report.healthy:
+        open_web_ui(report.spec)  # llama-server's own chat page, only when asked
+    return int(ExitCode.OK if report.healthy else ExitCode.SERVER)

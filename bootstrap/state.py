@@ -1,0 +1,201 @@
+"""The record stage: ``<home>/state.json``, what is installed, from where, with which hashes and parameters.
+
+Written atomically as the last step of a successful run, so it only ever describes an install that was verified.
+Paths inside the home are stored relative to it (a home restored to another drive still reads correctly); files
+outside the home (a local ``.gguf`` the user pointed at) stay absolute. ``status`` and ``service`` rebuild the
+``LaunchSpec`` from this record; the start scripts are rendered from the same spec, so they always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import __version__
+from .atomic_file import write_atomic
+from .console import t
+from .errors import UsageError
+from .home import Home
+from .json_fields import FieldReader
+from .launch_spec import LaunchSpec
+
+SCHEMA_VERSION = 1
+MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
+
+
+@dataclass(frozen=True)
+class AssetRecord:
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    build: int  # the pinned release build (b<N>)
+    variant: str
+    dir: str  # relative to the home
+    server: str  # relative to the home
+    version: str | None  # what the binary printed for --version
+    assets: tuple[AssetRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    role: str  # "model" | "mmproj"
+    path: str  # relative to the home (POSIX separators) or absolute when outside it
+    size: int
+    sha256: str
+    source: str  # "hf", "modelscope", "bundle", "local", …
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    host: str
+    port: int
+    alias: str
+    args: tuple[str, ...]  # the flags the scripts pass (tuned)
+    plan_args: tuple[str, ...]  # what the planner chose, kept to compare on reruns
+    tuned_by: str = "plan"  # "plan" | "fit"
+    fit_args: tuple[str, ...] | None = None  # llama-fit-params' advice, when it ran
+
+
+@dataclass(frozen=True)
+class ServiceRecord:
+    manager: str  # "systemd-user", "systemd-system", "launchd", "task-scheduler", "winsw", "script"
+    installed: bool
+
+
+@dataclass(frozen=True)
+class InstallState:
+    system: str  # platform.system() the install was made for
+    model_id: str
+    quant: str
+    engine: EngineRecord
+    files: tuple[FileRecord, ...]
+    server: ServerRecord
+    service: ServiceRecord | None = None
+    venv_python: str | None = None  # relative to the home; None when no venv could be made
+    kit_version: str = __version__
+    updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    schema: int = SCHEMA_VERSION
+
+    def file(self, role: str) -> FileRecord | None:
+        return next((f for f in self.files if f.role == role), None)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        return {"schema": doc.pop("schema"), **doc}
+
+
+def relative_to_home(home: Home, path: Path) -> str:
+    """How a path is stored: relative with ``/`` inside the home, absolute outside it."""
+    try:
+        return PurePosixPath(*Path(path).relative_to(home.root).parts).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def resolve_in_home(home: Home, stored: str) -> Path:
+    """The absolute path of a stored path."""
+    candidate = Path(stored)
+    return candidate if candidate.is_absolute() else home.root.joinpath(*PurePosixPath(stored).parts)
+
+
+def save_state(home: Home, state: InstallState) -> None:
+    """Atomically replace ``state.json`` (the record stage)."""
+    home.root.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(state.to_json(), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    write_atomic(home.state_file, data)
+
+
+def _bad(field_name: str, detail: str) -> UsageError:
+    return UsageError(t("state.err_field", field=field_name, detail=detail), t("state.hint_damaged"))
+
+
+def _read_engine(r: FieldReader) -> EngineRecord:
+    return EngineRecord(build=r.integer("build"), variant=r.text("variant"), dir=r.text("dir"),
+                        server=r.text("server"), version=r.opt_text("version"),
+                        assets=tuple(AssetRecord(a.text("name"), a.text("sha256"), a.integer("size"))
+                                     for a in r.items("assets")))
+
+
+def _read_file(r: FieldReader) -> FileRecord:
+    return FileRecord(role=r.choice("role", ("model", "mmproj")), path=r.text("path"), size=r.integer("size"),
+                      sha256=r.text("sha256"), source=r.text("source"), revision=r.opt_text("revision"))
+
+
+def _read_server(r: FieldReader) -> ServerRecord:
+    fit = r.doc.get("fit_args")
+    return ServerRecord(host=r.text("host"), port=r.integer("port", minimum=1), alias=r.text("alias"),
+                        args=r.strings("args"), plan_args=r.strings("plan_args"),
+                        tuned_by=r.choice("tuned_by", ("plan", "fit")),
+                        fit_args=None if fit is None else r.strings("fit_args"))
+
+
+def state_from_json(doc: Any) -> InstallState:
+    """Validate a state document; raises ``UsageError`` naming the first bad field."""
+    r = FieldReader(doc, "", _bad)
+    schema = r.integer("schema")
+    if schema > SCHEMA_VERSION:
+        raise UsageError(t("state.err_newer", found=schema, supported=SCHEMA_VERSION), t("state.hint_newer"))
+    service = r.opt_obj("service")
+    return InstallState(
+        schema=schema, kit_version=r.text("kit_version"), updated=r.text("updated"), system=r.text("system"),
+        model_id=r.text("model_id"), quant=r.text("quant"), engine=_read_engine(r.obj("engine")),
+        files=tuple(_read_file(f) for f in r.items("files")), server=_read_server(r.obj("server")),
+        service=None if service is None else ServiceRecord(service.text("manager"), service.flag("installed")),
+        venv_python=r.opt_text("venv_python"),
+    )
+
+
+def load_state(home: Home) -> InstallState | None:
+    """The install record, or None when nothing is installed in this home; a damaged record is exit 2."""
+    try:
+        with home.state_file.open("rb") as fh:
+            raw = fh.read(MAX_STATE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(t("state.err_read", path=home.state_file, detail=exc.strerror or exc),
+                         t("state.hint_damaged")) from exc
+    if len(raw) > MAX_STATE_BYTES:
+        raise UsageError(t("state.err_field", field="(document)", detail=f"> {MAX_STATE_BYTES} bytes"),
+                         t("state.hint_damaged"))
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(t("state.err_field", field="(document)", detail=" ".join(str(exc).split())),
+                         t("state.hint_damaged")) from exc
+    return state_from_json(doc)
+
+
+def require_state(home: Home) -> InstallState:
+    """The install record; nothing installed is exit 2 with what to run."""
+    state = load_state(home)
+    if state is None:
+        raise UsageError(t("state.err_none", home=home.root), t("state.hint_none"))
+    return state
+
+
+def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
+    """The server start this record describes (what the scripts, the service and verify all use)."""
+    model = state.file("model")
+    if model is None:
+        raise _bad("files", t("state.err_no_model"))
+    mmproj = state.file("mmproj")
+    return LaunchSpec(
+        home=home.root, system=state.system, engine_dir=resolve_in_home(home, state.engine.dir),
+        server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
+        mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
+        alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
+    )
+
+
+def load_launch_spec(home: Home) -> LaunchSpec:
+    """Shortcut for commands that only need to start or check the server."""
+    return launch_spec(require_state(home), home)

@@ -1,0 +1,98 @@
+"""The record stage: state.json round-trips, paths stay relative to the home, and every defect is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bootstrap.errors import ExitCode, UsageError
+from bootstrap.home import Home
+from bootstrap.state import (
+    AssetRecord,
+    EngineRecord,
+    FileRecord,
+    InstallState,
+    ServerRecord,
+    ServiceRecord,
+    launch_spec,
+    load_state,
+    relative_to_home,
+    require_state,
+    save_state,
+)
+from tests.support.hub_fixtures import REPO_ROOT
+
+
+def _state(home: Home, outside: Path) -> InstallState:
+    return InstallState(
+        system="Linux", model_id="qwen3.6-35b-a3b", quant="UD-Q4_K_XL",
+        engine=EngineRecord(10434, "ubuntu-vulkan-x64", "engine/b10434-ubuntu-vulkan-x64",
+                            "engine/b10434-ubuntu-vulkan-x64/llama-server", "version: 11434 (abc)",
+                            (AssetRecord("llama-b10434-bin-ubuntu-vulkan-x64.tar.gz", "ab" * 32, 123),)),
+        files=(FileRecord("model", relative_to_home(home, home.models_dir / "u" / "r" / "m.gguf"), 10, "cd" * 32,
+                          "hf", "0" * 40),
+               FileRecord("mmproj", str(outside), 5, "ef" * 32, "local")),
+        server=ServerRecord("127.0.0.1", 8080, "qwen3.6-35b-a3b", ("-c", "32768"), ("-c", "32768")),
+        service=ServiceRecord("systemd-user", True),
+    )
+
+
+def test_round_trip_and_launch_spec(tmp_path: Path) -> None:
+    home = Home(tmp_path / "家 home")
+    outside = tmp_path / "elsewhere" / "mmproj.gguf"
+    state = _state(home, outside)
+    save_state(home, state)
+    loaded = load_state(home)
+    assert loaded == state
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    assert doc["schema"] == 1 and doc["files"][0]["path"] == "models/u/r/m.gguf"
+    spec = launch_spec(loaded, home)
+    assert spec.model == home.models_dir / "u" / "r" / "m.gguf"
+    assert spec.mmproj == outside
+    assert spec.server == home.root / "engine" / "b10434-ubuntu-vulkan-x64" / "llama-server"
+    assert spec.api_key_file == home.api_key_file
+    assert spec.argv()[-2:] == ["--api-key-file", str(home.api_key_file)]
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda d: d["server"].pop("port"), "server.port"),
+    (lambda d: d["files"][0].update(size="10"), "files[0].size"),
+    (lambda d: d["files"][0].update(role="weights"), "files[0].role"),
+    (lambda d: d["engine"].update(assets={}), "engine.assets"),
+    (lambda d: d["server"].update(args=["-c", 5]), "server.args"),
+])
+def test_damaged_record_names_the_field(tmp_path: Path, mutate, field: str) -> None:
+    home = Home(tmp_path)
+    save_state(home, _state(home, tmp_path / "x"))
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    mutate(doc)
+    home.state_file.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(UsageError) as err:
+        load_state(home)
+    assert field in err.value.message and err.value.exit_code == ExitCode.USAGE
+
+
+def test_newer_schema_and_garbage_are_refused(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    home.state_file.write_text('{"schema": 99}', encoding="utf-8")
+    with pytest.raises(UsageError, match="99"):
+        load_state(home)
+    home.state_file.write_bytes(b"\xff\xfe not json")
+    with pytest.raises(UsageError, match=r"state\.json"):
+        load_state(home)
+
+
+def test_nothing_installed(tmp_path: Path) -> None:
+    home = Home(tmp_path / "empty")
+    assert load_state(home) is None
+    with pytest.raises(UsageError):
+        require_state(home)
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "status"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=60, env={"QWENKIT_HOME": str(home.root), "PATH": "/usr/bin:/bin",
+                                                      "QWENKIT_LANG": "en"}, check=False)
+    assert proc.returncode == 2
+    assert "nothing is installed" in proc.stderr and "Traceback" not in proc.stderr
