@@ -269,8 +269,18 @@ def _last_error(lines: Sequence[str]) -> str | None:
     return rest[-1] if rest else None
 
 
+# pip lines worth showing a person: one per package fetched, the final summary, and problems. The rest ("Processing
+# <wheel>", "Requirement already satisfied", "Looking in links") goes to the log only (~40 lines for openai + kit).
+_SHOWN_PIP_LINES = ("Collecting ", "Downloading ", "Successfully installed", "ERROR", "WARNING", "error:")
+
+
+def _shown(line: str) -> bool:
+    return line.strip().startswith(_SHOWN_PIP_LINES)
+
+
 def _run_pip(home: Home, argv: list[str], env: dict[str, str], *, quiet: bool) -> tuple[int, list[str]]:
-    """Run pip, echo its progress lines (unless quiet) and log them; the exit status and the last lines."""
+    """Run pip, echo its progress lines that matter (unless quiet) and log them all; the exit status and the last
+    lines."""
     _log(home, _stamp_line(argv))
     tail: deque[str] = deque(maxlen=_PIP_TAIL)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -282,8 +292,8 @@ def _run_pip(home: Home, argv: list[str], env: dict[str, str], *, quiet: bool) -
                     line = line.rstrip("\r\n")
                     log.write(line + "\n")
                     tail.append(line)
-                    if not quiet and line.strip():
-                        info(f"  {line}")
+                    if not quiet and _shown(line):
+                        info(f"  {line.strip()}")
             proc.wait()
         except BaseException:
             proc.kill()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import __version__
+from bootstrap import __version__, pyenv
 from bootstrap.console import set_language
 from bootstrap.errors import ExitCode, SourceError, UnsupportedMachine
 from bootstrap.hardware import PythonInfo
@@ -270,3 +270,20 @@ def test_missing_stamp_recreates_from_the_venvs_own_python(built: tuple[Home, Ve
     assert pip_runs(home) == runs + 2
     version = run([str(venv_script(home.venv_dir, "qwenkit")), "--version"])
     assert version.returncode == 0 and version.stdout.strip() == f"qwenkit {__version__}"
+
+
+def test_only_pip_lines_that_matter_are_shown() -> None:
+    """Recorded pip 25 lines (offline install of openai + the kit): one line per package fetched online, the summary
+    and problems reach the console; the ~40 'Processing <wheel>' lines stay in the log."""
+    recorded = {
+        "Looking in links: /root/.cache/qwenkit-testbed/wheels/90a8d906bab18799": False,
+        "Processing /root/.cache/qwenkit-testbed/wheels/x/openai-2.54.0-py3-none-any.whl": False,
+        "Requirement already satisfied: setuptools in /h/venv/lib/python3.11/site-packages (65.5.0)": False,
+        "Installing collected packages: py-cpuinfo, nvidia-ml-py, urllib3": False,
+        "Collecting openai==2.54.0 (from -r requirements.txt (line 6))": True,
+        "  Downloading openai-2.54.0-py3-none-any.whl.metadata (29 kB)": True,
+        "Successfully installed openai-2.54.0 qwenclientkit-0.1.0": True,
+        "ERROR: Could not find a version that satisfies the requirement openai==2.54.0": True,
+        "WARNING: Retrying (Retry(total=4...)) after connection broken": True,
+    }
+    assert {line: pyenv._shown(line) for line in recorded} == recorded
