@@ -6,10 +6,11 @@ the key, so the secret lives in exactly one place and no message ever prints it.
 
 Permissions: on POSIX the folder is 0700 and the file 0600 (the temp file ``write_atomic`` renames into place is
 already 0600, so the key is never readable by others, even briefly); a rerun repairs modes that became too open.
-Windows: ``os.chmod`` only toggles the read-only flag, so nothing is checked there. The default home under
-``%LOCALAPPDATA%`` inherits a per-user ACL; the ``%SystemDrive%\\QwenClientKit`` fallback (non-ASCII profile
-paths) inherits the drive root's ACL instead. Hardening that ACL (``icacls … /inheritance:r``) is a known gap:
-there is no pywin32 here and no Windows to test it on.
+Windows: ``os.chmod`` only toggles the read-only flag. The default home under ``%LOCALAPPDATA%`` inherits a
+per-user ACL, but the ``%SystemDrive%\\QwenClientKit`` fallback (non-ASCII profile paths) inherits the drive
+root's, which lets every local user read. So ``secrets/`` gets its own ACL with ``icacls`` (part of Windows, no
+pywin32): inheritance removed, full control for the installing user and for SYSTEM (a WinSW service runs as
+LocalSystem and must read the key). Not run here (no Windows): the argv is tested, the effect is not.
 """
 
 from __future__ import annotations
@@ -65,10 +66,41 @@ def _ensure_dir(home: Home) -> None:
     st = folder.lstat()
     if not stat.S_ISDIR(st.st_mode):
         raise UsageError(console.t("apikey.not_file", path=folder), console.t("apikey.hint.remove"))
-    if _is_posix() and stat.S_IMODE(st.st_mode) != DIR_MODE:
+    if not _is_posix():
+        _restrict_windows_acl(folder)
+    elif stat.S_IMODE(st.st_mode) != DIR_MODE:
         os.chmod(folder, DIR_MODE)
         if stat.S_IMODE(st.st_mode) & 0o077:
             console.warn(console.t("apikey.perms_fixed", path=folder, mode=f"{DIR_MODE:04o}"))
+
+
+SYSTEM_SID = "*S-1-5-18"  # LocalSystem, by SID so it works on every display language of Windows
+
+
+def windows_acl_argv(folder: Path, user: str) -> list[str]:
+    """``icacls`` arguments making ``folder`` (and what it will hold) private to ``user`` and SYSTEM.
+
+    ``/inheritance:r`` drops inherited entries; ``/grant:r`` replaces any explicit grant; ``(OI)(CI)F``: full
+    control inherited by files and subfolders (icacls documentation, Microsoft Learn).
+    """
+    return ["icacls", str(folder), "/inheritance:r", "/grant:r", f"{user}:(OI)(CI)F", "/grant:r",
+            f"{SYSTEM_SID}:(OI)(CI)F"]
+
+
+def _restrict_windows_acl(folder: Path) -> None:
+    """Apply ``windows_acl_argv``; a refusal is a warning (the key still works, only less private)."""
+    import getpass
+    import subprocess
+
+    try:
+        result = subprocess.run(windows_acl_argv(folder, getpass.getuser()), capture_output=True, text=True,
+                                timeout=30, check=False)
+        failed = result.returncode != 0
+        detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        failed, detail = True, [str(exc)]
+    if failed:
+        console.warn(console.t("apikey.acl_failed", path=folder, detail=detail[0]))
 
 
 def _read_raw(path: Path) -> bytes:

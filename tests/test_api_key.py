@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap import api_key
 from bootstrap.api_key import ensure_api_key, read_api_key, rotate_api_key
 from bootstrap.errors import ExitCode, UsageError, exit_code_for
 from bootstrap.home import Home
@@ -150,3 +151,29 @@ def test_rotate_writes_a_new_key(home: Home, capsys: pytest.CaptureFixture[str])
     assert _mode(home.api_key_file) == 0o600
     err = capsys.readouterr().err
     assert "restart" in err and old not in err and new not in err
+
+
+def test_windows_acl_is_restricted_with_icacls(home: Home, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """No Windows here: the process boundary records the icacls argv (and answers like a refusing icacls once)."""
+    import subprocess
+
+    calls: list[list[str]] = []
+    answers = iter([subprocess.CompletedProcess([], 0, "processed 1 files", ""),
+                    subprocess.CompletedProcess([], 5, "", "Access is denied.")])
+
+    def fake_run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        calls.append(argv)
+        return next(answers)
+
+    monkeypatch.setattr(api_key, "_is_posix", lambda: False)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr("getpass.getuser", lambda: "李雷")
+    ensure_api_key(home)
+    assert calls == [["icacls", str(home.secrets_dir), "/inheritance:r", "/grant:r", "李雷:(OI)(CI)F",
+                      "/grant:r", "*S-1-5-18:(OI)(CI)F"]]
+    assert capsys.readouterr().err.count("warning") == 0
+    ensure_api_key(home)  # a rerun applies it again; a refusal is one warning, the key is kept
+    err = capsys.readouterr().err
+    assert "Access is denied." in err and "other local users may read" in err
+    assert len(calls) == 2

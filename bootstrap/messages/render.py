@@ -12,6 +12,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "created a new API key in {path}",
         "zh": "已在 {path} 生成新的 API 密钥",
     },
+    "apikey.acl_failed": {
+        "en": "could not make {path} private to this user ({detail}); other local users may read the API key",
+        "zh": "无法将 {path} 设为仅当前用户可访问（{detail}）；本机其他用户可能读取 API 密钥",
+    },
     "apikey.perms_fixed": {
         "en": "{path} was accessible to other users; its permissions are now owner-only ({mode})",
         "zh": "{path} 可被其他用户访问；已将权限改为仅所有者可用（{mode}）",
