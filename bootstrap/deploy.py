@@ -8,7 +8,7 @@ the API key, re-renders the scripts, and restarts the server.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import engine, engine_flags, engine_probe, pyenv, service, start_scripts, tune, verify
@@ -86,26 +86,25 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
         warn(t("deploy.flag_dropped", flag=dropped))
     key_file = ensure_api_key(home)
     alias = options.alias or plan.model_id
-    endpoint = LaunchSpec(home.root, hardware.os.system, installed.dir, installed.server, model.path, None, (),
-                          alias, key_file, options.host, options.port).openai_base_url
+    # The server start, complete but for the flags (tune decides them below).
+    untuned = LaunchSpec(home=home.root, system=hardware.os.system, engine_dir=installed.dir,
+                         server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
+                         args=(), alias=alias, api_key_file=key_file, host=options.host, port=options.port)
     venv_result = None
     if options.venv:
-        venv_result = pyenv.ensure_venv(home, python=pyenv.find_python(hardware.pythons), endpoint=endpoint,
+        venv_result = pyenv.ensure_venv(home, python=pyenv.find_python(hardware.pythons),
+                                        endpoint=untuned.openai_base_url,
                                         api_key_file=key_file, model=alias, index_url=options.pip_index_url,
                                         find_links=options.wheels_dir)
         if venv_result.skipped_reason:
             warn(venv_result.skipped_reason)
 
     # tune: llama.cpp's own fit on this machine, compared with the plan
-    tuned = tune.tune(installed.fit_params, model.path, flags.kept, hardware,
-                      mmproj=None if mmproj is None else mmproj.path)
+    tuned = tune.tune(installed.fit_params, model.path, flags.kept, hardware, mmproj=untuned.mmproj)
     info(tuned.reason)
 
     # render: the start scripts (the service definitions are rendered by register)
-    spec = LaunchSpec(home=home.root, system=hardware.os.system, engine_dir=installed.dir, server=installed.server,
-                      model=model.path, mmproj=None if mmproj is None else mmproj.path,
-                      args=tuple(tuned.final_args), alias=alias, api_key_file=key_file,
-                      host=options.host, port=options.port)
+    spec = replace(untuned, args=tuple(tuned.final_args))
     scripts = start_scripts.render_start_scripts(spec, home)
 
     # register: a service when asked and possible, else the start script in the background

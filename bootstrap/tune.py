@@ -173,36 +173,40 @@ def _first_line(text: str) -> str:
 
 # --- argument handling -------------------------------------------------------------------------------------------
 
-def pick_args(args: Sequence[str], with_value: Sequence[str], bare: Sequence[str]) -> list[str]:
-    """The flags of ``args`` named in ``with_value`` (each with the token after it) and in ``bare``, in order."""
-    out: list[str] = []
-    i = 0
-    while i < len(args):
-        token = args[i]
-        if token in with_value and i + 1 < len(args):
-            out += [token, args[i + 1]]
-            i += 2
-            continue
-        if token in bare:
-            out.append(token)
-        i += 1
-    return out
+def split_args(args: Sequence[str], with_value: Sequence[str],
+               bare: Sequence[str]) -> tuple[list[str], list[str], int]:
+    """(the named flags with their values, the rest, where the first named flag stood in the rest).
 
-
-def drop_args(args: Sequence[str], with_value: Sequence[str], bare: Sequence[str]) -> tuple[list[str], int]:
-    """``args`` without those flags, and the index where the first dropped one stood (``len`` if none)."""
-    out: list[str] = []
+    ``with_value`` flags take the next token; ``bare`` flags stand alone. One walk serves both picking the
+    sizing/placement flags for llama-fit-params and replacing our placement with fit's.
+    """
+    picked: list[str] = []
+    rest: list[str] = []
     at = -1
     i = 0
     while i < len(args):
         token = args[i]
-        if token in with_value or token in bare:
-            at = len(out) if at < 0 else at
-            i += 2 if token in with_value else 1
+        width = 2 if token in with_value else 1 if token in bare else 0
+        if width:
+            at = len(rest) if at < 0 else at
+            if i + width <= len(args):  # a value-taking flag cut off at the end is dropped, not picked
+                picked += args[i:i + width]
+            i += width
             continue
-        out.append(token)
+        rest.append(token)
         i += 1
-    return out, (at if at >= 0 else len(out))
+    return picked, rest, (at if at >= 0 else len(rest))
+
+
+def pick_args(args: Sequence[str], with_value: Sequence[str], bare: Sequence[str]) -> list[str]:
+    """The flags of ``args`` named in ``with_value`` (each with the token after it) and in ``bare``, in order."""
+    return split_args(args, with_value, bare)[0]
+
+
+def drop_args(args: Sequence[str], with_value: Sequence[str], bare: Sequence[str]) -> tuple[list[str], int]:
+    """``args`` without those flags, and the index where the first dropped one stood (``len`` if none)."""
+    _, rest, at = split_args(args, with_value, bare)
+    return rest, at
 
 
 def _value(args: Sequence[str], flag: str) -> str | None:
