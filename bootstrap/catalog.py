@@ -117,6 +117,8 @@ class CatalogModel:
     shape: ModelShape | None
     sampling: Sampling | None
     sampling_thinking: Sampling | None
+    # Extra llama-server flags this model needs (a base model without a chat template: ``--chat-template gemma``).
+    server_args: tuple[str, ...] = ()
 
     def quant(self, name: str | None) -> Quant:
         """The named quant (case-insensitive), or the default one."""
@@ -247,7 +249,15 @@ def _model(fields: _Fields) -> CatalogModel:
         shape=_shape(fields.sub("shape")),
         sampling=_sampling(fields.sub("sampling")),
         sampling_thinking=_sampling(fields.sub("sampling_thinking")),
+        server_args=_strings(fields, "server_args"),
     )
+
+
+def _strings(fields: _Fields, key: str) -> tuple[str, ...]:
+    values = fields.get(key, list, [])
+    if not all(isinstance(v, str) for v in values):
+        raise _Fields._error(fields.path, f"{fields.where}.{key}", "a list of strings")
+    return tuple(values)
 
 
 def parse_catalog(data: Mapping[str, Any], path: Path) -> Catalog:

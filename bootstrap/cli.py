@@ -23,11 +23,11 @@ COMMANDS: dict[str, str | None] = {
     "doctor": "doctor",
     "plan": "plan",
     "download": "download",
-    "install": None,
+    "install": "install",
     "status": "status",
     "service": "service",
     "bundle": None,
-    "uninstall": None,
+    "uninstall": "uninstall",
     "selfcheck": "selfcheck",
 }
 
@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--port", type=int, metavar="P", help=t("arg.port"))
     install.add_argument("--no-service", action="store_true", help=t("arg.no_service"))
     install.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+    install.add_argument("--answers", metavar="FILE", help=t("arg.answers"))
+    install.add_argument("--verify", action="store_true", help=t("arg.verify"))
+    install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
 
     status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
     status.add_argument("--json", action="store_true", help=t("cli.json"))

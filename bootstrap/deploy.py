@@ -4,19 +4,28 @@ This is the second half of the pipeline (DESIGN.md §1); the installer runs dete
 Each stage is its own module; this file only passes records from one to the next, in pipeline order, so a reader
 finds a stage by its name. Every stage is idempotent: a rerun reuses the engine and venv it finds verified, keeps
 the API key, re-renders the scripts, and restarts the server.
+
+An upgrade does everything it can while the previous install keeps serving (engine into its own folder, venv,
+tune on the staged files). Only then it stops the old server, swaps the changed files (``file_swap``), starts and
+verifies the new one. If that fails, the old files go back, the old scripts and service are restored and
+restarted, and the error says so; ``state.json`` is written only after a verified start, and the old files are
+deleted only after that (``cleanup``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NoReturn
 
-from . import engine, engine_flags, engine_probe, pyenv, service, start_scripts, tune, verify
+from . import cleanup, engine, engine_flags, engine_probe, file_swap, pyenv, service, start_scripts, tune, verify
 from .api_key import ensure_api_key, read_api_key
+from .checkpoints import checkpoint
 from .console import info, t, warn
 from .download import FetchOptions
 from .engine import DEFAULT_FETCH
-from .errors import ServerError
+from .errors import QwenKitError, ServerError
 from .hardware import HardwareProfile
 from .home import Home
 from .launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
@@ -27,11 +36,15 @@ from .state import (
     EngineRecord,
     FileRecord,
     InstallState,
+    RequestRecord,
     ServerRecord,
     ServiceRecord,
+    launch_spec,
     relative_to_home,
     save_state,
 )
+
+PORT_SEARCH = 100  # how far past a taken default port to look for a free one
 
 
 @dataclass(frozen=True)
@@ -44,12 +57,19 @@ class PlacedFile:
     sha256: str
     source: str
     revision: str | None = None
+    staged: Path | None = None  # the verified bytes wait here while the live install still uses ``path``
+
+    @property
+    def bytes_at(self) -> Path:
+        """Where the verified bytes are now (staging before the swap)."""
+        return self.staged or self.path
 
 
 @dataclass(frozen=True)
 class DeployOptions:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    port_explicit: bool = True  # False: the default port, so another free one is used when it is taken
     alias: str | None = None  # default: the plan's model id
     register_service: bool = True  # False: start with the script (no autostart, no supervision)
     admin: bool = False  # elevated: a system-wide service (systemd system unit, WinSW)
@@ -59,6 +79,7 @@ class DeployOptions:
     extra_args: tuple[str, ...] = ()  # appended after the plan's flags (tests, a user's additions)
     verify_timeout: float = 300.0
     fetch: FetchOptions = DEFAULT_FETCH
+    request: RequestRecord | None = None  # what the user asked for, recorded for reruns
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,7 @@ class DeployResult:
 
 
 def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwareProfile,
-           options: DeployOptions = DeployOptions()) -> DeployResult:
+           options: DeployOptions = DeployOptions(), previous: InstallState | None = None) -> DeployResult:
     """Turn verified files and a plan into a running, registered, verified server, and record it."""
     model = next(f for f in files if f.role == "model")
     mmproj = next((f for f in files if f.role == "mmproj"), None)
@@ -81,6 +102,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     # place: the engine (download, verify, safe extract, atomic rename), its probe, the runtime venv
     installed = engine.install_engine(home, plan.variant.name, options=options.fetch)
     probed = engine_probe.probe_engine(installed.server)
+    checkpoint("engine-placed")
     flags = engine_flags.filter_by_help(list(plan.args) + list(options.extra_args), probed.flags)
     for dropped in flags.dropped:
         warn(t("deploy.flag_dropped", flag=dropped))
@@ -99,48 +121,152 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
         if venv_result.skipped_reason:
             warn(venv_result.skipped_reason)
 
-    # tune: llama.cpp's own fit on this machine, compared with the plan
-    tuned = tune.tune(installed.fit_params, model.path, flags.kept, hardware, mmproj=untuned.mmproj)
+    # tune: llama.cpp's own fit on this machine, compared with the plan (on the staged bytes during an upgrade)
+    tuned = tune.tune(installed.fit_params, model.bytes_at, flags.kept, hardware,
+                      mmproj=None if mmproj is None else mmproj.bytes_at)
     info(tuned.reason)
-
-    # render: the start scripts (the service definitions are rendered by register)
+    checkpoint("tuned")
     spec = replace(untuned, args=tuple(tuned.final_args))
-    scripts = start_scripts.render_start_scripts(spec, home)
 
-    # register: a service when asked and possible, else the start script in the background
-    manager = service.choose_manager(hardware.os.system, home, admin=options.admin) if options.register_service \
-        else service.FallbackManager(home)
-    available, why = manager.available()
-    if not available:
-        warn(why)
-        manager = service.FallbackManager(home)
-    if isinstance(manager, service.FallbackManager):
-        warn(t("service.no_manager", script=home.run_sh))
-    manager.stop()  # an older instance of this install, so the port is ours again
-    if port_busy(spec.connect_host, spec.port):
-        raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
-    service.install_service(manager, spec)
-    manager.start()
+    # register (first half): a service when asked and possible, else the start script in the background
+    manager = _choose_manager(home, hardware, options)
+    _stop_previous(home, manager)
+    checkpoint("old-stopped")
 
-    # verify: a real chat request, non-stream and stream
-    report = verify.verify_server(spec, read_api_key(home), timeout=options.verify_timeout)
+    moves = [file_swap.plan_move(home, f.path, f.sha256) for f in files if f.staged is not None]
+    try:
+        if moves:
+            file_swap.begin(home, moves)
+            checkpoint("swap-journaled")
+            file_swap.apply(moves)
+            checkpoint("swapped")
+        spec = _with_free_port(spec, explicit=options.port_explicit)
+        # render: the start scripts (the service definitions are rendered by register)
+        scripts = start_scripts.render_start_scripts(spec, home)
+        checkpoint("rendered")
+        # register (second half), then verify: a real chat request, non-stream and stream
+        service.install_service(manager, spec)
+        checkpoint("registered")
+        manager.start()
+        checkpoint("started")
+        report = verify.verify_server(spec, read_api_key(home), timeout=options.verify_timeout,
+                                      log_path=_log_of(manager), alive=lambda: manager.status().active)
+        checkpoint("verified")
+    except QwenKitError as exc:
+        _roll_back(home, previous, moves, manager, exc, options.verify_timeout)
+        raise  # not reached: _roll_back raises
 
-    # record
+    # record: the commit point of an install or upgrade
     state = InstallState(
         system=hardware.os.system, model_id=plan.model_id, quant=plan.quant,
         engine=EngineRecord(build=installed.build, variant=installed.variant,
                             dir=relative_to_home(home, installed.dir), server=relative_to_home(home, installed.server),
                             version=probed.version_line,
                             assets=tuple(AssetRecord(n, s, z) for n, s, z in installed.assets)),
-        files=tuple(FileRecord(f.role, relative_to_home(home, f.path), f.size, f.sha256, f.source, f.revision)
-                    for f in files),
+        files=tuple(_record(home, f) for f in files),
         server=ServerRecord(host=spec.host, port=spec.port, alias=alias, args=spec.args,
                             plan_args=tuple(plan.args), tuned_by=tuned.adopted,
                             fit_args=tuned.fit_args),
         service=ServiceRecord(manager.name, True),
         venv_python=None if venv_result is None or venv_result.python is None
         else relative_to_home(home, venv_result.python),
+        request=options.request,
     )
     save_state(home, state)
+    checkpoint("recorded")
+    cleanup.after_success(home, previous, state)
+    checkpoint("cleaned")
     verify.print_report(report)
     return DeployResult(state, spec, report, tuned, venv_result, scripts, manager.name)
+
+
+def _record(home: Home, placed: PlacedFile) -> FileRecord:
+    """The record of a file in place, with the stat identity a rerun trusts instead of hashing."""
+    st = placed.path.stat()
+    return FileRecord(placed.role, relative_to_home(home, placed.path), placed.size, placed.sha256, placed.source,
+                      placed.revision, mtime_ns=st.st_mtime_ns, inode=st.st_ino)
+
+
+def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> service.ServiceManager:
+    if not options.register_service:
+        return service.FallbackManager(home)
+    manager = service.choose_manager(hardware.os.system, home, admin=options.admin)
+    available, why = manager.available()
+    if not available:
+        warn(why)
+        manager = service.FallbackManager(home)
+    if isinstance(manager, service.FallbackManager):
+        warn(t("service.no_manager", script=home.run_sh))
+    return manager
+
+
+def _stop_previous(home: Home, manager: service.ServiceManager) -> None:
+    """Stop whatever serves this home now, so its port and (on Windows) its open files are free.
+
+    When the previous install used another manager (a service then, ``--no-service`` now), that registration is
+    removed, or it would start the old server again at the next logon.
+    """
+    recorded = service.recorded_manager(home)
+    if recorded is not None and recorded != manager.name:
+        old = service.choose_manager(service.this_system(), home, admin=False)
+        try:
+            service.uninstall_service(old)
+        except QwenKitError as exc:
+            warn(exc.message)
+    manager.stop()
+    if not isinstance(manager, service.FallbackManager):
+        service.FallbackManager(home).stop()
+
+
+def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
+    """The spec's port when free; a port the user did not ask for moves to the next free one (and says so)."""
+    if not port_busy(spec.connect_host, spec.port):
+        return spec
+    if not explicit:
+        for port in range(spec.port + 1, min(spec.port + PORT_SEARCH, 65536)):
+            if not port_busy(spec.connect_host, port):
+                warn(t("deploy.port_moved", port=spec.port, new=port))
+                return replace(spec, port=port)
+    raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+
+
+def _log_of(manager: service.ServiceManager) -> Path | None:
+    log = getattr(manager, "log_file", None)
+    return log if isinstance(log, Path) else None
+
+
+def _roll_back(home: Home, previous: InstallState | None, moves: list[file_swap.Move],
+               manager: service.ServiceManager, cause: QwenKitError, timeout: float) -> NoReturn:
+    """The new install did not come up: put the previous one back and start it, then report why (exit 6 or the
+    cause's code). A first install has nothing to go back to: its files stay for a rerun, its service goes."""
+    warn(cause.message)
+    try:
+        manager.stop()
+    except QwenKitError as exc:
+        warn(exc.message)
+    if moves:
+        file_swap.undo(moves)
+        file_swap.discard(home)
+    if previous is None:
+        with contextlib.suppress(QwenKitError):
+            service.uninstall_service(manager)
+        raise cause
+    warn(t("deploy.rolling_back", model=previous.model_id))
+    old_spec = launch_spec(previous, home)
+    start_scripts.render_start_scripts(old_spec, home)
+    old_manager = manager
+    if previous.service is not None and previous.service.manager != manager.name:
+        with contextlib.suppress(QwenKitError):
+            service.uninstall_service(manager)
+        old_manager = (service.FallbackManager(home) if previous.service.manager == "script"
+                       else service.choose_manager(previous.system, home, admin=False))
+    try:
+        service.install_service(old_manager, old_spec)
+        old_manager.start()
+        verify.wait_healthy(old_spec.base_url, timeout=timeout, log_path=_log_of(old_manager),
+                            alive=lambda: old_manager.status().active)
+    except QwenKitError as exc:
+        raise ServerError(t("deploy.err_rollback_failed", reason=cause.message, detail=exc.message),
+                          t("deploy.hint_rollback_failed")) from exc
+    raise ServerError(t("deploy.err_rolled_back", reason=cause.message, model=previous.model_id,
+                        url=old_spec.openai_base_url), t("deploy.hint_rolled_back")) from cause

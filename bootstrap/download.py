@@ -31,6 +31,7 @@ import urllib3
 
 from . import http_session
 from .atomic_file import fsync_dir
+from .checkpoints import checkpoint
 from .console import info, t, warn
 from .disk_space import device_of, ensure_space, free_bytes
 from .errors import IntegrityError, SourceError, UnsupportedMachine
@@ -157,6 +158,7 @@ class _FileDownload:
         self.single_stream = part.count == 1 or options.connections <= 1
         self.by_source: Counter[str] = Counter()  # bytes written this pass, per mirror source
         self.downloaded = 0
+        self.started = False  # any byte written yet (for the crash harness's checkpoint)
         self._lock = threading.Lock()
         self._claimed: set[int] = set()
         self._open: set[requests.Response] = set()
@@ -424,6 +426,9 @@ class _FileDownload:
                     _write_all(fh, view[:take])
                     pos, at, view = pos + take, pos + take, view[take:]
                     part.advance(i, take)
+                    if not self.started:  # the harness's kill point: first bytes on disk
+                        self.started = True
+                        checkpoint("fetch-started")
                     self.flusher.wrote(take)
                     self.bar.update(take)
                     with self._lock:

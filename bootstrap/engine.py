@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 from . import settings
 from .archive import extract_archive
 from .atomic_file import fsync_dir, write_atomic
+from .checkpoints import checkpoint
 from .console import info, t
 from .download import FetchOptions, Mirror, RemoteFile, fetch_files
 from .engine_pins import EngineAsset, EnginePins, assets_for, load_pins
@@ -306,6 +307,7 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
         }
         write_atomic(staging / MARKER, (json.dumps(marker, indent=2) + "\n").encode())
         _fsync_tree(staging)
+        checkpoint("engine-staged")
         _publish(staging, final)
     except BaseException as exc:
         with contextlib.suppress(OSError):

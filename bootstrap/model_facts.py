@@ -91,14 +91,15 @@ def local_file(model: CatalogModel, path: str, models_dir: Path) -> Path | None:
     return None
 
 
-def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path | None) -> list[Candidate]:
+def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path | None,
+                       reference: tuple[ModelProfile, int] | None = None) -> list[Candidate]:
     """Candidates for a catalog model: the named quant only, or the default quant and every smaller one.
 
-    Profiles come from the header of any quant already downloaded (exact), scaled to the others, else from the
+    Profiles come from the header of any quant already downloaded (exact), scaled to the others, else from
+    ``reference`` (a profile and the file size it describes: a remote header read by the caller), else from the
     catalog's shape facts.
     """
     quants = [model.quant(quant)] if quant else list(model.quants_from_default_down())
-    reference: tuple[ModelProfile, int] | None = None
     if models_dir is not None:
         for q in model.quants:
             found = local_file(model, q.file.path, models_dir)

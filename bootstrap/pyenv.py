@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import __version__, settings
 from .atomic_file import write_atomic
+from .checkpoints import checkpoint
 from .console import info, t, warn
 from .errors import QwenKitError, SourceError, UnsupportedMachine
 from .hardware import PythonInfo
@@ -459,10 +460,12 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
     info(t("pyenv.creating", version=python.version, path=venv))
     home.root.mkdir(parents=True, exist_ok=True)
     _create_venv(home, python, env)
+    checkpoint("venv-created")
     _install(home, python, requirements, kit, source, env, names, quiet=quiet)
     example = _render_example(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
     # Last: the stamp is what makes this venv count as complete.
     write_atomic(venv / STAMP_NAME, (json.dumps(wanted, indent=2) + "\n").encode("utf-8"), mode=0o644)
+    checkpoint("venv-ready")
     info(t("pyenv.ready", path=venv))
     return VenvResult(python=vpy, created=True, reused=False, installed=names, example=example,
                       skipped_reason=None)

@@ -83,3 +83,15 @@ def no_color(env: Mapping[str, str] = os.environ) -> bool:
 def language_hint(env: Mapping[str, str] = os.environ) -> str | None:
     """``QWENKIT_LANG`` (``zh`` or ``en``) forces the UI language; else the POSIX locale variables."""
     return first_set(env, "QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
+
+
+def kill_at(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_KILL_AT``: a test hook: the installer kills itself (SIGKILL) when it reaches the named step, so the
+    crash-safety harness can interrupt it at exact points (``bootstrap/checkpoints.py``). Never set by users."""
+    return first_set(env, "QWENKIT_KILL_AT")
+
+
+def wheels_dir(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_WHEELS``: a folder of wheels to build the runtime venv from with no package index (offline
+    machines; a bundle points it at its own ``wheels/<platform>``)."""
+    return first_set(env, "QWENKIT_WHEELS")

@@ -45,12 +45,16 @@ class EngineRecord:
 
 @dataclass(frozen=True)
 class FileRecord:
-    role: str  # "model" | "mmproj"
+    role: str  # "model" | "shard" (a split GGUF's other parts) | "mmproj"
     path: str  # relative to the home (POSIX separators) or absolute when outside it
     size: int
     sha256: str
     source: str  # "hf", "modelscope", "bundle", "local", …
     revision: str | None = None
+    # What the file looked like when verified: a rerun trusts a file whose size, mtime and inode still match
+    # (no byte read); anything else is hashed again.
+    mtime_ns: int | None = None
+    inode: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,14 @@ class ServiceRecord:
 
 
 @dataclass(frozen=True)
+class RequestRecord:
+    """What the user asked for, so a rerun with no arguments means "the same again, upgraded"."""
+
+    model: str  # MODEL as understood: a catalog id (no quant unless the user named one), hf:/ms: file, or a path
+    source: str = "auto"
+
+
+@dataclass(frozen=True)
 class InstallState:
     system: str  # platform.system() the install was made for
     model_id: str
@@ -80,6 +92,7 @@ class InstallState:
     server: ServerRecord
     service: ServiceRecord | None = None
     venv_python: str | None = None  # relative to the home; None when no venv could be made
+    request: RequestRecord | None = None
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
@@ -125,8 +138,13 @@ def _read_engine(r: FieldReader) -> EngineRecord:
 
 
 def _read_file(r: FieldReader) -> FileRecord:
-    return FileRecord(role=r.choice("role", ("model", "mmproj")), path=r.text("path"), size=r.integer("size"),
-                      sha256=r.text("sha256"), source=r.text("source"), revision=r.opt_text("revision"))
+    return FileRecord(role=r.choice("role", ("model", "shard", "mmproj")), path=r.text("path"), size=r.integer("size"),
+                      sha256=r.text("sha256"), source=r.text("source"), revision=r.opt_text("revision"),
+                      mtime_ns=_opt_int(r, "mtime_ns"), inode=_opt_int(r, "inode"))
+
+
+def _opt_int(r: FieldReader, name: str) -> int | None:
+    return None if r.doc.get(name) is None else r.integer(name)
 
 
 def _read_server(r: FieldReader) -> ServerRecord:
@@ -144,12 +162,14 @@ def state_from_json(doc: Any) -> InstallState:
     if schema > SCHEMA_VERSION:
         raise UsageError(t("state.err_newer", found=schema, supported=SCHEMA_VERSION), t("state.hint_newer"))
     service = r.opt_obj("service")
+    request = r.opt_obj("request")
     return InstallState(
         schema=schema, kit_version=r.text("kit_version"), updated=r.text("updated"), system=r.text("system"),
         model_id=r.text("model_id"), quant=r.text("quant"), engine=_read_engine(r.obj("engine")),
         files=tuple(_read_file(f) for f in r.items("files")), server=_read_server(r.obj("server")),
         service=None if service is None else ServiceRecord(service.text("manager"), service.flag("installed")),
         venv_python=r.opt_text("venv_python"),
+        request=None if request is None else RequestRecord(request.text("model"), request.text("source")),
     )
 
 

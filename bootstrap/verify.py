@@ -15,7 +15,7 @@ import re
 import subprocess
 import time
 import webbrowser
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from .server_health import local_session
 DEFAULT_PROMPT = "Say hello in one short sentence."
 REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay
 _POLL_S = 0.1
+_DEAD_AFTER = 5  # polls in a row without the server process (a start script execs llama-server: a brief gap)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_TAIL_BYTES = 64 * 1024
 
@@ -78,16 +79,28 @@ def _exited(process: subprocess.Popen[Any], log_path: Path | None) -> ServerErro
                        t("verify.hint_exited", where=where))
 
 
+def _stopped(log_path: Path | None) -> ServerError:
+    line = last_log_line(log_path) if log_path is not None else ""
+    last = t("verify.err_exited_last", line=line) if line else ""
+    where = f" ({log_path})" if log_path is not None else ""
+    return ServerError(t("verify.err_stopped", last=last), t("verify.hint_exited", where=where))
+
+
 def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any] | None = None,
-                 log_path: Path | None = None) -> float:
-    """Poll ``/health`` until 200; the seconds waited. A dead ``process`` fails at once, not at the timeout."""
+                 log_path: Path | None = None, alive: Callable[[], bool] | None = None) -> float:
+    """Poll ``/health`` until 200; the seconds waited. A dead ``process`` fails at once, not at the timeout, and
+    so does a server that ``alive`` (the service manager's view) reports gone several polls in a row."""
     start = time.perf_counter()
     deadline = start + timeout
     last = t("verify.no_answer")
+    misses = 0
     with local_session() as session:
         while True:
             if process is not None and process.poll() is not None:
                 raise _exited(process, log_path)
+            misses = misses + 1 if alive is not None and not alive() else 0
+            if misses >= _DEAD_AFTER:
+                raise _stopped(log_path)
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise ServerError(t("verify.err_health_timeout", url=base_url, seconds=f"{timeout:g}", last=last),
@@ -235,9 +248,9 @@ def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: 
 
 def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, prompt: str = DEFAULT_PROMPT,
                   max_tokens: int = 32, process: subprocess.Popen[Any] | None = None,
-                  log_path: Path | None = None) -> VerifyReport:
+                  log_path: Path | None = None, alive: Callable[[], bool] | None = None) -> VerifyReport:
     """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
-    health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path)
+    health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive)
     auth = {"Authorization": f"Bearer {api_key}"}
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:

@@ -8,76 +8,14 @@ MODEL is a catalog id with an optional quant (the quant's file plus the model's 
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from ..catalog import ModelFile, RepoRef, load_catalog
-from ..console import info, t, warn
+from ..console import info, t
 from ..download import FetchResult, fetch_files, sha256_file
-from ..errors import UsageError
-from ..home import Home, resolve_home
-from ..model_ref import CatalogRef, HubFileRef, parse_model_ref
+from ..home import resolve_home
+from ..model_files import destinations, report_resolution, wanted_files
 from ..source_bundle import copy_verified, local_path
 from ..sources import Resolution, measure, remote_files, resolve_files, sources_for
-
-# llama.cpp's split naming (gguf-split): NAME-00001-of-00003.gguf; the loader opens the rest from the first.
-_SHARD = re.compile(r"^(?P<stem>.*)-00001-of-(?P<count>\d{5})\.gguf$")
-PARTIAL_SUBDIR = ".qwenkit-partial"
-
-
-def wanted_files(model: str) -> tuple[list[ModelFile], tuple[RepoRef, ...]]:
-    """The files MODEL names (catalog entries keep their size/sha256 hints) and the repos holding them."""
-    ref = parse_model_ref(model)
-    if isinstance(ref, CatalogRef):
-        entry = load_catalog().model(ref.model_id)
-        files = [entry.quant(ref.quant).file]
-        if entry.mmproj is not None:
-            files.append(entry.mmproj)
-        return _with_shards(files), entry.repos
-    if isinstance(ref, HubFileRef):
-        return _with_shards([ModelFile(ref.path)]), (RepoRef(ref.hub, ref.repo, ref.revision),)
-    raise UsageError(t("sources.err_local_model", model=model))
-
-
-def _with_shards(files: list[ModelFile]) -> list[ModelFile]:
-    out: list[ModelFile] = []
-    for f in files:
-        out.append(f)
-        m = _SHARD.match(f.path)
-        if m:
-            count = int(m["count"])
-            out += [ModelFile(f"{m['stem']}-{i:05d}-of-{count:05d}.gguf") for i in range(2, count + 1)]
-    return out
-
-
-def destinations(paths: list[str], repo: str, dest: Path | None, home: Home) -> tuple[list[Path], Path]:
-    """Where each file goes, and the partial-download folder to use.
-
-    Partial files must sit on the destination's filesystem so the final rename is atomic (no cross-device copy):
-    the home's ``cache/partial`` when the destination is inside the home, else ``<dest>/.qwenkit-partial``.
-    """
-    for rel in (repo, *paths):  # names come from a catalog or a hub: never let one climb out of the folder
-        parts = rel.replace("\\", "/").split("/")
-        if rel.startswith("/") or any(part in ("", ".", "..") or ":" in part for part in parts):
-            raise UsageError(t("sources.err_bad_path", path=rel))
-    if dest is None:
-        return [home.models_dir / repo / p for p in paths], home.partial_dir
-    targets = [dest / p.rpartition("/")[2] for p in paths]
-    inside = dest == home.root or home.root in dest.parents
-    return targets, home.partial_dir if inside else dest / PARTIAL_SUBDIR
-
-
-def _report(resolution: Resolution) -> None:
-    """Which sources were measured, which dropped and why (stderr)."""
-    measured = [o for o in resolution.outcomes if o.error is None and o.read_seconds is not None]
-    if len(measured) > 1:
-        for o in measured:
-            info(t("sources.probe", source=o.source, millis=round(o.score * 1000)))
-    for o in resolution.outcomes:
-        if o.error is not None:
-            warn(t("sources.dropped", source=o.source, reason=o.error.message))
-    for note in resolution.notes:
-        warn(note)
 
 
 def _all_present(resolution: Resolution, targets: list[Path]) -> bool:
@@ -107,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     resolution = resolve_files([f.path for f in files], sources, expected=files, probe=False)
     if len(resolution.files[0]) > 1 and not _all_present(resolution, targets):
         resolution = measure(resolution)  # only worth a probe when there is something to download
-    _report(resolution)
+    report_resolution(resolution)
     results: dict[int, FetchResult] = {}
     jobs, job_index = [], []
     for i, (remote, target) in enumerate(zip(remote_files(resolution), targets, strict=True)):

@@ -9,18 +9,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import console
+from .. import console, model_choice
 from ..catalog import load_catalog
 from ..console import t
 from ..errors import UsageError
-from ..gguf_remote import read_remote_header
 from ..hardware import HardwareProfile, detect, load_profile
 from ..home import resolve_home
-from ..model_facts import catalog_candidates, file_candidate
-from ..model_profile import model_profile
-from ..model_ref import CatalogRef, HubFileRef, LocalFileRef, parse_model_ref
+from ..model_ref import CatalogRef, parse_model_ref
 from ..planner import Candidate, Plan, choose, plan_to_json
-from ..sources import resolve_files, sources_for
 
 MIN_CTX, MAX_CTX = 512, 1 << 20
 GIB = 1 << 30
@@ -32,35 +28,10 @@ def _hardware(path: str | None) -> HardwareProfile:
     return detect(resolve_home().root)
 
 
-def _hub_candidate(ref: HubFileRef) -> Candidate:
-    """Read only the header of a hub file (a few MB of ranged reads) to plan before downloading it."""
-    from ..catalog import RepoRef
-
-    resolution = resolve_files([ref.path], sources_for("auto", [RepoRef(ref.hub, ref.repo, ref.revision)]),
-                               probe=False)
-    first = resolution.files[0][0]
-    header = read_remote_header(first.url, headers=dict(first.headers))
-    name = ref.path.rpartition("/")[2]
-    return Candidate(name, name, "file", ref.path, first.size, model_profile(header), facts="remote-header")
-
-
 def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates in preference order, fallbacks) for MODEL."""
+    """(candidates in preference order, fallbacks) for MODEL (the catalog's default when None)."""
     ref = parse_model_ref(model) if model else CatalogRef(load_catalog().default_model)
-    if isinstance(ref, LocalFileRef):
-        if not ref.path.is_file():
-            raise UsageError(t("plan.err_no_file", path=str(ref.path)))
-        return [file_candidate(ref.path)], []
-    if isinstance(ref, HubFileRef):
-        return [_hub_candidate(ref)], []
-    catalog = load_catalog()
-    entry = catalog.model(ref.model_id)
-    models_dir = resolve_home().models_dir
-    candidates = catalog_candidates(entry, ref.quant, models_dir)
-    if ref.quant:  # an explicit quant is what the user wants: no silent substitution
-        return candidates, []
-    fallbacks = [c for fid in entry.fallbacks for c in catalog_candidates(catalog.model(fid), None, models_dir)]
-    return candidates, fallbacks
+    return model_choice.candidates_for(ref, resolve_home().models_dir)
 
 
 def _gib(n: int) -> str:

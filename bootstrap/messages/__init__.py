@@ -9,11 +9,29 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import core, deploy, doctor, engine, fetch, gguf, memory, plan, pyenv, render, service, sources, state, verify
+from . import (
+    core,
+    deploy,
+    doctor,
+    engine,
+    fetch,
+    gguf,
+    install,
+    memory,
+    plan,
+    pyenv,
+    render,
+    service,
+    setup,
+    sources,
+    state,
+    uninstall,
+    verify,
+)
 
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv, deploy,
-                                  render, verify, service)
+                                  render, verify, service, install, uninstall, setup)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -54,6 +54,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "--no-repack：此 CPU 支持 AMX，其权重重排路径可能在预热时使 llama.cpp 崩溃（SIGILL），且额外占用内存",
     },
     # verify
+    "verify.err_stopped": {
+        "en": "llama-server stopped before it was ready{last}",
+        "zh": "llama-server 在就绪前停止运行{last}",
+    },
     "verify.err_exited": {
         "en": "llama-server exited with status {code} before it was ready{last}",
         "zh": "llama-server 在就绪前退出，状态码 {code}{last}",

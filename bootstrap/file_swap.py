@@ -1,0 +1,133 @@
+"""Swapping model files of a live install for their upgraded versions, with a journal so a kill can be undone.
+
+An upgrade that changes a file at the same path (a new revision of ``Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf``) downloads
+the new bytes into staging while the old file keeps serving. The swap then moves each old file aside and the new one
+into place, two renames per file on one filesystem. Before the first rename a journal (``cache/swap.json``) lists
+every move, so whatever the moment of a kill, ``undo`` finds each file in one of three states and puts the old file
+back; ``state.json`` is the commit point (written only after the new install answered a chat request), and only
+after it are the old files deleted (``finish``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .atomic_file import fsync_dir, write_atomic
+from .checkpoints import checkpoint
+from .home import Home
+
+JOURNAL_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Move:
+    """One file of the live install replaced by a verified new version."""
+
+    final: Path  # where the install uses the file
+    staged: Path  # the verified new bytes, until swapped
+    backup: Path  # where the old file waits until the upgrade is committed
+    sha256: str  # of the new bytes: how a committed swap is recognised in state.json
+
+    def to_json(self) -> dict[str, str]:
+        return {"final": str(self.final), "staged": str(self.staged), "backup": str(self.backup),
+                "sha256": self.sha256}
+
+
+def journal_path(home: Home) -> Path:
+    return home.root / "cache" / "swap.json"
+
+
+def backup_dir(home: Home) -> Path:
+    """Old files during a swap, keyed by nothing but their final name inside a per-swap folder."""
+    return home.root / "cache" / "previous"
+
+
+def staged_root(home: Home) -> Path:
+    return home.staging_dir / "files"
+
+
+def staged_path(home: Home, sha256: str, name: str) -> Path:
+    """Where the new version of a live file is downloaded: one folder per content hash."""
+    return staged_root(home) / sha256 / name
+
+
+def plan_move(home: Home, final: Path, sha256: str) -> Move:
+    return Move(final, staged_path(home, sha256, final.name), backup_dir(home) / sha256 / final.name, sha256)
+
+
+def begin(home: Home, moves: list[Move]) -> None:
+    """Record the moves (atomically) before any of them happens."""
+    doc = {"schema": JOURNAL_SCHEMA, "moves": [m.to_json() for m in moves]}
+    write_atomic(journal_path(home), (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+
+
+def read_journal(home: Home) -> list[Move] | None:
+    """The moves of an unfinished swap, or None. A journal that cannot be read is treated as no journal only when
+    it is empty or not JSON (a write that never completed cannot exist: it is written atomically)."""
+    try:
+        doc = json.loads(journal_path(home).read_text(encoding="utf-8"))
+        return [Move(Path(m["final"]), Path(m["staged"]), Path(m["backup"]), str(m["sha256"]))
+                for m in doc["moves"]]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _replace(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        fsync_dir(src.parent)
+
+
+def apply(moves: list[Move]) -> None:
+    """Old file aside, new file in. Idempotent: a rerun after a kill skips what is done."""
+    for i, move in enumerate(moves):
+        if move.final.exists() and not move.backup.exists() and move.staged.exists():
+            _replace(move.final, move.backup)
+        if i == 0:
+            checkpoint("swap-half")
+        if move.staged.exists():
+            _replace(move.staged, move.final)
+
+
+def undo(moves: list[Move]) -> None:
+    """Put every old file back and the new one back in staging (kept, so a retry does not download it again).
+
+    Each file is in one of three states: nothing moved; old file aside and new still staged; both moved. The
+    backup's existence tells them apart, so this is safe after a kill at any point, and safe to run twice.
+    """
+    for move in reversed(moves):
+        if not move.backup.exists():
+            continue  # nothing moved for this file, or already undone
+        if move.final.exists() and not move.staged.exists():
+            _replace(move.final, move.staged)
+        _replace(move.backup, move.final)
+
+
+def finish(home: Home) -> None:
+    """After the commit: the old files and the journal go."""
+    shutil.rmtree(backup_dir(home), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        journal_path(home).unlink()
+
+
+def discard(home: Home) -> None:
+    """After a complete undo: the journal goes; the staged files stay for a retry, and the (now empty) backup
+    folders are removed without ever deleting a file in them."""
+    with contextlib.suppress(FileNotFoundError):
+        journal_path(home).unlink()
+    root = backup_dir(home)
+    if root.is_dir():
+        for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        with contextlib.suppress(OSError):
+            root.rmdir()

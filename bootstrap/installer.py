@@ -1,0 +1,177 @@
+"""The installer: one run of the whole pipeline (DESIGN.md §1), which is also how reruns upgrade in place.
+
+    lock → recover → [up to date? keep serving] → detect → plan → (confirm) → fetch → place → tune → render →
+    register → verify → record → clean
+
+- **lock**: one installer per home (``home_lock``); a kill drops it with the process.
+- **recover**: a swap journal left by a killed upgrade is undone (or, when ``state.json`` already records the new
+  files, finished), so the home is again exactly the last verified install.
+- **up to date**: same request, kit, engine and files (stat only, no byte read) → no stage runs; the server is
+  started if it is not answering. ``--verify`` skips this and hashes every file.
+- **detect → plan → fetch**: here; fetch downloads only what changed, into staging when the live install uses the
+  path. **place … record**: ``deploy.deploy``, which swaps, verifies and rolls back.
+Every step is a named checkpoint (``checkpoints.POINTS``) so the crash harness can kill the run there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import file_swap, freshness, model_choice, model_fetch, service
+from .api_key import read_api_key
+from .checkpoints import checkpoint
+from .console import info, t, warn
+from .deploy import DeployOptions, DeployResult, deploy
+from .errors import QwenKitError
+from .hardware import HardwareProfile, detect
+from .home import Home
+from .home_lock import home_lock
+from .launch_spec import DEFAULT_HOST, DEFAULT_PORT
+from .planner import Plan, choose
+from .server_health import check_health
+from .state import InstallState, RequestRecord, launch_spec, load_state, resolve_in_home
+from .verify import wait_healthy
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    """Everything ``qwenkit install`` was asked (command line or answers file)."""
+
+    model: str | None = None
+    source: str = "auto"
+    host: str = DEFAULT_HOST
+    port: int | None = None  # None: the recorded port, else 8080 (or the next free one)
+    service: bool = True
+    venv: bool = True
+    verify_files: bool = False  # hash every file instead of trusting size + mtime + inode
+    admin: bool = False
+    wheels_dir: Path | None = None
+    pip_index_url: str | None = None
+    verify_timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the confirmation prompt shows before anything is downloaded or changed."""
+
+    hardware: HardwareProfile
+    plan: Plan
+    previous: InstallState | None
+    download_bytes: int
+    changed_files: tuple[str, ...]
+    reasons: tuple[str, ...]  # why a rerun is not a no-op (empty on a first install)
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    kind: str  # "installed" | "upgraded" | "unchanged" | "restarted" | "cancelled"
+    state: InstallState | None
+    result: DeployResult | None = None
+
+
+Confirm = Callable[[Proposal], bool]
+
+
+def install(home: Home, request: InstallRequest, confirm: Confirm | None = None) -> InstallOutcome:
+    """Run the pipeline into ``home``; ``confirm`` (interactive runs) sees the plan before anything changes."""
+    with home_lock(home, "install"):
+        checkpoint("locked")
+        recovered = recover(home)
+        checkpoint("recovered")
+        previous = load_state(home)
+        wanted = model_choice.wanted_model(request.model, previous)
+        reasons: tuple[str, ...] = ()
+        if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
+            fresh = freshness.check(home, previous, wanted, request.source)
+            for note in fresh.notes:
+                warn(note)
+            if fresh.up_to_date:
+                return _keep_serving(home, previous, request)
+            reasons = fresh.reasons
+            for reason in reasons:
+                info(t("install.change", reason=reason))
+
+        # detect
+        hardware = detect(home.root)
+        # plan
+        candidates, fallbacks = model_choice.candidates_for(wanted.ref, home.models_dir, request.source)
+        plan = choose(candidates, hardware, fallbacks=fallbacks)
+        checkpoint("planned")
+        # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
+        fetch_plan = model_fetch.plan_fetch(wanted, plan, request.source, home, previous,
+                                            rehash=request.verify_files)
+        proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
+                            tuple(j.final.name for j in fetch_plan.changed), reasons)
+        if confirm is not None and not confirm(proposal):
+            return InstallOutcome("cancelled", previous)
+        placed = model_fetch.fetch(fetch_plan)
+        checkpoint("fetched")
+
+        # place → tune → render → register → verify → record (→ clean)
+        result = deploy(home, plan, placed, hardware, _deploy_options(plan, request, previous, wanted.text),
+                        previous=previous)
+        return InstallOutcome("upgraded" if previous is not None else "installed", result.state, result)
+
+
+def recover(home: Home) -> bool:
+    """Finish or undo a swap a killed upgrade left; True when there was one (the rerun then redeploys)."""
+    moves = file_swap.read_journal(home)
+    if moves is None:
+        return False
+    state = load_state(home)
+    recorded = {(resolve_in_home(home, f.path), f.sha256) for f in state.files} if state is not None else set()
+    if all((m.final, m.sha256) in recorded for m in moves):
+        file_swap.finish(home)  # the upgrade was recorded: only the old files were left to delete
+    else:
+        warn(t("install.recovering"))
+        file_swap.undo(moves)
+        file_swap.discard(home)
+    return True
+
+
+def _same_server(previous: InstallState, request: InstallRequest) -> bool:
+    """A rerun that asks for another host, port or service kind is a change, not a no-op."""
+    if request.port is not None and request.port != previous.server.port:
+        return False
+    if request.host != previous.server.host:
+        return False
+    wants_script = not request.service
+    has_script = previous.service is not None and previous.service.manager == "script"
+    return not wants_script or has_script
+
+
+def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState | None, wanted: str) -> DeployOptions:
+    from .catalog import load_catalog
+    from .model_ref import CatalogRef, parse_model_ref
+
+    extra: tuple[str, ...] = ()
+    if isinstance(parse_model_ref(wanted), CatalogRef):
+        extra = load_catalog().model(plan.model_id).server_args
+    port = request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
+    return DeployOptions(
+        host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
+        admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
+        extra_args=extra, verify_timeout=request.verify_timeout,
+        request=RequestRecord(wanted, request.source),
+    )
+
+
+def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
+    """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
+    spec = launch_spec(state, home)
+    health = check_health(spec, read_api_key(home))
+    if health.state == "ok":
+        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+        return InstallOutcome("unchanged", state)
+    info(t("install.starting", state=health.state))
+    manager = service.choose_manager(service.this_system(), home, admin=request.admin)
+    try:
+        manager.start()
+        wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,
+                     log_path=getattr(manager, "log_file", None))
+    except QwenKitError as exc:
+        raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
+    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+    return InstallOutcome("restarted", state)

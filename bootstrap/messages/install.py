@@ -1,0 +1,126 @@
+"""Messages of ``qwenkit install`` (the installer) and of the rerun check (``fresh.*``)."""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "install.hashing": {
+        "en": "Checking {path} (SHA-256) ...",
+        "zh": "正在校验 {path}（SHA-256）……",
+    },
+    "install.change": {
+        "en": "To update: {reason}",
+        "zh": "需要更新：{reason}",
+    },
+    "install.recovering": {
+        "en": "An earlier upgrade was interrupted; putting the previous files back first.",
+        "zh": "上次升级被中断；先恢复原有文件。",
+    },
+    "install.up_to_date": {
+        "en": "Up to date: {model} {quant} is serving at {url}",
+        "zh": "已是最新：{model} {quant} 正在 {url} 提供服务",
+    },
+    "install.starting": {
+        "en": "Nothing to update, but the server is not answering ({state}); starting it ...",
+        "zh": "无需更新，但服务没有响应（{state}）；正在启动……",
+    },
+    "install.hint_start_failed": {
+        "en": "See the log in the install folder's logs/; 'qwenkit install --verify' checks every file again.",
+        "zh": "请查看安装目录 logs/ 下的日志；'qwenkit install --verify' 会重新校验所有文件。",
+    },
+    "install.proposal_title": {
+        "en": "Plan: {title} {quant} on {where}",
+        "zh": "方案：{title} {quant}，运行于 {where}",
+    },
+    "install.proposal_previous": {
+        "en": "  installed now  {model} {quant} (keeps serving until the new one is verified)",
+        "zh": "  当前安装      {model} {quant}（新版本验证通过前继续提供服务）",
+    },
+    "install.proposal_download": {
+        "en": "  download       {size} ({files})",
+        "zh": "  下载          {size}（{files}）",
+    },
+    "install.proposal_memory": {
+        "en": "  memory         GPU {gpu} of {gpu_budget} GiB, RAM {ram} of {ram_budget} GiB",
+        "zh": "  内存          显存 {gpu} / {gpu_budget} GiB，内存 {ram} / {ram_budget} GiB",
+    },
+    "install.proposal_home": {
+        "en": "  install into   {home}",
+        "zh": "  安装到        {home}",
+    },
+    "install.question": {
+        "en": "Continue? [Y/n]",
+        "zh": "继续吗？[Y/n]",
+    },
+    "install.cancelled": {
+        "en": "Cancelled; nothing was changed.",
+        "zh": "已取消；没有做任何更改。",
+    },
+    "install.done_installed": {
+        "en": "Installed in {home}. Rerun 'qwenkit install' any time to upgrade.",
+        "zh": "已安装到 {home}。以后随时重新运行 'qwenkit install' 即可升级。",
+    },
+    "install.done_upgraded": {
+        "en": "Upgraded in place in {home}; the old files were removed.",
+        "zh": "已在 {home} 中就地升级；旧文件已删除。",
+    },
+    "install.err_no_tty": {
+        "en": "there is no terminal to confirm the install in",
+        "zh": "没有可用于确认安装的终端",
+    },
+    "install.hint_no_tty": {
+        "en": "Add --yes (or --answers FILE) to install without a prompt.",
+        "zh": "请加上 --yes（或 --answers 文件）以免确认直接安装。",
+    },
+    "install.err_answers_read": {
+        "en": "cannot read the answers file {path}: {detail}",
+        "zh": "无法读取应答文件 {path}：{detail}",
+    },
+    "install.err_answers_key": {
+        "en": "the answers file {path} has an unknown option '{key}' (known: {known})",
+        "zh": "应答文件 {path} 含有未知选项 '{key}'（可用：{known}）",
+    },
+    "install.err_answers_type": {
+        "en": "in the answers file {path}, '{key}' must be a {expected}",
+        "zh": "应答文件 {path} 中的 '{key}' 必须是 {expected} 类型",
+    },
+    "install.err_bundle_and_source": {
+        "en": "give either --bundle or --source, not both",
+        "zh": "--bundle 与 --source 只能二选一",
+    },
+    "install.err_port": {
+        "en": "port {port} is not a TCP port (1-65535)",
+        "zh": "端口 {port} 不是有效的 TCP 端口（1-65535）",
+    },
+    "fresh.model_changed": {
+        "en": "the model changes from {old} to {new}",
+        "zh": "模型由 {old} 改为 {new}",
+    },
+    "fresh.kit_changed": {
+        "en": "QwenClientKit was updated ({old} -> {new})",
+        "zh": "QwenClientKit 已更新（{old} -> {new}）",
+    },
+    "fresh.engine_changed": {
+        "en": "the pinned llama.cpp engine is not the installed one ({old})",
+        "zh": "固定的 llama.cpp 引擎版本与已安装的（{old}）不同",
+    },
+    "fresh.file_changed": {
+        "en": "{path} is missing or changed on disk",
+        "zh": "{path} 丢失或在磁盘上被改动",
+    },
+    "fresh.scripts_missing": {
+        "en": "the start script or the API key file is missing",
+        "zh": "启动脚本或 API 密钥文件丢失",
+    },
+    "fresh.files_changed": {
+        "en": "the catalog lists other files for this model",
+        "zh": "模型目录为该模型列出了不同的文件",
+    },
+    "fresh.revision_changed": {
+        "en": "a new revision of {path}",
+        "zh": "{path} 有新版本",
+    },
+    "fresh.not_checked": {
+        "en": "could not check for a newer revision ({reason}); keeping the installed files",
+        "zh": "无法检查是否有新版本（{reason}）；保留已安装的文件",
+    },
+}

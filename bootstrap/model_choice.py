@@ -1,0 +1,87 @@
+"""What model an install is for, and the candidates the plan stage chooses among.
+
+MODEL on the command line wins; a rerun without one means "the model installed here" (its recorded request, so a
+catalog id keeps following the catalog, and a quant the planner picked is chosen again from the current machine);
+a first install without one takes the catalog's default. Candidates carry a model profile from the best facts at
+hand: a local file's header, else the catalog's shape facts, else (a catalog entry with no shape, e.g. an intranet
+admin's own model) the header of the remote file read with a few ranged requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalog import CatalogModel, RepoRef, load_catalog
+from .console import t
+from .errors import UsageError
+from .gguf_remote import read_remote_header
+from .model_facts import catalog_candidates, file_candidate, local_file
+from .model_profile import ModelProfile, model_profile
+from .model_ref import CatalogRef, HubFileRef, LocalFileRef, ModelRef, parse_model_ref
+from .planner import Candidate
+from .sources import resolve_files, sources_for
+from .state import InstallState
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The model an install is for: the text recorded in ``state.json`` and what it names."""
+
+    text: str
+    ref: ModelRef
+
+
+def wanted_model(model: str | None, previous: InstallState | None) -> Wanted:
+    """MODEL, else the installed model's request, else the catalog's default."""
+    text = model or (previous.request.model if previous is not None and previous.request is not None else None)
+    text = text or load_catalog().default_model
+    return Wanted(text, parse_model_ref(text))
+
+
+def _remote_reference(entry: CatalogModel, quant: str | None, source: str) -> tuple[ModelProfile, int]:
+    """The profile of one quant from its remote header, for a catalog entry without shape facts."""
+    path = entry.quant(quant).file.path
+    resolution = resolve_files([path], sources_for(source, entry.repos), probe=False)
+    first = resolution.files[0][0]
+    header = read_remote_header(first.url, headers=dict(first.headers))
+    return model_profile(header), first.size
+
+
+def _hub_candidate(ref: HubFileRef, source: str) -> Candidate:
+    """Read only the header of a hub file (a few MB of ranged reads) to plan before downloading it."""
+    resolution = resolve_files([ref.path], sources_for(source, [RepoRef(ref.hub, ref.repo, ref.revision)]),
+                               probe=False)
+    first = resolution.files[0][0]
+    header = read_remote_header(first.url, headers=dict(first.headers))
+    name = ref.path.rpartition("/")[2]
+    return Candidate(name, name, "file", ref.path, first.size, model_profile(header), facts="remote-header")
+
+
+def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto"
+                   ) -> tuple[list[Candidate], list[Candidate]]:
+    """(candidates in preference order, fallbacks) for a model reference."""
+    if isinstance(ref, LocalFileRef):
+        if not ref.path.is_file():
+            raise UsageError(t("plan.err_no_file", path=str(ref.path)))
+        return [file_candidate(ref.path)], []
+    if isinstance(ref, HubFileRef):
+        return [_hub_candidate(ref, source)], []
+    assert isinstance(ref, CatalogRef)
+    catalog = load_catalog()
+    entry = catalog.model(ref.model_id)
+    candidates = _catalog_candidates(entry, ref.quant, models_dir, source)
+    if ref.quant:  # an explicit quant is what the user wants: no silent substitution
+        return candidates, []
+    fallbacks = [c for fid in entry.fallbacks for c in _catalog_candidates(catalog.model(fid), None, models_dir,
+                                                                           source)]
+    return candidates, fallbacks
+
+
+def _catalog_candidates(entry: CatalogModel, quant: str | None, models_dir: Path | None,
+                        source: str) -> list[Candidate]:
+    reference = None
+    have_local = models_dir is not None and any(local_file(entry, q.file.path, models_dir) for q in entry.quants)
+    if entry.shape is None and not have_local:
+        reference = _remote_reference(entry, quant, source)
+    return catalog_candidates(entry, quant, models_dir, reference)

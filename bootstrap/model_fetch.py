@@ -1,0 +1,163 @@
+"""The fetch stage of an install: the plan's files resolved on the sources, and only what changed downloaded.
+
+Per file, against what the home already holds (``state.json``):
+- the same bytes (sha256) at the same path, and the file's size, mtime and inode as recorded → reused without
+  reading a byte (``--verify`` hashes it instead);
+- a file the live install uses whose content must change (a new revision) → downloaded into staging, so the old
+  file keeps serving until the swap (``file_swap``);
+- anything else → downloaded straight to its place (nothing serves from there).
+Every download is resumable and verified by SHA-256 before it is placed (``download.fetch_files``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import file_swap
+from .catalog import load_catalog
+from .console import info, t
+from .deploy import PlacedFile
+from .download import FetchOptions, RemoteFile, fetch_files, sha256_file
+from .home import Home
+from .model_choice import Wanted
+from .model_files import destinations, report_resolution, wanted_files
+from .model_ref import CatalogRef, LocalFileRef
+from .partial import resumable_bytes
+from .planner import Plan
+from .source_bundle import copy_verified, local_path
+from .sources import remote_files, resolve_files, sources_for
+from .state import FileRecord, InstallState, resolve_in_home
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One file of the install and what the fetch stage does with it."""
+
+    role: str  # "model" | "shard" | "mmproj"
+    final: Path
+    size: int
+    sha256: str | None  # None only for a local file not hashed yet
+    source: str
+    revision: str | None
+    remote: RemoteFile | None  # None: nothing to download (reused, or a local file)
+    target: Path  # where verified bytes land: ``final``, or staging for a file the live install uses
+
+
+@dataclass(frozen=True)
+class FetchPlan:
+    jobs: tuple[FileJob, ...]
+    partial_dir: Path
+
+    @property
+    def to_download(self) -> int:
+        """Bytes still to fetch (what a partial download already holds is not counted)."""
+        return sum(j.remote.size - resumable_bytes(self.partial_dir, j.remote.sha256, j.remote.size)
+                   for j in self.jobs if j.remote is not None)
+
+    @property
+    def changed(self) -> tuple[FileJob, ...]:
+        return tuple(j for j in self.jobs if j.remote is not None)
+
+
+def intact(record: FileRecord, path: Path) -> bool:
+    """The file still looks exactly as when it was verified (size, mtime, inode): trusted without a read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return (st.st_size == record.size and record.mtime_ns is not None and st.st_mtime_ns == record.mtime_ns
+            and record.inode is not None and st.st_ino == record.inode)
+
+
+def _recorded(home: Home, previous: InstallState | None) -> dict[Path, FileRecord]:
+    if previous is None:
+        return {}
+    return {resolve_in_home(home, f.path): f for f in previous.files}
+
+
+def _roles(paths: Sequence[str], mmproj: str | None) -> list[str]:
+    """model for the first file, shard for a split GGUF's other parts, mmproj for the vision projector."""
+    return ["mmproj" if p == mmproj else "model" if i == 0 else "shard" for i, p in enumerate(paths)]
+
+
+def plan_fetch(wanted: Wanted, plan: Plan, source: str, home: Home, previous: InstallState | None, *,
+               rehash: bool = False) -> FetchPlan:
+    """Resolve the plan's files on the sources (metadata only) and decide, per file, reuse / stage / download."""
+    recorded = _recorded(home, previous)
+    if isinstance(wanted.ref, LocalFileRef):
+        return FetchPlan((_local_job(wanted.ref.path, recorded.get(wanted.ref.path), rehash),), home.partial_dir)
+    text = f"{plan.model_id}:{plan.quant}" if isinstance(wanted.ref, CatalogRef) else wanted.text
+    files, repos = wanted_files(text)
+    targets, partial_dir = destinations([f.path for f in files], repos[0].repo, None, home)
+    resolution = resolve_files([f.path for f in files], sources_for(source, repos), expected=files)
+    report_resolution(resolution)
+    mmproj = None
+    if isinstance(wanted.ref, CatalogRef):
+        entry = load_catalog().model(plan.model_id)
+        mmproj = entry.mmproj.path if entry.mmproj is not None else None
+    jobs = []
+    for role, remote, candidates, final in zip(_roles([f.path for f in files], mmproj), remote_files(resolution),
+                                                resolution.files, targets, strict=True):
+        first = candidates[0]
+        jobs.append(_remote_job(home, role, final, remote, first.source, first.revision, recorded.get(final), rehash))
+    return FetchPlan(tuple(jobs), partial_dir)
+
+
+def _remote_job(home: Home, role: str, final: Path, remote: RemoteFile, source: str, revision: str,
+                record: FileRecord | None, rehash: bool) -> FileJob:
+    def job(download: RemoteFile | None, target: Path) -> FileJob:
+        return FileJob(role, final, remote.size, remote.sha256, source, revision, download, target)
+
+    if record is None:  # nothing live at this path: download (or reuse a verified copy) in place
+        return job(remote, final)
+    if record.sha256 == remote.sha256 and record.size == remote.size:
+        if not rehash and intact(record, final):
+            return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
+        if final.is_file() and final.stat().st_size == remote.size and sha256_file(final) == remote.sha256:
+            return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
+    # The live install uses this path: the new bytes wait in staging until the swap.
+    return job(remote, file_swap.staged_path(home, remote.sha256, final.name))
+
+
+def _local_job(path: Path, record: FileRecord | None, rehash: bool) -> FileJob:
+    """A local ``.gguf`` the user pointed at: used where it is, hashed once (and again only when it changed)."""
+    if record is not None and not rehash and intact(record, path):
+        return FileJob("model", path, record.size, record.sha256, "local", None, None, path)
+    info(t("install.hashing", path=path))
+    return FileJob("model", path, path.stat().st_size, sha256_file(path), "local", None, None, path)
+
+
+def fetch(fetch_plan: FetchPlan, options: FetchOptions | None = None) -> list[PlacedFile]:
+    """Download what changed (resumable, verified) and return every file of the install."""
+    todo = [j for j in fetch_plan.jobs if j.remote is not None]
+    http = [j for j in todo if local_path(j.remote.mirrors[0].url) is None]  # type: ignore[union-attr]
+    for j in todo:
+        if j not in http:  # a bundle on a disk: copied and hashed here (the download engine speaks HTTP)
+            assert j.remote is not None
+            _copy_local(j.remote, j.target, fetch_plan.partial_dir)
+    fetch_files([(j.remote, j.target) for j in http if j.remote is not None], fetch_plan.partial_dir,
+                options or FetchOptions())
+    placed = []
+    for j in fetch_plan.jobs:
+        assert j.sha256 is not None
+        staged = j.target if j.target != j.final else None
+        placed.append(PlacedFile(j.role, j.final, j.size, j.sha256, j.source, j.revision, staged=staged))
+    return placed
+
+
+def _copy_local(remote: RemoteFile, target: Path, work_dir: Path) -> None:
+    src = local_path(remote.mirrors[0].url)
+    assert src is not None
+    if target.is_file() and target.stat().st_size == remote.size and sha256_file(target) == remote.sha256:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    copy_verified(src, target, remote.size, remote.sha256, work_dir)
+
+
+def stat_identity(path: Path) -> tuple[int, int]:
+    """(mtime_ns, inode) recorded with a verified file."""
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_ino

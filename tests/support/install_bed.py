@@ -1,0 +1,102 @@
+"""A test bed for whole installs: the loopback hub serving the engine release and a model repo, a catalog naming
+that repo at a pinned revision, a home whose path has a space and Chinese characters, and a runner for
+``qwenkit install`` (source checkout or frozen setup) in a subprocess with the product's environment pointed at it.
+
+Everything is real: the engine asset is the test bed's llama-server packed as upstream's archive, the model is a
+real GGUF, the installer runs as a separate process (so the crash harness can kill it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bootstrap.home import Home
+from tests.support.hub import LoopbackHub
+from tests.support.hub_fixtures import REPO_ROOT
+
+ENGINE_REPO = "ggml-org/llama.cpp"
+ENGINE_TAG = "b10434"
+MODEL_REPO = "qwenkit-test/tiny-chat-GGUF"
+MODEL_FILE = "tiny-chat-Q8_0.gguf"
+MODEL_ID = "tiny-chat"
+# Small and quick on two shared cores; a real model would pick a far larger context.
+SERVER_ARGS = ("-c", "512", "-t", "2")
+
+
+def serve_engine(hub: LoopbackHub, engine_asset: Path) -> str:
+    """Serve the test bed's llama-server as the pinned release, under both Linux asset names (a machine without a
+    GPU gets ubuntu-x64, one with a GPU the Vulkan build); returns the value for ``QWENKIT_ENGINE_URL``."""
+    for variant in ("ubuntu-vulkan-x64", "ubuntu-x64"):
+        hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, engine_asset, f"llama-{ENGINE_TAG}-bin-{variant}.tar.gz")
+    return f"{hub.endpoint}/{ENGINE_REPO}/releases/download"
+
+
+def catalog_text(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
+                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)") -> str:
+    """A one-model catalog pinned to ``revision`` on both hubs (no shape: the planner reads the remote header)."""
+    args = ", ".join(f'"{a}"' for a in server_args)
+    return f'''schema = 1
+default_model = "{model_id}"
+
+[[models]]
+id = "{model_id}"
+title = "{title}"
+architecture = "llama"
+default_quant = "Q8_0"
+repos = [
+  {{ hub = "hf", repo = "{repo}", revision = "{revision}" }},
+  {{ hub = "modelscope", repo = "{repo}", revision = "{revision}" }},
+]
+quants = [ {{ name = "Q8_0", file = "{file}" }} ]
+server_args = [{args}]
+'''
+
+
+@dataclass
+class InstallBed:
+    """The hub, a catalog file, a home and the environment that points the product at them."""
+
+    hub: LoopbackHub
+    home: Home
+    catalog: Path
+    engine_url: str
+    wheels: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def pin(self, revision: str, **kwargs: object) -> None:
+        """Point the catalog at ``revision`` (what an updated catalog does)."""
+        self.catalog.write_text(catalog_text(revision, **kwargs), encoding="utf-8")  # type: ignore[arg-type]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("QWENKIT_", "LLAMA_ARG_"))}
+        env.update({
+            "QWENKIT_HOME": str(self.home.root), "QWENKIT_CATALOG": str(self.catalog),
+            "QWENKIT_HF_ENDPOINT": self.hub.endpoint, "QWENKIT_MODELSCOPE_ENDPOINT": self.hub.endpoint,
+            "QWENKIT_ENGINE_URL": self.engine_url, "QWENKIT_LANG": "en", "NO_PROXY": "127.0.0.1,localhost",
+            "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1",
+        })
+        if self.wheels is not None:
+            env["QWENKIT_WHEELS"] = str(self.wheels)
+        env.update(self.extra_env)
+        env.update(extra)
+        return env
+
+    def command(self, exe: Path | None = None) -> list[str]:
+        return [str(exe)] if exe is not None else [sys.executable, "-m", "bootstrap"]
+
+    def run(self, *argv: str, exe: Path | None = None, timeout: float = 600,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """``qwenkit ARGV`` (or the frozen setup) to completion."""
+        return subprocess.run([*self.command(exe), *argv], cwd=REPO_ROOT, env=dict(env or self.env()),
+                              capture_output=True, text=True, timeout=timeout, check=False,
+                              stdin=subprocess.DEVNULL)
+
+    def install(self, *argv: str, exe: Path | None = None, timeout: float = 600,
+                **extra_env: str) -> subprocess.CompletedProcess[str]:
+        return self.run("install", "--yes", "--no-service", *argv, exe=exe, timeout=timeout,
+                        env=self.env(**extra_env))
