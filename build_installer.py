@@ -93,14 +93,9 @@ def write_version_file(work: Path) -> Path:
     return path
 
 
-def build(onedir: bool = False, dist: Path = ROOT / "dist", work: Path = ROOT / "build" / "pyinstaller") -> Path:
-    """Run PyInstaller and return the built executable."""
-    if sys.platform.startswith("linux") and shutil.which("objdump") is None:
-        sys.exit("objdump not found: install binutils (apt-get install binutils), then rerun.")
-    import PyInstaller.__main__  # imported late: only the build needs it
-
-    version_file = write_version_file(work)
-
+def pyinstaller_args(onedir: bool, dist: Path, work: Path, version_file: Path,
+                     platform: str = sys.platform) -> list[str]:
+    """PyInstaller's command line for this build (kept apart from running it, so it can be read and tested)."""
     args = [
         str(ROOT / "bootstrap" / "setup_main.py"),
         "--name", NAME,
@@ -116,9 +111,18 @@ def build(onedir: bool = False, dist: Path = ROOT / "dist", work: Path = ROOT / 
         "--log-level", "WARN",
         *(arg for name in EXCLUDED_MODULES for arg in ("--exclude-module", name)),
     ]
-    if sys.platform == "win32":  # the resource only exists in PE files; PyInstaller needs pefile (Windows) for it
+    if platform == "win32":  # a version resource exists only in PE files; PyInstaller writes it with pefile
         args += ["--version-file", str(version_file)]
-    PyInstaller.__main__.run(args)
+    return args
+
+
+def build(onedir: bool = False, dist: Path = ROOT / "dist", work: Path = ROOT / "build" / "pyinstaller") -> Path:
+    """Run PyInstaller and return the built executable."""
+    if sys.platform.startswith("linux") and shutil.which("objdump") is None:
+        sys.exit("objdump not found: install binutils (apt-get install binutils), then rerun.")
+    import PyInstaller.__main__  # imported late: only the build needs it
+
+    PyInstaller.__main__.run(pyinstaller_args(onedir, dist, work, write_version_file(work)))
     exe = dist / (NAME if not onedir else f"{NAME}/{NAME}")
     return exe.with_suffix(".exe") if sys.platform == "win32" else exe
 

@@ -99,6 +99,12 @@ def setup_main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside main()'s own handler (during the checks)
         console.error(t("err.interrupted"))
         code = int(ExitCode.INTERRUPTED)
+    except SystemExit as exc:  # argparse's --help / --version end this way; a double-clicked window must still wait
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            console.error(str(exc.code))
+            code = 1
     if should_pause(sys.platform, frozen, given, console_process_count(), own_process_count()):
         _pause(code)
     return code

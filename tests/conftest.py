@@ -6,6 +6,8 @@ up front so its time is reported apart from the tests'.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +41,16 @@ def engine_asset(engine_bin_dir: Path) -> Path:
 def gemma_gguf() -> Path:
     """The real Gemma 3 270M Q4_K_M file (253,113,024 bytes, sha256 verified)."""
     return testbed.gemma_model()
+
+
+@pytest.fixture(scope="session")
+def frozen_setup(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The double-click setup, built once per session with PyInstaller (``build_installer.py``, about a minute)."""
+    out = tmp_path_factory.mktemp("frozen")
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, str(root / "build_installer.py"), "--dist", str(out / "dist"), "--work",
+                    str(out / "work")], check=True, timeout=900, capture_output=True)
+    return out / "dist" / ("QwenClientKit-Setup.exe" if sys.platform == "win32" else "QwenClientKit-Setup")
 
 
 @pytest.fixture

@@ -99,9 +99,9 @@ def test_no_command_prints_help_and_exits_2() -> None:
 
 
 def test_chinese_locale_speaks_chinese() -> None:
-    proc = run_cli("uninstall", lang="zh_CN.UTF-8")
+    proc = run_cli("bundle", "verify", "x", lang="zh_CN.UTF-8")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'uninstall' 命令。"
+    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'bundle' 命令。"
     help_zh = run_cli("--help", lang="zh_CN.UTF-8").stdout
     assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项:\n" in help_zh
     assert "usage:" not in help_zh and "options:" not in help_zh and "show this help" not in help_zh
@@ -109,8 +109,8 @@ def test_chinese_locale_speaks_chinese() -> None:
 
 def test_qwenkit_lang_overrides_locale() -> None:
     env = {**os.environ, "LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "QWENKIT_LANG": "zh"}
-    proc = subprocess.run([sys.executable, "-m", "bootstrap", "uninstall"], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "bundle", "verify", "x"], capture_output=True, text=True,
+                          env=env, timeout=60)
     assert proc.stderr.startswith("错误: ")
 
 

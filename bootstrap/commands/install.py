@@ -28,6 +28,9 @@ _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home":
                              "service": bool, "venv": bool, "verify": bool}
 
 
+_KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
+
+
 def read_answers(path: str) -> dict[str, Any]:
     """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …)."""
     try:
@@ -39,9 +42,9 @@ def read_answers(path: str) -> dict[str, Any]:
     for key, value in doc.items():
         kind = _ANSWERS.get(key)
         if kind is None:
-            raise UsageError(t("install.err_answers_key", path=path, key=key, known=", ".join(_ANSWERS)))
+            raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise UsageError(t("install.err_answers_type", path=path, key=key, expected=kind.__name__))
+            raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
     return doc
 
 

@@ -76,12 +76,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "无法读取应答文件 {path}：{detail}",
     },
     "install.err_answers_key": {
-        "en": "the answers file {path} has an unknown option '{key}' (known: {known})",
-        "zh": "应答文件 {path} 含有未知选项 '{key}'（可用：{known}）",
+        "en": "the answers file {path} has an unknown option '{option}' (known: {known})",
+        "zh": "应答文件 {path} 含有未知选项 '{option}'（可用：{known}）",
     },
     "install.err_answers_type": {
-        "en": "in the answers file {path}, '{key}' must be a {expected}",
-        "zh": "应答文件 {path} 中的 '{key}' 必须是 {expected} 类型",
+        "en": "in the answers file {path}, '{option}' must be {expected}",
+        "zh": "应答文件 {path} 中的 '{option}' 必须是 {expected} 类型",
     },
     "install.err_bundle_and_source": {
         "en": "give either --bundle or --source, not both",

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import psutil
@@ -114,14 +115,10 @@ class FallbackManager(ServiceManager):
             self.pid_file.unlink(missing_ok=True)
             return
         _signal_session(proc, signal.SIGTERM)
-        try:
-            proc.wait(self.stop_timeout)
-        except psutil.TimeoutExpired:
+        if not _ended(proc, self.stop_timeout):
             _signal_session(proc, signal.SIGKILL)
-            try:
-                proc.wait(self.stop_timeout)
-            except psutil.TimeoutExpired as exc:
-                raise ServerError(t("service.err_not_stopped", pid=pid)) from exc
+            if not _ended(proc, self.stop_timeout):
+                raise ServerError(t("service.err_not_stopped", pid=pid))
         _reap(pid)
         self.pid_file.unlink(missing_ok=True)
 
@@ -145,6 +142,19 @@ def _reap(pid: int) -> None:
     """Collect our own exited child (a test, or a CLI that outlives it) so it does not linger as a zombie."""
     with contextlib.suppress(ChildProcessError, OSError):  # not our child, or already collected
         os.waitpid(pid, os.WNOHANG)
+
+
+def _ended(proc: psutil.Process, timeout: float) -> bool:
+    """Whether the process ended within ``timeout``: gone, or a zombie (it ran its last instruction; only its
+    parent, which may be another long-lived program, can collect it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap(proc.pid)
+        if not proc.is_running() or _is_zombie(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _is_zombie(pid: int) -> bool:

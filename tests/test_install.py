@@ -1,0 +1,176 @@
+"""``qwenkit install`` end to end on the loopback hub: first install, a no-op rerun that reads no model byte and
+makes no request, an upgrade to a new catalog revision that fetches only the changed file and swaps it in place,
+an upgrade whose new model does not load (rolled back: the old one answers again), and the command's edges (one
+installer per home, answers file, no terminal to confirm in, the default port taken)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bootstrap import download, installer, model_fetch
+from bootstrap.deploy import _with_free_port
+from bootstrap.home import Home
+from bootstrap.home_lock import home_lock
+from bootstrap.launch_spec import LaunchSpec
+from bootstrap.service import FallbackManager
+from tests.support.hub import LoopbackHub
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine
+from tests.support.llama import free_port
+from tests.support.tiny_gguf import write_model
+
+pytestmark = pytest.mark.usefixtures("english")
+
+
+@pytest.fixture
+def bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path) -> Iterator[InstallBed]:
+    model = write_model("llama", tmp_path / "rev1" / MODEL_FILE)
+    revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
+    bed = InstallBed(hub, Home(tmp_path / "Qwen 安装 home"), tmp_path / "catalog.toml", serve_engine(hub, engine_asset))
+    bed.pin(revision)
+    try:
+        yield bed
+    finally:
+        FallbackManager(bed.home).stop()
+
+
+def _chat(bed: InstallBed) -> requests.Response:
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    key = bed.home.api_key_file.read_text(encoding="utf-8").strip()
+    with requests.Session() as session:
+        session.trust_env = False
+        return session.post(f"http://127.0.0.1:{state['server']['port']}/v1/chat/completions", timeout=60,
+                            headers={"Authorization": f"Bearer {key}"},
+                            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+
+
+def _model_sha(bed: InstallBed) -> str:
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    return next(f["sha256"] for f in state["files"] if f["role"] == "model")
+
+
+def _new_revision(bed: InstallBed, tmp_path: Path, content: bytes) -> str:
+    path = tmp_path / f"rev-{len(content)}-{content[-8:].hex()}" / MODEL_FILE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    revision = bed.hub.commit(MODEL_REPO, {MODEL_FILE: path})
+    bed.pin(revision)
+    return revision
+
+
+def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    port = str(free_port())
+    first = bed.install("--no-venv", "--port", port)
+    assert first.returncode == 0, first.stderr
+    assert "The server answers" in first.stderr and _chat(bed).status_code == 200
+    rev1_sha = bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
+    assert _model_sha(bed) == rev1_sha
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    assert state["request"] == {"model": "tiny-chat", "source": "auto"}
+    assert state["files"][0]["inode"] == (bed.home.models_dir / MODEL_REPO / MODEL_FILE).stat().st_ino
+
+    # A rerun with nothing changed: no request to any source, not one model byte hashed.
+    for name, value in bed.env().items():
+        monkeypatch.setenv(name, value)
+    hashed: list[Path] = []
+    real_hash = download.sha256_file
+
+    def counting_hash(path: Path) -> str:
+        hashed.append(path)
+        return real_hash(path)
+
+    monkeypatch.setattr(model_fetch, "sha256_file", counting_hash)
+    monkeypatch.setattr(download, "sha256_file", counting_hash)
+    bed.hub.clear_log()
+    outcome = installer.install(bed.home, installer.InstallRequest(service=False, venv=False, port=int(port)))
+    assert outcome.kind == "unchanged"
+    assert hashed == [] and bed.hub.requests() == []
+    # --verify hashes every file again (and still changes nothing).
+    outcome = installer.install(bed.home, installer.InstallRequest(service=False, venv=False, port=int(port),
+                                                                   verify_files=True))
+    assert outcome.kind == "upgraded" and hashed == [bed.home.models_dir / MODEL_REPO / MODEL_FILE]
+    monkeypatch.undo()
+
+    # A new catalog revision: only the changed model file is fetched (the engine is not), swapped in place.
+    _new_revision(bed, tmp_path, write_model("llama", tmp_path / "tmp2" / MODEL_FILE, seed=1).read_bytes())
+    bed.hub.clear_log()
+    upgrade = bed.install("--no-venv")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "a new revision of tiny-chat-Q8_0.gguf" in upgrade.stderr
+    rev2_sha = bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
+    assert _model_sha(bed) == rev2_sha != rev1_sha
+    assert download.sha256_file(bed.home.models_dir / MODEL_REPO / MODEL_FILE) == rev2_sha
+    assert bed.hub.bytes_served("*.tar.gz") == 0
+    size = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).stat().st_size
+    # Once, plus small ranged reads: the plan reads the remote GGUF header (this catalog has no shape facts) and
+    # `auto` times a short read on each of the two hubs.
+    assert size <= bed.hub.bytes_served(MODEL_FILE) < 1.5 * size
+    assert not (bed.home.root / "cache" / "previous").exists()
+    assert not any((bed.home.staging_dir / "files").glob("*")) if (bed.home.staging_dir / "files").exists() else True
+    assert _chat(bed).status_code == 200
+    assert json.loads(upgrade_state := bed.home.state_file.read_text(encoding="utf-8"))["server"]["port"] == int(port)
+
+    # A new revision whose model does not load: the upgrade is rolled back and the previous model answers again.
+    good = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
+    _new_revision(bed, tmp_path, good[:-4096])
+    broken = bed.install("--no-venv")
+    assert broken.returncode == 6, broken.stderr
+    assert "the previous install (tiny-chat) is back and serving" in broken.stderr
+    assert bed.home.state_file.read_text(encoding="utf-8") == upgrade_state
+    assert (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes() == good
+    assert _chat(bed).status_code == 200
+    status = bed.run("status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True
+
+
+def test_second_installer_in_the_same_home_exits_2(bed: InstallBed) -> None:
+    with home_lock(bed.home, "test"):
+        proc = bed.install("--no-venv", "--port", str(free_port()))
+    assert proc.returncode == 2
+    assert "Another qwenkit is already working in" in proc.stderr
+    assert not bed.home.state_file.exists()
+
+
+def test_answers_file_and_its_errors(bed: InstallBed, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('modle = "tiny-chat"\n', encoding="utf-8")
+    proc = bed.run("install", "--answers", str(bad))
+    assert proc.returncode == 2 and "unknown option 'modle'" in proc.stderr
+    bad.write_text("port = \"80\"\n", encoding="utf-8")
+    proc = bed.run("install", "--answers", str(bad))
+    assert proc.returncode == 2 and "'port' must be integer" in proc.stderr
+
+    answers = tmp_path / "answers.toml"
+    answers.write_text(f'model = "tiny-chat"\nport = {free_port()}\nservice = false\nvenv = false\n',
+                       encoding="utf-8")
+    proc = bed.run("install", "--answers", str(answers))  # no --yes: the answers file is unattended
+    assert proc.returncode == 0, proc.stderr
+    assert _chat(bed).status_code == 200
+
+
+def test_without_a_terminal_a_change_needs_yes(bed: InstallBed) -> None:
+    proc = bed.run("install", "--no-service", "--no-venv", "--port", str(free_port()))
+    assert proc.returncode == 2
+    assert "Add --yes" in proc.stderr
+    assert not bed.home.state_file.exists() and not (bed.home.models_dir / MODEL_REPO / MODEL_FILE).exists()
+
+
+def test_a_taken_default_port_moves_to_the_next_free_one(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        spec = LaunchSpec(home=tmp_path, system="Linux", engine_dir=tmp_path, server=tmp_path / "llama-server",
+                          model=tmp_path / "m.gguf", mmproj=None, args=(), alias="m",
+                          api_key_file=tmp_path / "k", port=port)
+        moved = _with_free_port(spec, explicit=False)
+        assert moved.port != port and moved.port > port
+        with pytest.raises(Exception, match=f"{port}"):
+            _with_free_port(spec, explicit=True)
+
