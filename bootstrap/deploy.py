@@ -133,10 +133,11 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     _stop_previous(home, manager)
     checkpoint("old-stopped")
 
-    moves = [file_swap.plan_move(home, f.path, f.sha256) for f in files if f.staged is not None]
+    journal = _journal(home, previous, files, installed.dir)
+    moves = journal.moves if journal is not None else ()
     try:
-        if moves:
-            file_swap.begin(home, moves)
+        if journal is not None:
+            file_swap.begin(home, journal)
             checkpoint("swap-journaled")
             file_swap.apply(moves)
             checkpoint("swapped")
@@ -174,10 +175,23 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     )
     save_state(home, state)
     checkpoint("recorded")
-    cleanup.after_success(home, previous, state)
+    cleanup.after_success(home, state, journal)
     checkpoint("cleaned")
     verify.print_report(report)
     return DeployResult(state, spec, report, tuned, venv_result, scripts, manager.name)
+
+
+def _journal(home: Home, previous: InstallState | None, files: list[PlacedFile],
+             engine_dir: Path) -> file_swap.Journal | None:
+    """What an upgrade will change, written before it changes anything (None for a first install)."""
+    if previous is None:
+        return None
+    return file_swap.Journal(
+        moves=tuple(file_swap.plan_move(home, f.path, f.sha256) for f in files if f.staged is not None),
+        obsolete=tuple(cleanup.obsolete_paths(home, previous, [f.path for f in files], engine_dir)),
+        new_files=tuple((relative_to_home(home, f.path), f.sha256) for f in files),
+        new_engine=relative_to_home(home, engine_dir),
+    )
 
 
 def _record(home: Home, placed: PlacedFile) -> FileRecord:
@@ -235,7 +249,7 @@ def _log_of(manager: service.ServiceManager) -> Path | None:
     return log if isinstance(log, Path) else None
 
 
-def _roll_back(home: Home, previous: InstallState | None, moves: list[file_swap.Move],
+def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],
                manager: service.ServiceManager, cause: QwenKitError, timeout: float) -> NoReturn:
     """The new install did not come up: put the previous one back and start it, then report why (exit 6 or the
     cause's code). A first install has nothing to go back to: its files stay for a rerun, its service goes."""
@@ -244,9 +258,8 @@ def _roll_back(home: Home, previous: InstallState | None, moves: list[file_swap.
         manager.stop()
     except QwenKitError as exc:
         warn(exc.message)
-    if moves:
-        file_swap.undo(moves)
-        file_swap.discard(home)
+    file_swap.undo(moves)
+    file_swap.discard(home)
     if previous is None:
         with contextlib.suppress(QwenKitError):
             service.uninstall_service(manager)

@@ -19,7 +19,6 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 from . import settings
@@ -28,31 +27,24 @@ from .atomic_file import fsync_dir, write_atomic
 from .checkpoints import checkpoint
 from .console import info, t
 from .download import FetchOptions, Mirror, RemoteFile, fetch_files
+from .engine_marker import (
+    MARKER,
+    MARKER_SCHEMA,
+    InstalledEngine,
+    find_installed,
+    installed_from,
+    server_name,
+)
 from .engine_pins import EngineAsset, EnginePins, assets_for, load_pins
 from .engine_probe import probe_version
 from .errors import IntegrityError, SourceError
 from .home import Home
 from .source_common import API_TIMEOUT, TRANSPORT_ERRORS, Source, new_session, read_json
 
-MARKER = ".qwenkit-engine.json"
-MARKER_SCHEMA = 1
 GITHUB_WEB = "github.com"
 GITHUB_API = "https://api.github.com"
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 DEFAULT_FETCH = FetchOptions()
-
-
-@dataclass(frozen=True)
-class InstalledEngine:
-    """An engine in place: where its binaries are and which verified assets it came from."""
-
-    build: int
-    variant: str
-    dir: Path
-    server: Path
-    fit_params: Path | None
-    assets: tuple[tuple[str, str, int], ...]  # (name, sha256, size), main archive first
-    reused: bool
 
 
 @dataclass(frozen=True)
@@ -165,61 +157,6 @@ def resolve_assets(assets: tuple[EngineAsset, ...], pins_repo: str) -> list[Remo
     return out
 
 
-# ---- the marker -----------------------------------------------------------------------------------------
-def server_name(variant: str) -> str:
-    return "llama-server.exe" if variant.startswith("win-") else "llama-server"
-
-
-def _fit_name(variant: str) -> str:
-    return "llama-fit-params.exe" if variant.startswith("win-") else "llama-fit-params"
-
-
-def _read_marker(folder: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _marker_matches(marker: dict[str, Any] | None, pins: EnginePins, variant: str,
-                    assets: tuple[EngineAsset, ...]) -> bool:
-    """The folder holds exactly what the pins ask for: same build, variant, asset names, pinned hashes."""
-    if not marker or marker.get("schema") != MARKER_SCHEMA:
-        return False
-    if marker.get("build") != pins.build or marker.get("variant") != variant:
-        return False
-    recorded = marker.get("assets")
-    if not isinstance(recorded, list) or len(recorded) != len(assets):
-        return False
-    for asset, rec in zip(assets, recorded, strict=True):
-        if not isinstance(rec, dict) or rec.get("name") != asset.name:
-            return False
-        if asset.sha256 is not None and rec.get("sha256") != asset.sha256:
-            return False
-    return True
-
-
-def _installed(folder: Path, pins: EnginePins, variant: str, marker: dict[str, Any], *,
-               reused: bool) -> InstalledEngine:
-    fit = folder / _fit_name(variant)
-    assets = tuple((str(a["name"]), str(a["sha256"]), int(a["size"])) for a in marker["assets"])
-    return InstalledEngine(pins.build, variant, folder, folder / server_name(variant), fit if fit.is_file() else None,
-                           assets, reused)
-
-
-def find_installed(home: Home, variant: str, pins: EnginePins | None = None) -> InstalledEngine | None:
-    """The engine already in place for these pins, or None (no network, no process started)."""
-    pins = pins or load_pins()
-    assets = assets_for(pins, variant)
-    folder = home.engine_dir(f"b{pins.build}", variant)
-    marker = _read_marker(folder)
-    if _marker_matches(marker, pins, variant, assets) and (folder / server_name(variant)).is_file():
-        assert marker is not None
-        return _installed(folder, pins, variant, marker, reused=True)
-    return None
-
-
 # ---- install --------------------------------------------------------------------------------------------
 def _remove_tree(path: Path) -> None:
     """Remove a folder (or a stray file/link) left by an earlier run; missing is fine."""
@@ -318,5 +255,5 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
     _drop_downloads(downloads, [r.name for r in remotes])
     if not options.quiet:
         info(t("engine.installed", variant=variant, build=pins.build, path=str(final), version=version_line))
-    return _installed(final, pins, variant, marker, reused=False)
+    return installed_from(final, pins, variant, marker, reused=False)
 

@@ -14,14 +14,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import settings
 from .console import t
 from .engine_variant import VARIANTS
 from .errors import UsageError
-from .hardware import HardwareProfile
 from .resources import resource_dir
+
+if TYPE_CHECKING:  # the detect stage's records: not imported at run time (a rerun's check stays light)
+    from .hardware import HardwareProfile
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -5,7 +5,8 @@ the new bytes into staging while the old file keeps serving. The swap then moves
 into place, two renames per file on one filesystem. Before the first rename a journal (``cache/swap.json``) lists
 every move, so whatever the moment of a kill, ``undo`` finds each file in one of three states and puts the old file
 back; ``state.json`` is the commit point (written only after the new install answered a chat request), and only
-after it are the old files deleted (``finish``).
+after it are the old files deleted (``cleanup``). The journal also lists what the previous install leaves behind
+(files at other paths, an older engine folder), so a kill right after the commit still gets them deleted.
 """
 
 from __future__ import annotations
@@ -60,19 +61,40 @@ def plan_move(home: Home, final: Path, sha256: str) -> Move:
     return Move(final, staged_path(home, sha256, final.name), backup_dir(home) / sha256 / final.name, sha256)
 
 
-def begin(home: Home, moves: list[Move]) -> None:
-    """Record the moves (atomically) before any of them happens."""
-    doc = {"schema": JOURNAL_SCHEMA, "moves": [m.to_json() for m in moves]}
-    write_atomic(journal_path(home), (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+@dataclass(frozen=True)
+class Journal:
+    """An upgrade in progress: the file moves, what the previous install leaves behind, and how to recognise
+    that ``state.json`` already records the new install (then only the deletions remain to be done)."""
+
+    moves: tuple[Move, ...]
+    obsolete: tuple[Path, ...]  # the previous install's files and engine folder that the new one does not use
+    new_files: tuple[tuple[str, str], ...]  # (path as state.json records it, sha256) of every new file
+    new_engine: str  # the new engine folder as state.json records it
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": JOURNAL_SCHEMA, "moves": [m.to_json() for m in self.moves],
+                "obsolete": [str(p) for p in self.obsolete], "new_files": [list(f) for f in self.new_files],
+                "new_engine": self.new_engine}
 
 
-def read_journal(home: Home) -> list[Move] | None:
-    """The moves of an unfinished swap, or None. A journal that cannot be read is treated as no journal only when
-    it is empty or not JSON (a write that never completed cannot exist: it is written atomically)."""
+def begin(home: Home, journal: Journal) -> None:
+    """Record the upgrade (atomically) before anything of the live install changes."""
+    data = json.dumps(journal.to_json(), ensure_ascii=False, indent=2) + "\n"
+    write_atomic(journal_path(home), data.encode("utf-8"))
+
+
+def read_journal(home: Home) -> Journal | None:
+    """The journal of an unfinished upgrade, or None. It is written atomically, so a half-written one cannot
+    exist; one that does not parse (disk damage) is reported as none, and its backups stay untouched on disk."""
     try:
         doc = json.loads(journal_path(home).read_text(encoding="utf-8"))
-        return [Move(Path(m["final"]), Path(m["staged"]), Path(m["backup"]), str(m["sha256"]))
-                for m in doc["moves"]]
+        return Journal(
+            moves=tuple(Move(Path(m["final"]), Path(m["staged"]), Path(m["backup"]), str(m["sha256"]))
+                        for m in doc["moves"]),
+            obsolete=tuple(Path(p) for p in doc["obsolete"]),
+            new_files=tuple((str(a), str(b)) for a, b in doc["new_files"]),
+            new_engine=str(doc["new_engine"]),
+        )
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -87,7 +109,7 @@ def _replace(src: Path, dst: Path) -> None:
         fsync_dir(src.parent)
 
 
-def apply(moves: list[Move]) -> None:
+def apply(moves: tuple[Move, ...]) -> None:
     """Old file aside, new file in. Idempotent: a rerun after a kill skips what is done."""
     for i, move in enumerate(moves):
         if move.final.exists() and not move.backup.exists() and move.staged.exists():
@@ -98,7 +120,7 @@ def apply(moves: list[Move]) -> None:
             _replace(move.staged, move.final)
 
 
-def undo(moves: list[Move]) -> None:
+def undo(moves: tuple[Move, ...]) -> None:
     """Put every old file back and the new one back in staging (kept, so a retry does not download it again).
 
     Each file is in one of three states: nothing moved; old file aside and new still staged; both moved. The

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import __version__, engine
+from . import __version__, engine_marker
 from .catalog import load_catalog
 from .console import t
 from .errors import QwenKitError
 from .home import Home
-from .model_choice import Wanted
-from .model_fetch import intact
 from .model_files import wanted_files
-from .model_ref import CatalogRef, HubFileRef, LocalFileRef
-from .sources import resolve_files, sources_for
-from .state import InstallState, resolve_in_home
+from .model_ref import CatalogRef, HubFileRef, LocalFileRef, Wanted
+from .state import InstallState, file_intact, resolve_in_home
 
 
 @dataclass(frozen=True)
@@ -40,11 +37,11 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str) -> Fresh
                          new=wanted.text))
     if state.kit_version != __version__:
         reasons.append(t("fresh.kit_changed", old=state.kit_version, new=__version__))
-    found = engine.find_installed(home, state.engine.variant)
+    found = engine_marker.find_installed(home, state.engine.variant)
     if found is None or found.build != state.engine.build:
         reasons.append(t("fresh.engine_changed", old=f"b{state.engine.build}"))
     for record in state.files:
-        if not intact(record, resolve_in_home(home, record.path)):
+        if not file_intact(record, resolve_in_home(home, record.path)):
             reasons.append(t("fresh.file_changed", path=record.path))
     if not home.run_sh.is_file() or not home.api_key_file.is_file():
         reasons.append(t("fresh.scripts_missing"))
@@ -93,6 +90,8 @@ def _check_revisions(state: InstallState, wanted: Wanted, source: str, reasons: 
             unpinned.append((f, record))
     if reasons or not unpinned:
         return
+    from .sources import resolve_files, sources_for  # only now: the network code is the heavy import
+
     try:  # the hub's listing of the branch, metadata only
         resolution = resolve_files([f.path for f, _ in unpinned], sources_for(source, repos), probe=False)
     except QwenKitError as exc:

@@ -18,21 +18,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import file_swap, freshness, model_choice, model_fetch, service
-from .api_key import read_api_key
+from . import cleanup, file_swap, freshness
 from .checkpoints import checkpoint
 from .console import info, t, warn
-from .deploy import DeployOptions, DeployResult, deploy
 from .errors import QwenKitError
-from .hardware import HardwareProfile, detect
 from .home import Home
 from .home_lock import home_lock
 from .launch_spec import DEFAULT_HOST, DEFAULT_PORT
-from .planner import Plan, choose
-from .server_health import check_health
-from .state import InstallState, RequestRecord, launch_spec, load_state, resolve_in_home
-from .verify import wait_healthy
+from .model_ref import wanted_model
+from .state import InstallState, RequestRecord, launch_spec, load_state
+
+# The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
+# the network, planner and deploy code (about a second of imports on a slow machine, scripts/bench_rerun.py).
+if TYPE_CHECKING:
+    from .deploy import DeployOptions, DeployResult
+    from .hardware import HardwareProfile
+    from .planner import Plan
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
         recovered = recover(home)
         checkpoint("recovered")
         previous = load_state(home)
-        wanted = model_choice.wanted_model(request.model, previous)
+        wanted = wanted_model(request.model, previous)
         reasons: tuple[str, ...] = ()
         if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
             fresh = freshness.check(home, previous, wanted, request.source)
@@ -92,6 +95,11 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             reasons = fresh.reasons
             for reason in reasons:
                 info(t("install.change", reason=reason))
+
+        from . import model_choice, model_fetch
+        from .deploy import deploy
+        from .hardware import detect
+        from .planner import choose
 
         # detect
         hardware = detect(home.root)
@@ -116,18 +124,23 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
 
 
 def recover(home: Home) -> bool:
-    """Finish or undo a swap a killed upgrade left; True when there was one (the rerun then redeploys)."""
-    moves = file_swap.read_journal(home)
-    if moves is None:
+    """Finish or undo what a killed upgrade left (its journal); True when the home had to be rolled back.
+
+    When ``state.json`` already records the new install, the kill came after the commit: only the previous
+    install's leftovers remain to be deleted. Otherwise the swapped files go back, and the home is again exactly
+    the last verified install (whose server the rerun then starts again).
+    """
+    journal = file_swap.read_journal(home)
+    if journal is None:
         return False
     state = load_state(home)
-    recorded = {(resolve_in_home(home, f.path), f.sha256) for f in state.files} if state is not None else set()
-    if all((m.final, m.sha256) in recorded for m in moves):
-        file_swap.finish(home)  # the upgrade was recorded: only the old files were left to delete
-    else:
-        warn(t("install.recovering"))
-        file_swap.undo(moves)
-        file_swap.discard(home)
+    if state is not None and {(f.path, f.sha256) for f in state.files} == set(journal.new_files) \
+            and state.engine.dir == journal.new_engine:
+        cleanup.after_success(home, state, journal)
+        return False
+    warn(t("install.recovering"))
+    file_swap.undo(journal.moves)
+    file_swap.discard(home)
     return True
 
 
@@ -144,6 +157,7 @@ def _same_server(previous: InstallState, request: InstallRequest) -> bool:
 
 def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState | None, wanted: str) -> DeployOptions:
     from .catalog import load_catalog
+    from .deploy import DeployOptions
     from .model_ref import CatalogRef, parse_model_ref
 
     extra: tuple[str, ...] = ()
@@ -160,6 +174,11 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
 
 def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
     """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
+    from . import service
+    from .api_key import read_api_key
+    from .server_health import check_health
+    from .verify import wait_healthy
+
     spec = launch_spec(state, home)
     health = check_health(spec, read_api_key(home))
     if health.state == "ok":

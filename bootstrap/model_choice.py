@@ -1,15 +1,12 @@
-"""What model an install is for, and the candidates the plan stage chooses among.
+"""The candidates the plan stage chooses among, for the model an install is for (``model_ref.wanted_model``).
 
-MODEL on the command line wins; a rerun without one means "the model installed here" (its recorded request, so a
-catalog id keeps following the catalog, and a quant the planner picked is chosen again from the current machine);
-a first install without one takes the catalog's default. Candidates carry a model profile from the best facts at
-hand: a local file's header, else the catalog's shape facts, else (a catalog entry with no shape, e.g. an intranet
-admin's own model) the header of the remote file read with a few ranged requests.
+Candidates carry a model profile from the best facts at hand: a local file's header, else the catalog's shape
+facts, else (a catalog entry with no shape, e.g. an intranet admin's own model) the header of the remote file read
+with a few ranged requests.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog import CatalogModel, RepoRef, load_catalog
@@ -18,25 +15,9 @@ from .errors import UsageError
 from .gguf_remote import read_remote_header
 from .model_facts import catalog_candidates, file_candidate, local_file
 from .model_profile import ModelProfile, model_profile
-from .model_ref import CatalogRef, HubFileRef, LocalFileRef, ModelRef, parse_model_ref
+from .model_ref import CatalogRef, HubFileRef, LocalFileRef, ModelRef
 from .planner import Candidate
 from .sources import resolve_files, sources_for
-from .state import InstallState
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """The model an install is for: the text recorded in ``state.json`` and what it names."""
-
-    text: str
-    ref: ModelRef
-
-
-def wanted_model(model: str | None, previous: InstallState | None) -> Wanted:
-    """MODEL, else the installed model's request, else the catalog's default."""
-    text = model or (previous.request.model if previous is not None and previous.request is not None else None)
-    text = text or load_catalog().default_model
-    return Wanted(text, parse_model_ref(text))
 
 
 def _remote_reference(entry: CatalogModel, quant: str | None, source: str) -> tuple[ModelProfile, int]:

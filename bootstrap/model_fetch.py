@@ -22,14 +22,13 @@ from .console import info, t
 from .deploy import PlacedFile
 from .download import FetchOptions, RemoteFile, fetch_files, sha256_file
 from .home import Home
-from .model_choice import Wanted
 from .model_files import destinations, report_resolution, wanted_files
-from .model_ref import CatalogRef, LocalFileRef
+from .model_ref import CatalogRef, LocalFileRef, Wanted
 from .partial import resumable_bytes
 from .planner import Plan
 from .source_bundle import copy_verified, local_path
 from .sources import remote_files, resolve_files, sources_for
-from .state import FileRecord, InstallState, resolve_in_home
+from .state import FileRecord, InstallState, file_intact, resolve_in_home
 
 
 @dataclass(frozen=True)
@@ -60,16 +59,6 @@ class FetchPlan:
     @property
     def changed(self) -> tuple[FileJob, ...]:
         return tuple(j for j in self.jobs if j.remote is not None)
-
-
-def intact(record: FileRecord, path: Path) -> bool:
-    """The file still looks exactly as when it was verified (size, mtime, inode): trusted without a read."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return (st.st_size == record.size and record.mtime_ns is not None and st.st_mtime_ns == record.mtime_ns
-            and record.inode is not None and st.st_ino == record.inode)
 
 
 def _recorded(home: Home, previous: InstallState | None) -> dict[Path, FileRecord]:
@@ -114,7 +103,7 @@ def _remote_job(home: Home, role: str, final: Path, remote: RemoteFile, source: 
     if record is None:  # nothing live at this path: download (or reuse a verified copy) in place
         return job(remote, final)
     if record.sha256 == remote.sha256 and record.size == remote.size:
-        if not rehash and intact(record, final):
+        if not rehash and file_intact(record, final):
             return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
         if final.is_file() and final.stat().st_size == remote.size and sha256_file(final) == remote.sha256:
             return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
@@ -124,7 +113,7 @@ def _remote_job(home: Home, role: str, final: Path, remote: RemoteFile, source: 
 
 def _local_job(path: Path, record: FileRecord | None, rehash: bool) -> FileJob:
     """A local ``.gguf`` the user pointed at: used where it is, hashed once (and again only when it changed)."""
-    if record is not None and not rehash and intact(record, path):
+    if record is not None and not rehash and file_intact(record, path):
         return FileJob("model", path, record.size, record.sha256, "local", None, None, path)
     info(t("install.hashing", path=path))
     return FileJob("model", path, path.stat().st_size, sha256_file(path), "local", None, None, path)

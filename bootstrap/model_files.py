@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .catalog import ModelFile, RepoRef, load_catalog
 from .console import info, t, warn
 from .errors import UsageError
 from .home import Home
 from .model_ref import CatalogRef, HubFileRef, parse_model_ref
-from .sources import Resolution
+
+if TYPE_CHECKING:  # annotation only: a rerun's up-to-date check must not import the network code
+    from .sources import Resolution
 
 # llama.cpp's split naming (gguf-split): NAME-00001-of-00003.gguf; the loader opens the rest from the first.
 _SHARD = re.compile(r"^(?P<stem>.*)-00001-of-(?P<count>\d{5})\.gguf$")

@@ -2,6 +2,8 @@
 
 ``qwen3.6-35b-a3b``, ``qwen3.6-35b-a3b:UD-IQ4_XS``, ``hf:OWNER/REPO/PATH[@REVISION]``, ``ms:OWNER/REPO/PATH[@REV]``,
 ``./model.gguf``. Parsing is pure; whether the id or file exists is checked by the catalog and the sources.
+``wanted_model``: MODEL given wins; a rerun without one means "the model installed here" (its recorded request, so
+a catalog id keeps following the catalog); a first install without one takes the catalog's default.
 """
 
 from __future__ import annotations
@@ -9,9 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .console import t
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .state import InstallState
 
 _HUB_PREFIXES = {"hf": "hf", "ms": "modelscope", "modelscope": "modelscope"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -80,3 +86,21 @@ def parse_model_ref(text: str) -> ModelRef:
     if not _ID.match(model_id) or (sep and not _ID.match(quant)):
         raise _bad(text)
     return CatalogRef(model_id, quant or None)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The model an install is for: the text recorded in ``state.json`` and what it names."""
+
+    text: str
+    ref: ModelRef
+
+
+def wanted_model(model: str | None, previous: InstallState | None) -> Wanted:
+    """MODEL, else the installed model's request, else the catalog's default."""
+    text = model or (previous.request.model if previous is not None and previous.request is not None else None)
+    if not text:
+        from .catalog import load_catalog
+
+        text = load_catalog().default_model
+    return Wanted(text, parse_model_ref(text))

@@ -105,6 +105,16 @@ class InstallState:
         return {"schema": doc.pop("schema"), **doc}
 
 
+def file_intact(record: FileRecord, path: Path) -> bool:
+    """The file still looks exactly as when it was verified (size, mtime, inode): trusted without a read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return (st.st_size == record.size and record.mtime_ns is not None and st.st_mtime_ns == record.mtime_ns
+            and record.inode is not None and st.st_ino == record.inode)
+
+
 def relative_to_home(home: Home, path: Path) -> str:
     """How a path is stored: relative with ``/`` inside the home, absolute outside it."""
     try:

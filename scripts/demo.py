@@ -19,6 +19,7 @@ every step through it instead of ``python -m bootstrap``. The exit code is the f
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,7 @@ from bootstrap.service import FallbackManager  # noqa: E402
 from bootstrap.state import launch_spec, load_state  # noqa: E402
 from tests.support import testbed  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402
-from tests.support.install_bed import InstallBed, serve_engine  # noqa: E402
+from tests.support.install_bed import InstallBed, catalog_text, serve_engine  # noqa: E402
 from tests.support.llama import free_port  # noqa: E402
 from tests.support.wheelhouse import provide_wheelhouse  # noqa: E402
 
@@ -58,22 +59,8 @@ def say(text: str) -> None:
 
 def catalog_toml(revision: str) -> str:
     """The one-model catalog: the Gemma file on both hubs at ``revision``, under its real architecture and quant."""
-    args = ", ".join(f'"{a}"' for a in SERVER_ARGS)
-    return f'''schema = 1
-default_model = "{MODEL_ID}"
-
-[[models]]
-id = "{MODEL_ID}"
-title = "{MODEL_TITLE}"
-architecture = "gemma3"
-default_quant = "Q4_K_M"
-repos = [
-  {{ hub = "hf", repo = "{MODEL_REPO}", revision = "{revision}" }},
-  {{ hub = "modelscope", repo = "{MODEL_REPO}", revision = "{revision}" }},
-]
-quants = [ {{ name = "Q4_K_M", file = "{testbed.GEMMA_FILE}" }} ]
-server_args = [{args}]
-'''
+    return catalog_text(revision, model_id=MODEL_ID, repo=MODEL_REPO, file=testbed.GEMMA_FILE,
+                        server_args=SERVER_ARGS, title=MODEL_TITLE, architecture="gemma3", quant="Q4_K_M")
 
 
 @contextmanager
@@ -96,8 +83,11 @@ class Step:
 def run_step(bed: InstallBed, argv: Sequence[str], exe: Path | None) -> Step:
     """One CLI call with its output on this terminal, timed from start to exit."""
     say(f"$ {'qwenkit' if exe is None else exe.name} {' '.join(argv)}")
+    env = bed.env()
+    if exe is not None:
+        env.pop("PYTHONPATH", None)  # the frozen setup must run on what it carries, not on this checkout
     start = time.perf_counter()
-    proc = subprocess.run([*bed.command(exe), *argv], cwd=ROOT, env=bed.env(), stdin=subprocess.DEVNULL,
+    proc = subprocess.run([*bed.command(exe), *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                           timeout=3600, check=False)
     return Step(proc.returncode, time.perf_counter() - start)
 
@@ -119,6 +109,26 @@ def chat(home: Home, prompt: str) -> tuple[str, int, float]:
         body = resp.json()
     return body["choices"][0]["message"]["content"].strip(), body["usage"]["completion_tokens"], \
         time.perf_counter() - start
+
+
+def snapshot_wheels(work: Path) -> Path:
+    """Hard links of the cached wheelhouse under ``work``: ``provide_wheelhouse`` replaces the kit wheel in the shared
+    cache on every call, so a test run starting meanwhile must not take it from under this install."""
+    for _ in range(3):
+        cache = provide_wheelhouse()
+        snapshot = work / "wheels"
+        shutil.rmtree(snapshot, ignore_errors=True)
+        snapshot.mkdir()
+        for wheel in cache.glob("*.whl"):
+            try:
+                os.link(wheel, snapshot / wheel.name)
+            except FileNotFoundError:
+                continue  # replaced meanwhile: the kit check below decides
+            except OSError:
+                shutil.copyfile(wheel, snapshot / wheel.name)  # another file system
+        if any(snapshot.glob("qwenclientkit-*.whl")):
+            return snapshot
+    raise RuntimeError(f"no kit wheel in {cache}")
 
 
 def build_frozen(work: Path) -> Path:
@@ -160,11 +170,11 @@ def main() -> int:
     opts = parser.parse_args()
 
     start = time.perf_counter()
-    testbed.release_asset(), testbed.gemma_model()
-    wheels = provide_wheelhouse()
-    say(f"test bed ready in {time.perf_counter() - start:.1f} s")
     work = Path(tempfile.mkdtemp(prefix="qwenkit-demo-"))
     try:
+        testbed.release_asset(), testbed.gemma_model()
+        wheels = snapshot_wheels(work)
+        say(f"test bed ready in {time.perf_counter() - start:.1f} s")
         exe = build_frozen(work) if opts.frozen else None
         with demo_source(work, wheels=wheels) as bed:
             try:

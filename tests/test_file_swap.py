@@ -26,6 +26,10 @@ def _home(tmp_path: Path) -> tuple[Home, list[file_swap.Move]]:
     return home, moves
 
 
+def _journal(moves: list[file_swap.Move]) -> file_swap.Journal:
+    return file_swap.Journal(tuple(moves), (), tuple((str(m.final), m.sha256) for m in moves), "engine/x")
+
+
 def _contents(moves: list[file_swap.Move]) -> list[tuple[bytes | None, bytes | None, bool]]:
     def read(p: Path) -> bytes | None:
         return p.read_bytes() if p.exists() else None
@@ -36,18 +40,18 @@ def _contents(moves: list[file_swap.Move]) -> list[tuple[bytes | None, bytes | N
 @pytest.mark.parametrize("done", range(5))
 def test_undo_restores_the_old_files_after_a_kill_at_any_rename(tmp_path: Path, done: int) -> None:
     home, moves = _home(tmp_path)
-    file_swap.begin(home, moves)
+    file_swap.begin(home, _journal(moves))
     # Perform the first `done` renames of apply (2 per file), as a kill between them would leave things.
     steps = [(m.final, m.backup) for m in moves[:1]] + [(moves[0].staged, moves[0].final)] + \
         [(moves[1].final, moves[1].backup), (moves[1].staged, moves[1].final)]
     for src, dst in steps[:done]:
         dst.parent.mkdir(parents=True, exist_ok=True)
         src.rename(dst)
-    assert file_swap.read_journal(home) == moves
-    file_swap.undo(moves)
+    assert file_swap.read_journal(home) == _journal(moves)
+    file_swap.undo(tuple(moves))
     expected = [(b"old-a", b"new-a", False), (b"old-m", b"new-m", False)]
     assert _contents(moves) == expected
-    file_swap.undo(moves)  # twice: nothing changes
+    file_swap.undo(tuple(moves))  # twice: nothing changes
     assert _contents(moves) == expected
     file_swap.discard(home)
     assert file_swap.read_journal(home) is None
@@ -57,9 +61,9 @@ def test_undo_restores_the_old_files_after_a_kill_at_any_rename(tmp_path: Path, 
 
 def test_apply_is_idempotent_and_finish_drops_the_old_files(tmp_path: Path) -> None:
     home, moves = _home(tmp_path)
-    file_swap.begin(home, moves)
-    file_swap.apply(moves)
-    file_swap.apply(moves)  # a rerun after a kill right after apply
+    file_swap.begin(home, _journal(moves))
+    file_swap.apply(tuple(moves))
+    file_swap.apply(tuple(moves))  # a rerun after a kill right after apply
     assert _contents(moves) == [(b"new-a", None, True), (b"new-m", None, True)]
     file_swap.finish(home)
     assert not file_swap.backup_dir(home).exists()
@@ -69,8 +73,8 @@ def test_apply_is_idempotent_and_finish_drops_the_old_files(tmp_path: Path) -> N
 
 def test_discard_never_deletes_a_backup_that_was_not_restored(tmp_path: Path) -> None:
     home, moves = _home(tmp_path)
-    file_swap.begin(home, moves)
-    file_swap.apply(moves)
+    file_swap.begin(home, _journal(moves))
+    file_swap.apply(tuple(moves))
     file_swap.discard(home)  # misuse: without undo first, the old files must still survive
     assert all(m.backup.read_bytes().startswith(b"old-") for m in moves)
 

@@ -174,3 +174,24 @@ def test_a_taken_default_port_moves_to_the_next_free_one(tmp_path: Path) -> None
         with pytest.raises(Exception, match=f"{port}"):
             _with_free_port(spec, explicit=True)
 
+
+
+def test_kill_right_after_the_commit_still_deletes_the_old_files(bed: InstallBed, tmp_path: Path) -> None:
+    """An upgrade to a file at another path, killed after state.json names the new file: the rerun finds the
+    journal, sees the commit, and deletes the old file and nothing else (no orphan left behind)."""
+    port = str(free_port())
+    assert bed.install("--no-venv", "--port", port).returncode == 0
+    old = bed.home.models_dir / MODEL_REPO / MODEL_FILE
+    new_name = "tiny-chat-v2-Q8_0.gguf"
+    model = write_model("llama", tmp_path / "v2" / new_name, seed=3)
+    bed.pin(bed.hub.commit(MODEL_REPO, {new_name: model}), file=new_name)
+    killed = bed.install("--no-venv", QWENKIT_KILL_AT="recorded")
+    assert killed.returncode == -9
+    assert old.is_file() and json.loads(bed.home.state_file.read_text(encoding="utf-8"))["files"][0]["path"].endswith(
+        new_name)
+    rerun = bed.install("--no-venv")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Up to date" in rerun.stderr  # the commit had happened: only the deletions were left
+    assert not old.exists() and (bed.home.models_dir / MODEL_REPO / new_name).is_file()
+    assert not (bed.home.root / "cache" / "swap.json").exists()
+    assert _chat(bed).status_code == 200

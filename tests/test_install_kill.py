@@ -15,6 +15,7 @@ The default run samples ~10 cases; the rest are ``slow`` (``-m "slow or not slow
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,37 @@ def test_kill_at_checkpoint_then_rerun(scenario: str, point: str, hub: LoopbackH
         kh.stop_server(bed.home)
 
 
+# Killed twice: the rerun that recovers (or redoes) the first kill's work is itself killed, then a third run.
+TWICE = ((kh.UPGRADE, "swap-half", "swap-half"), (kh.UPGRADE, "swapped", "recovered"),
+         (kh.UPGRADE, "started", "started"), (kh.UPGRADE, "recorded", "recovered"),
+         (kh.FRESH, "engine-staged", "engine-staged"), (kh.FRESH, "started", "started"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("scenario", "first", "second"), [pytest.param(*c, id=f"{c[0]}-{c[1]}+{c[2]}")
+                                                           for c in TWICE])
+def test_kill_twice_then_rerun(scenario: str, first: str, second: str, hub: LoopbackHub, engine_asset: Path,
+                               tmp_path: Path) -> None:
+    bed, revisions = kh.make_bed(hub, engine_asset, tmp_path)
+    port = free_port()
+    argv = kh.install_args(port, venv=False)
+    row = kh.Row(scenario, f"{first}+{second}")
+    try:
+        if scenario == kh.UPGRADE:
+            _baseline(bed, revisions, argv, port)
+        for point in (first, second):
+            killed = kh.kill_at(bed, point, argv)
+            row.killed_rc = killed.returncode
+            assert killed.returncode == KILLED, (
+                f"{point} never reached (exit {killed.returncode}): {killed.stderr.strip()[-1500:]}")
+        want = revisions.second if scenario == kh.UPGRADE else revisions.first
+        _rerun_and_check(bed, row, argv, port, want)
+        assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+    finally:
+        kh.append_row(row)
+        kh.stop_server(bed.home)
+
+
 def _window(scenario: str, hub: LoopbackHub, engine_url: str, root: Path, revisions: kh.Revisions) -> float:
     """How long a normal run of ``scenario`` takes here, measured once in a scratch home on the same hub."""
     if scenario not in _windows:
@@ -144,4 +176,45 @@ def test_kill_at_random_time_then_rerun(seed: int, hub: LoopbackHub, engine_asse
         assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
     finally:
         kh.append_row(row)
+        kh.stop_server(bed.home)
+
+
+def test_the_check_sees_each_kind_of_damage(hub: LoopbackHub, engine_asset: Path, tmp_path: Path) -> None:
+    """The invariant check is what every case relies on: a clean install passes it, and each leftover or corruption
+    a killed run could leave is reported."""
+    bed, revisions = kh.make_bed(hub, engine_asset, tmp_path)
+    port = free_port()
+    try:
+        assert bed.install(*kh.install_args(port, venv=False)).returncode == 0
+        assert kh.check_home(bed, port, revisions.first) == []
+        assert any("revision" in p for p in kh.check_home(bed, port, revisions.second))
+        home = bed.home
+        damage = {
+            home.root / "cache" / "swap.json": "swap.json",
+            home.root / "cache" / "previous" / "x" / "old.gguf": "cache/previous",
+            home.staging_dir / "files" / "x" / "new.gguf": "staging",
+            home.models_dir / ".half.gguf.tmp": "temp files",
+            home.models_dir / "stray.gguf": "not in state.json",
+            home.engines_dir / "b1-old" / "llama-server": "engine/",
+        }
+        for path, words in damage.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"x")
+            problems = kh.check_home(bed, port, revisions.first)
+            assert any(words in p for p in problems), (path, problems)
+            path.unlink()
+        model = next(home.models_dir.rglob("*.gguf"))
+        server = next(home.engines_dir.rglob("llama-server"))
+        orphan = subprocess.Popen([str(server), "-m", str(model), "--port", str(free_port()), "-c", "512", "-t", "1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            assert any("llama-server processes" in p for p in kh.check_home(bed, port, revisions.first))
+        finally:
+            orphan.kill()
+            orphan.wait()
+        data = bytearray(model.read_bytes())
+        data[-1] ^= 0xFF
+        model.write_bytes(bytes(data))
+        assert any("sha256 on disk" in p for p in kh.check_home(bed, port, revisions.first))
+    finally:
         kh.stop_server(bed.home)

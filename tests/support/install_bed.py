@@ -37,7 +37,8 @@ def serve_engine(hub: LoopbackHub, engine_asset: Path) -> str:
 
 
 def catalog_text(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
-                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)") -> str:
+                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)",
+                 architecture: str = "llama", quant: str = "Q8_0") -> str:
     """A one-model catalog pinned to ``revision`` on both hubs (no shape: the planner reads the remote header)."""
     args = ", ".join(f'"{a}"' for a in server_args)
     return f'''schema = 1
@@ -46,13 +47,13 @@ default_model = "{model_id}"
 [[models]]
 id = "{model_id}"
 title = "{title}"
-architecture = "llama"
-default_quant = "Q8_0"
+architecture = "{architecture}"
+default_quant = "{quant}"
 repos = [
   {{ hub = "hf", repo = "{repo}", revision = "{revision}" }},
   {{ hub = "modelscope", repo = "{repo}", revision = "{revision}" }},
 ]
-quants = [ {{ name = "Q8_0", file = "{file}" }} ]
+quants = [ {{ name = "{quant}", file = "{file}" }} ]
 server_args = [{args}]
 '''
 

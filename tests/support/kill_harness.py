@@ -195,9 +195,14 @@ def _check_state(bed: InstallBed, revision: str) -> list[str]:
             problems.append(f"{record['path']}: sha256 on disk {digest[:12]} != recorded {record['sha256'][:12]}")
         if record["role"] == "model" and digest != want:
             problems.append(f"{record['path']}: sha256 {digest[:12]} is not revision {revision[:8]}'s {want[:12]}")
-        for suffix in (".part", ".json"):
+        for suffix in (".part", ".json"):  # a finished download's resume state
             if (home.partial_dir / f"{record['sha256']}{suffix}").exists():
                 problems.append(f"partial leftover for the installed file: {record['sha256'][:12]}{suffix}")
+    recorded = {resolve_in_home(home, r["path"]) for r in files}
+    stray = sorted(str(p.relative_to(home.root)) for p in home.models_dir.rglob("*")
+                   if p.is_file() and p not in recorded) if home.models_dir.is_dir() else []
+    if stray:
+        problems.append(f"model files not in state.json: {stray}")
     return problems
 
 

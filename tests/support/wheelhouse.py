@@ -80,9 +80,12 @@ def provide_wheelhouse() -> Path:
             os.replace(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    # Replace the kit wheel by rename (another process may be installing from this folder right now), then drop
+    # wheels of other kit versions.
+    fresh = build_kit_wheel(final)
     for old in final.glob(f"{KIT_DIST}-*.whl"):
-        old.unlink(missing_ok=True)
-    build_kit_wheel(final)
+        if old != fresh:
+            old.unlink(missing_ok=True)
     return final
 
 
