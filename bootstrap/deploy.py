@@ -153,9 +153,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
         report = verify.verify_server(spec, read_api_key(home), timeout=options.verify_timeout,
                                       log_path=_log_of(manager), alive=lambda: manager.status().active)
         checkpoint("verified")
-    except QwenKitError as exc:
+    except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, options.verify_timeout)
-        raise  # not reached: _roll_back raises
 
     # record: the commit point of an install or upgrade
     state = InstallState(
@@ -222,7 +221,7 @@ def _stop_previous(home: Home, manager: service.ServiceManager) -> None:
     """
     recorded = service.recorded_manager(home)
     if recorded is not None and recorded != manager.name:
-        old = service.choose_manager(service.this_system(), home, admin=False)
+        old = service.manager_named(recorded, home)
         try:
             service.uninstall_service(old)
         except QwenKitError as exc:
@@ -250,10 +249,12 @@ def _log_of(manager: service.ServiceManager) -> Path | None:
 
 
 def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],
-               manager: service.ServiceManager, cause: QwenKitError, timeout: float) -> NoReturn:
-    """The new install did not come up: put the previous one back and start it, then report why (exit 6 or the
-    cause's code). A first install has nothing to go back to: its files stay for a rerun, its service goes."""
-    warn(cause.message)
+               manager: service.ServiceManager, cause: QwenKitError | KeyboardInterrupt, timeout: float) -> NoReturn:
+    """The new install did not come up (or the user pressed Ctrl-C): put the previous one back and start it, then
+    report why (exit 6, or 130 for Ctrl-C). A first install has nothing to go back to: its files stay for a rerun,
+    its service goes."""
+    reason = cause.message if isinstance(cause, QwenKitError) else t("err.interrupted")
+    warn(reason)
     try:
         manager.stop()
     except QwenKitError as exc:
@@ -268,18 +269,21 @@ def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap
     old_spec = launch_spec(previous, home)
     start_scripts.render_start_scripts(old_spec, home)
     old_manager = manager
-    if previous.service is not None and previous.service.manager != manager.name:
+    old_name = previous.service.manager if previous.service is not None else manager.name
+    if old_name != manager.name:
         with contextlib.suppress(QwenKitError):
             service.uninstall_service(manager)
-        old_manager = (service.FallbackManager(home) if previous.service.manager == "script"
-                       else service.choose_manager(previous.system, home, admin=False))
+        old_manager = service.manager_named(old_name, home)
     try:
         service.install_service(old_manager, old_spec)
         old_manager.start()
         verify.wait_healthy(old_spec.base_url, timeout=timeout, log_path=_log_of(old_manager),
                             alive=lambda: old_manager.status().active)
     except QwenKitError as exc:
-        raise ServerError(t("deploy.err_rollback_failed", reason=cause.message, detail=exc.message),
+        raise ServerError(t("deploy.err_rollback_failed", reason=reason, detail=exc.message),
                           t("deploy.hint_rollback_failed")) from exc
-    raise ServerError(t("deploy.err_rolled_back", reason=cause.message, model=previous.model_id,
+    if isinstance(cause, KeyboardInterrupt):
+        warn(t("deploy.interrupted_rolled_back", model=previous.model_id, url=old_spec.openai_base_url))
+        raise cause
+    raise ServerError(t("deploy.err_rolled_back", reason=reason, model=previous.model_id,
                         url=old_spec.openai_base_url), t("deploy.hint_rolled_back")) from cause

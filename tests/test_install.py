@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import download, installer, model_fetch
+from bootstrap import download, installer, model_fetch, verify
 from bootstrap.deploy import _with_free_port
 from bootstrap.home import Home
 from bootstrap.home_lock import home_lock
@@ -193,5 +193,27 @@ def test_kill_right_after_the_commit_still_deletes_the_old_files(bed: InstallBed
     assert rerun.returncode == 0, rerun.stderr
     assert "Up to date" in rerun.stderr  # the commit had happened: only the deletions were left
     assert not old.exists() and (bed.home.models_dir / MODEL_REPO / new_name).is_file()
+    assert not (bed.home.root / "cache" / "swap.json").exists()
+    assert _chat(bed).status_code == 200
+
+
+def test_ctrl_c_during_the_switch_over_brings_the_previous_install_back(
+        bed: InstallBed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    assert bed.install("--no-venv", "--port", str(port)).returncode == 0
+    before = bed.home.state_file.read_text(encoding="utf-8")
+    old_bytes = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
+    _new_revision(bed, tmp_path, write_model("llama", tmp_path / "w4" / MODEL_FILE, seed=4).read_bytes())
+    for name, value in bed.env().items():
+        monkeypatch.setenv(name, value)
+
+    def pressed_ctrl_c(*args: object, **kwargs: object) -> None:  # the user, while the new server is verified
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify, "verify_server", pressed_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        installer.install(bed.home, installer.InstallRequest(service=False, venv=False, port=port))
+    assert bed.home.state_file.read_text(encoding="utf-8") == before
+    assert (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes() == old_bytes
     assert not (bed.home.root / "cache" / "swap.json").exists()
     assert _chat(bed).status_code == 200

@@ -15,6 +15,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Going back to the previous install ({model}) ...",
         "zh": "正在恢复到之前的安装（{model}）……",
     },
+    "deploy.interrupted_rolled_back": {
+        "en": "Upgrade cancelled; the previous install ({model}) is back and serving at {url}",
+        "zh": "升级已取消；已恢复之前的安装（{model}），仍在 {url} 提供服务",
+    },
     "deploy.err_rolled_back": {
         "en": "the upgrade did not start ({reason}); the previous install ({model}) is back and serving at {url}",
         "zh": "升级后的服务未能启动（{reason}）；已恢复之前的安装（{model}），仍在 {url} 提供服务",

@@ -39,6 +39,7 @@ __all__ = [
     "WinswManager",
     "choose_manager",
     "install_service",
+    "manager_named",
     "recorded_manager",
     "uninstall_service",
 ]
@@ -88,6 +89,11 @@ def _build(name: str, home: Home, probe: HostProbe, runner: Runner, winsw: Path 
     if name == "task-scheduler":
         return TaskSchedulerManager(home, user_id=_windows_user(runner), runner=runner)
     return FallbackManager(home, health_url=health_url)
+
+
+def manager_named(name: str, home: Home, *, runner: Runner = run_command) -> ServiceManager:
+    """The manager recorded under ``name`` (``systemd-user``, ``script``, …), to drive an install made earlier."""
+    return _build(name, home, HostProbe.detect(), runner, None, None)
 
 
 def recorded_manager(home: Home) -> str | None:
