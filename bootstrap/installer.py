@@ -69,7 +69,7 @@ class Proposal:
 
 @dataclass(frozen=True)
 class InstallOutcome:
-    kind: str  # "installed" | "upgraded" | "unchanged" | "restarted" | "cancelled"
+    kind: str  # "installed" | "upgraded" | "verified" | "unchanged" | "restarted" | "cancelled"
     state: InstallState | None
     result: DeployResult | None = None
 
@@ -120,7 +120,13 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
         # place → tune → render → register → verify → record (→ clean)
         result = deploy(home, plan, placed, hardware, _deploy_options(plan, request, previous, wanted.text),
                         previous=previous)
-        return InstallOutcome("upgraded" if previous is not None else "installed", result.state, result)
+        if previous is None:
+            kind = "installed"
+        elif reasons or fetch_plan.changed or recovered:
+            kind = "upgraded"
+        else:
+            kind = "verified"  # --verify (or another host/port) with the same files and engine
+        return InstallOutcome(kind, result.state, result)
 
 
 def recover(home: Home) -> bool:

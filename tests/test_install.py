@@ -94,7 +94,7 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     # --verify hashes every file again (and still changes nothing).
     outcome = installer.install(bed.home, installer.InstallRequest(service=False, venv=False, port=int(port),
                                                                    verify_files=True))
-    assert outcome.kind == "upgraded" and hashed == [bed.home.models_dir / MODEL_REPO / MODEL_FILE]
+    assert outcome.kind == "verified" and hashed == [bed.home.models_dir / MODEL_REPO / MODEL_FILE]
     monkeypatch.undo()
 
     # A new catalog revision: only the changed model file is fetched (the engine is not), swapped in place.

@@ -23,7 +23,7 @@ import pytest
 from bootstrap.checkpoints import POINTS
 from tests.support import kill_harness as kh
 from tests.support.hub import LoopbackHub
-from tests.support.install_bed import InstallBed
+from tests.support.install_bed import MODEL_FILE, InstallBed
 from tests.support.llama import free_port
 
 pytestmark = pytest.mark.usefixtures("english")
@@ -63,21 +63,29 @@ def test_every_checkpoint_is_exercised() -> None:
     assert set(FRESH_POINTS) | set(VENV_POINTS) | set(UPGRADE_POINTS) == set(POINTS)
 
 
-def _baseline(bed: InstallBed, revisions: kh.Revisions, argv: tuple[str, ...], port: int) -> None:
-    """The first revision installed and answering, then the catalog moved to the second (what an update does)."""
+def _baseline(bed: InstallBed, revisions: kh.Revisions, argv: tuple[str, ...], port: int) -> str:
+    """The first revision installed and answering, then the catalog moved to the second (what an update does).
+    Returns the API key, which clients hold and an upgrade must keep."""
     first = bed.install(*argv)
     assert first.returncode == 0, first.stderr[-2000:]
     assert kh.answers(bed.home, port)
     bed.pin(revisions.second)
+    return bed.home.api_key_file.read_text(encoding="utf-8")
 
 
-def _rerun_and_check(bed: InstallBed, row: kh.Row, argv: tuple[str, ...], port: int, revision: str) -> None:
+def _rerun_and_check(bed: InstallBed, row: kh.Row, argv: tuple[str, ...], port: int, revision: str,
+                     key: str | None) -> None:
+    bed.hub.clear_log()
     rerun, row.rerun_seconds = kh.timed(lambda: bed.install(*argv))
     row.rerun_exit = rerun.returncode
+    bed.hub.wait_idle()
+    row.rerun_model_bytes = bed.hub.bytes_served(MODEL_FILE)
     if rerun.returncode != 0:
         row.problems.append(f"rerun exit {rerun.returncode}: {rerun.stderr.strip()[-600:]}")
         return
     row.problems += kh.check_home(bed, port, revision)
+    if key is not None and bed.home.api_key_file.read_text(encoding="utf-8") != key:
+        row.problems.append("the upgrade changed the API key")
     row.invariants_ok = not row.problems
 
 
@@ -91,8 +99,7 @@ def test_kill_at_checkpoint_then_rerun(scenario: str, point: str, hub: LoopbackH
     argv = kh.install_args(port, venv=venv)
     row = kh.Row(scenario, point)
     try:
-        if scenario == kh.UPGRADE:
-            _baseline(bed, revisions, argv, port)
+        key = _baseline(bed, revisions, argv, port) if scenario == kh.UPGRADE else None
         killed = kh.kill_at(bed, point, argv)
         row.killed_rc = killed.returncode
         assert killed.returncode == KILLED, (
@@ -101,8 +108,10 @@ def test_kill_at_checkpoint_then_rerun(scenario: str, point: str, hub: LoopbackH
             row.old_server_answered = kh.answers(bed.home, port)
             assert row.old_server_answered, f"the previous server stopped answering after a kill at {point}"
         want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want)
+        _rerun_and_check(bed, row, argv, port, want, key)
         assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+        if POINTS.index(point) >= POINTS.index("fetched"):  # verified bytes are kept (in place or in staging)
+            assert row.rerun_model_bytes == 0, f"the rerun downloaded the model again ({row.rerun_model_bytes} B)"
     finally:
         kh.append_row(row)
         kh.stop_server(bed.home)
@@ -124,15 +133,14 @@ def test_kill_twice_then_rerun(scenario: str, first: str, second: str, hub: Loop
     argv = kh.install_args(port, venv=False)
     row = kh.Row(scenario, f"{first}+{second}")
     try:
-        if scenario == kh.UPGRADE:
-            _baseline(bed, revisions, argv, port)
+        key = _baseline(bed, revisions, argv, port) if scenario == kh.UPGRADE else None
         for point in (first, second):
             killed = kh.kill_at(bed, point, argv)
             row.killed_rc = killed.returncode
             assert killed.returncode == KILLED, (
                 f"{point} never reached (exit {killed.returncode}): {killed.stderr.strip()[-1500:]}")
         want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want)
+        _rerun_and_check(bed, row, argv, port, want, key)
         assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
     finally:
         kh.append_row(row)
@@ -166,13 +174,12 @@ def test_kill_at_random_time_then_rerun(seed: int, hub: LoopbackHub, engine_asse
     argv = kh.install_args(port, venv=False)
     row = kh.Row(scenario, f"random:{seed}@{delay}s")
     try:
-        if scenario == kh.UPGRADE:
-            _baseline(bed, revisions, argv, port)
+        key = _baseline(bed, revisions, argv, port) if scenario == kh.UPGRADE else None
         # 0: the run finished before the kill (the rerun is then a no-op); anything else is a failed install
         row.killed_rc = kh.kill_after(bed, argv, delay)
         assert row.killed_rc in (0, KILLED), f"the interrupted run failed on its own: exit {row.killed_rc}"
         want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want)
+        _rerun_and_check(bed, row, argv, port, want, key)
         assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
     finally:
         kh.append_row(row)

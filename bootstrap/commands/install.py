@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..home import resolve_home
 from ..installer import InstallRequest, Proposal, install
 from ..launch_spec import DEFAULT_HOST
+from .service import is_admin
 
 GIB = 1 << 30
 # answers-file key → (type, InstallRequest field or a CLI-only key)
@@ -67,7 +68,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         service=not args.no_service and answers.get("service", True),
         venv=not getattr(args, "no_venv", False) and answers.get("venv", True),
         verify_files=bool(getattr(args, "verify", False) or answers.get("verify", False)),
-        wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(),
+        wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(), admin=is_admin(),
     )
     return request, pick("home", None)
 
@@ -125,6 +126,6 @@ def run(args: argparse.Namespace) -> int:
     outcome = install(home, request, confirm)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
-    elif outcome.kind in ("installed", "upgraded"):
+    elif outcome.kind in ("installed", "upgraded", "verified"):
         console.ok(t(f"install.done_{outcome.kind}", home=home.root))
     return 0

@@ -63,6 +63,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Upgraded in place in {home}; the old files were removed.",
         "zh": "已在 {home} 中就地升级；旧文件已删除。",
     },
+    "install.done_verified": {
+        "en": "Every file checked and the server verified again in {home}; nothing needed an update.",
+        "zh": "已重新校验 {home} 中的所有文件并再次验证服务；无需更新。",
+    },
     "install.err_no_tty": {
         "en": "there is no terminal to confirm the install in",
         "zh": "没有可用于确认安装的终端",
