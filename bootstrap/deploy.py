@@ -103,7 +103,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     installed = engine.install_engine(home, plan.variant.name, options=options.fetch)
     probed = engine_probe.probe_engine(installed.server)
     checkpoint("engine-placed")
-    flags = engine_flags.filter_by_help(list(plan.args) + list(options.extra_args), probed.flags)
+    flags = engine_flags.filter_by_help(engine_flags.with_overrides(list(plan.args), list(options.extra_args)),
+                                        probed.flags)
     for dropped in flags.dropped:
         warn(t("deploy.flag_dropped", flag=dropped))
     key_file = ensure_api_key(home)

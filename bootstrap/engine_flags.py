@@ -72,3 +72,38 @@ def filter_args(args: list[str], build: int) -> FlagFilter:
 def filter_by_help(args: list[str], accepted: frozenset[str]) -> FlagFilter:
     """Drop flags the installed binary does not list in ``--help`` (``engine_probe.parse_help_flags``)."""
     return _filter(args, lambda flag: flag in accepted)
+
+
+# Spellings of one llama-server setting (llama.cpp common/arg.cpp): an override given in either form replaces the
+# plan's. A boolean's negation counts as the same setting (``--no-jinja`` replaces ``--jinja``).
+_SAME_SETTING: tuple[frozenset[str], ...] = tuple(frozenset(names) for names in (
+    ("-c", "--ctx-size"), ("-t", "--threads"), ("-np", "--parallel"), ("-b", "--batch-size"),
+    ("-ub", "--ubatch-size"), ("-ngl", "--gpu-layers", "--n-gpu-layers"), ("-fa", "--flash-attn"),
+    ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"), ("--jinja", "--no-jinja"),
+    ("--chat-template", "--chat-template-file"), ("--mmap", "--no-mmap"), ("-ot", "--override-tensor"),
+))
+
+
+def _setting(flag: str) -> frozenset[str]:
+    return next((names for names in _SAME_SETTING if flag in names), frozenset((flag,)))
+
+
+def _groups(args: list[str]) -> list[list[str]]:
+    """``args`` as [flag, value?] groups (a value is the next token unless it is itself a flag)."""
+    groups: list[list[str]] = []
+    for token in args:
+        if _is_flag(token) or not groups or len(groups[-1]) > 1:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def with_overrides(args: list[str], overrides: list[str]) -> list[str]:
+    """The plan's flags with every setting that ``overrides`` names replaced (a catalog entry's ``server_args``, a
+    model that needs its own chat template or context): one value per setting on the command line, not two."""
+    replaced: set[str] = set()
+    for group in _groups(overrides):
+        replaced |= _setting(group[0].split("=", 1)[0])
+    kept = [g for g in _groups(args) if g[0].split("=", 1)[0] not in replaced]
+    return [token for group in kept + _groups(overrides) for token in group]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap import engine_flags
 from bootstrap.engine_flags import filter_by_help
 from bootstrap.engine_probe import (
     EngineDevice,
@@ -134,3 +135,18 @@ def test_not_executable_is_server_error(tmp_path: Path) -> None:
     assert "Permission denied" in err.value.message and "\n" not in err.value.message
     with pytest.raises(ServerError):
         probe_engine(tmp_path / "absent")
+
+
+@pytest.mark.parametrize(("plan", "overrides", "expected"), [
+    # a catalog entry's context and threads replace the plan's (short or long spelling), the rest stays in order
+    (["-c", "4096", "-np", "4", "-t", "8", "--jinja"], ["--ctx-size", "512", "-t", "2"],
+     ["-np", "4", "--jinja", "--ctx-size", "512", "-t", "2"]),
+    # a boolean's negation replaces it; a flag the plan lacks is simply added
+    (["--jinja", "-fa", "on"], ["--no-jinja", "--chat-template", "gemma"],
+     ["-fa", "on", "--no-jinja", "--chat-template", "gemma"]),
+    # negative numbers are values, not flags
+    (["-ngl", "-1", "-c", "512"], ["-ngl", "0"], ["-c", "512", "-ngl", "0"]),
+    ([], [], []),
+])
+def test_overrides_replace_the_plans_setting(plan: list[str], overrides: list[str], expected: list[str]) -> None:
+    assert engine_flags.with_overrides(plan, overrides) == expected

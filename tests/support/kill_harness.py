@@ -58,7 +58,7 @@ class Row:
     rerun_exit: int | None = None
     invariants_ok: bool = False
     rerun_seconds: float | None = None
-    rerun_model_bytes: int | None = None  # model bytes the rerun downloaded again
+    rerun_model_bytes: int | None = None  # model bytes the hub served during the rerun (header probes included)
     problems: list[str] = field(default_factory=list)
 
 
