@@ -217,3 +217,17 @@ def test_ctrl_c_during_the_switch_over_brings_the_previous_install_back(
     assert (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes() == old_bytes
     assert not (bed.home.root / "cache" / "swap.json").exists()
     assert _chat(bed).status_code == 200
+
+
+def test_a_server_whose_pid_file_was_never_written_is_still_stopped(bed: InstallBed) -> None:
+    """An installer killed between starting the server and writing its pid file leaves an unrecorded server: the
+    next stop (a rerun, or `service stop`) finds it by its engine path under this home."""
+    port = free_port()
+    assert bed.install("--no-venv", "--port", str(port)).returncode == 0
+    (bed.home.run_dir / "server.pid").unlink()
+    assert _chat(bed).status_code == 200
+    stop = bed.run("service", "stop")
+    assert stop.returncode == 0, stop.stderr
+    with pytest.raises(requests.ConnectionError), requests.Session() as session:
+        session.trust_env = False
+        session.get(f"http://127.0.0.1:{port}/health", timeout=5)

@@ -104,23 +104,45 @@ class FallbackManager(ServiceManager):
         write_atomic(self.pid_file, f"{proc.pid}\n".encode("ascii"), mode=0o644)
 
     def stop(self) -> None:
-        """SIGTERM the recorded server's session, SIGKILL after ``stop_timeout``; a no-op when none runs."""
+        """SIGTERM the recorded server's session, SIGKILL after ``stop_timeout``; a no-op when none runs.
+
+        Also stops a server of this home that no pid file names: an installer killed between starting it and
+        writing the pid file leaves one (the crash harness's review found the window), and it would hold the port.
+        """
         pid = self._recorded_pid()
-        if pid is None:
-            return
-        proc = self._ours(pid)
-        if proc is None:
-            if psutil.pid_exists(pid) and not _is_zombie(pid):
+        procs = []
+        if pid is not None:
+            proc = self._ours(pid)
+            if proc is None and psutil.pid_exists(pid) and not _is_zombie(pid):
                 console.warn(t("service.warn_foreign_pid", pid=pid))
-            self.pid_file.unlink(missing_ok=True)
-            return
+            if proc is not None:
+                procs.append(proc)
+        procs += [p for p in self._unrecorded() if p.pid != pid]
+        for proc in procs:
+            self._end(proc)
+        self.pid_file.unlink(missing_ok=True)
+
+    def _end(self, proc: psutil.Process) -> None:
         _signal_session(proc, signal.SIGTERM)
         if not _ended(proc, self.stop_timeout):
             _signal_session(proc, signal.SIGKILL)
             if not _ended(proc, self.stop_timeout):
-                raise ServerError(t("service.err_not_stopped", pid=pid))
-        _reap(pid)
-        self.pid_file.unlink(missing_ok=True)
+                raise ServerError(t("service.err_not_stopped", pid=proc.pid))
+        _reap(proc.pid)
+
+    def _unrecorded(self) -> list[psutil.Process]:
+        """Servers started from this home's engine folder or start script (no other home's, no other program)."""
+        engines, script = self.home.engines_dir, str(self.home.run_sh)
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = proc.info.get("cmdline") or []
+            if not cmdline or proc.pid == os.getpid():
+                continue
+            first = Path(cmdline[0])
+            ours = (engines in first.parents and first.name.startswith(SERVER_NAME)) or script in cmdline[1:2]
+            if ours and not _is_zombie(proc.pid):
+                found.append(proc)
+        return found
 
     def status(self) -> ServiceStatus:
         pid = self._recorded_pid()
