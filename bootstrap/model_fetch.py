@@ -11,7 +11,6 @@ Every download is resumable and verified by SHA-256 before it is placed (``downl
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from .model_files import destinations, report_resolution, wanted_files
 from .model_ref import CatalogRef, LocalFileRef, Wanted
 from .partial import resumable_bytes
 from .planner import Plan
-from .source_bundle import copy_verified, local_path
+from .source_bundle import local_path, place_from_bundle
 from .sources import remote_files, resolve_files, sources_for
 from .state import FileRecord, InstallState, file_intact, resolve_in_home
 
@@ -126,7 +125,9 @@ def fetch(fetch_plan: FetchPlan, options: FetchOptions | None = None) -> list[Pl
     for j in todo:
         if j not in http:  # a bundle on a disk: copied and hashed here (the download engine speaks HTTP)
             assert j.remote is not None
-            _copy_local(j.remote, j.target, fetch_plan.partial_dir)
+            src = local_path(j.remote.mirrors[0].url)
+            assert src is not None
+            place_from_bundle(src, j.target, j.remote.size, j.remote.sha256, fetch_plan.partial_dir)
     fetch_files([(j.remote, j.target) for j in http if j.remote is not None], fetch_plan.partial_dir,
                 options or FetchOptions())
     placed = []
@@ -135,18 +136,3 @@ def fetch(fetch_plan: FetchPlan, options: FetchOptions | None = None) -> list[Pl
         staged = j.target if j.target != j.final else None
         placed.append(PlacedFile(j.role, j.final, j.size, j.sha256, j.source, j.revision, staged=staged))
     return placed
-
-
-def _copy_local(remote: RemoteFile, target: Path, work_dir: Path) -> None:
-    src = local_path(remote.mirrors[0].url)
-    assert src is not None
-    if target.is_file() and target.stat().st_size == remote.size and sha256_file(target) == remote.sha256:
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    copy_verified(src, target, remote.size, remote.sha256, work_dir)
-
-
-def stat_identity(path: Path) -> tuple[int, int]:
-    """(mtime_ns, inode) recorded with a verified file."""
-    st = os.stat(path)
-    return st.st_mtime_ns, st.st_ino

@@ -25,7 +25,7 @@ import requests
 
 from .atomic_file import fsync_dir
 from .console import t
-from .download import ensure_space, free_bytes
+from .download import ensure_space, free_bytes, sha256_file
 from .errors import IntegrityError, UsageError
 from .source_common import (
     API_TIMEOUT,
@@ -156,3 +156,11 @@ def copy_verified(src: Path, dest: Path, size: int, sha256: str, work_dir: Path)
         fsync_dir(dest.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def place_from_bundle(src: Path, dest: Path, size: int, sha256: str, work_dir: Path) -> bool:
+    """``copy_verified`` unless ``dest`` already holds exactly these bytes; True when a copy was made."""
+    if dest.is_file() and dest.stat().st_size == size and sha256_file(dest) == sha256:
+        return False
+    copy_verified(src, dest, size, sha256, work_dir)
+    return True

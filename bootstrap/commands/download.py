@@ -11,10 +11,10 @@ import argparse
 from pathlib import Path
 
 from ..console import info, t
-from ..download import FetchResult, fetch_files, sha256_file
+from ..download import FetchResult, fetch_files
 from ..home import resolve_home
 from ..model_files import destinations, report_resolution, wanted_files
-from ..source_bundle import copy_verified, local_path
+from ..source_bundle import local_path, place_from_bundle
 from ..sources import Resolution, measure, remote_files, resolve_files, sources_for
 
 
@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _copy(src: Path, size: int, sha256: str, target: Path, work_dir: Path, source: str) -> FetchResult:
-    if target.is_file() and target.stat().st_size == size and sha256_file(target) == sha256:
+    if not place_from_bundle(src, target, size, sha256, work_dir):
         return FetchResult(target, size, sha256, "local", 0, True)
-    copy_verified(src, target, size, sha256, work_dir)
     return FetchResult(target, size, sha256, source, size, False)
