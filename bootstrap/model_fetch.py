@@ -12,7 +12,7 @@ Every download is resumable and verified by SHA-256 before it is placed (``downl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import file_swap
@@ -26,7 +26,7 @@ from .model_ref import CatalogRef, LocalFileRef, Wanted
 from .partial import resumable_bytes
 from .planner import Plan
 from .source_bundle import local_path, place_from_bundle
-from .sources import remote_files, resolve_files, sources_for
+from .sources import measure, remote_files, resolve_files, sources_for
 from .state import FileRecord, InstallState, file_intact, resolve_in_home
 
 
@@ -80,17 +80,22 @@ def plan_fetch(wanted: Wanted, plan: Plan, source: str, home: Home, previous: In
     text = f"{plan.model_id}:{plan.quant}" if isinstance(wanted.ref, CatalogRef) else wanted.text
     files, repos = wanted_files(text)
     targets, partial_dir = destinations([f.path for f in files], repos[0].repo, None, home)
-    resolution = resolve_files([f.path for f in files], sources_for(source, repos), expected=files)
-    report_resolution(resolution)
+    resolution = resolve_files([f.path for f in files], sources_for(source, repos), expected=files, probe=False)
     mmproj = None
     if isinstance(wanted.ref, CatalogRef):
         entry = load_catalog().model(plan.model_id)
         mmproj = entry.mmproj.path if entry.mmproj is not None else None
-    jobs = []
-    for role, remote, candidates, final in zip(_roles([f.path for f in files], mmproj), remote_files(resolution),
-                                                resolution.files, targets, strict=True):
-        first = candidates[0]
-        jobs.append(_remote_job(home, role, final, remote, first.source, first.revision, recorded.get(final), rehash))
+    roles = _roles([f.path for f in files], mmproj)
+    jobs = [_remote_job(home, role, final, remote, candidates[0].source, candidates[0].revision,
+                        recorded.get(final), rehash)
+            for role, remote, candidates, final in zip(roles, remote_files(resolution), resolution.files, targets,
+                                                        strict=True)]
+    if any(j.remote is not None for j in jobs) and len(resolution.files[0]) > 1:
+        # A short timed read per source, fastest first: only worth it when bytes will flow.
+        resolution = measure(resolution)
+        jobs = [j if j.remote is None else replace(j, remote=remote, source=candidates[0].source)
+                for j, remote, candidates in zip(jobs, remote_files(resolution), resolution.files, strict=True)]
+    report_resolution(resolution)
     return FetchPlan(tuple(jobs), partial_dir)
 
 

@@ -20,6 +20,7 @@ from bootstrap.home_lock import home_lock
 from bootstrap.launch_spec import LaunchSpec
 from bootstrap.service import FallbackManager
 from tests.support.hub import LoopbackHub
+from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
@@ -231,3 +232,29 @@ def test_a_server_whose_pid_file_was_never_written_is_still_stopped(bed: Install
     with pytest.raises(requests.ConnectionError), requests.Session() as session:
         session.trust_env = False
         session.get(f"http://127.0.0.1:{port}/health", timeout=5)
+
+
+def test_a_new_engine_pin_upgrades_only_the_engine(bed: InstallBed, engine_asset: Path, tmp_path: Path) -> None:
+    """engines.toml pins another build: the rerun fetches that engine into its own folder while the old one serves,
+    switches, and deletes the old folder; the model is not downloaded again."""
+    port = str(free_port())
+    assert bed.install("--no-venv", "--port", port).returncode == 0
+    old_engine = bed.home.engines_dir / "b10434-ubuntu-x64"
+    assert old_engine.is_dir()
+    shipped = (REPO_ROOT / "payload" / "engines.toml").read_text(encoding="utf-8")
+    pins = tmp_path / "engines.toml"
+    pins.write_text(shipped.replace("10434", "10500"), encoding="utf-8")
+    for variant in ("ubuntu-vulkan-x64", "ubuntu-x64"):
+        bed.hub.add_release_asset("ggml-org/llama.cpp", "b10500", engine_asset, f"llama-b10500-bin-{variant}.tar.gz")
+    bed.extra_env["QWENKIT_ENGINES"] = str(pins)
+    bed.hub.clear_log()
+    upgrade = bed.install("--no-venv")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "the pinned llama.cpp engine is not the installed one (b10434)" in upgrade.stderr
+    assert bed.hub.bytes_served("llama-b10500-*") == engine_asset.stat().st_size
+    assert bed.hub.bytes_served(MODEL_FILE) == 0  # nothing to download, so not even a probe read
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    assert state["engine"]["build"] == 10500 and state["engine"]["dir"] == "engine/b10500-ubuntu-x64"
+    assert not old_engine.exists() and [p.name for p in bed.home.engines_dir.iterdir()] == ["b10500-ubuntu-x64"]
+    assert _chat(bed).status_code == 200
+    assert "Up to date" in bed.install("--no-venv").stderr
