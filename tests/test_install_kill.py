@@ -73,8 +73,17 @@ def _baseline(bed: InstallBed, revisions: kh.Revisions, argv: tuple[str, ...], p
     return bed.home.api_key_file.read_text(encoding="utf-8")
 
 
-def _rerun_and_check(bed: InstallBed, row: kh.Row, argv: tuple[str, ...], port: int, revision: str,
-                     key: str | None) -> None:
+def _rerun_and_check(bed: InstallBed, row: kh.Row, argv: tuple[str, ...], port: int, revisions: kh.Revisions,
+                     key: str | None) -> str:
+    """Rerun, record the outcome in ``row``, fail on any broken invariant; returns the revision now installed."""
+    revision = revisions.second if row.scenario == kh.UPGRADE else revisions.first
+    _rerun(bed, row, argv, port, revision, key)
+    assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+    return revision
+
+
+def _rerun(bed: InstallBed, row: kh.Row, argv: tuple[str, ...], port: int, revision: str,
+           key: str | None) -> None:
     bed.hub.clear_log()
     rerun, row.rerun_seconds = kh.timed(lambda: bed.install(*argv))
     row.rerun_exit = rerun.returncode
@@ -107,9 +116,7 @@ def test_kill_at_checkpoint_then_rerun(scenario: str, point: str, hub: LoopbackH
         if scenario == kh.UPGRADE and POINTS.index(point) < POINTS.index(kh.OLD_STOPPED):
             row.old_server_answered = kh.answers(bed.home, port)
             assert row.old_server_answered, f"the previous server stopped answering after a kill at {point}"
-        want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want, key)
-        assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+        want = _rerun_and_check(bed, row, argv, port, revisions, key)
         if POINTS.index(point) >= POINTS.index("fetched"):
             # Verified bytes are kept (in place, or in staging during an upgrade): the rerun may read the remote
             # header (the planner's 256 KiB range per source) but never downloads the file again.
@@ -142,9 +149,7 @@ def test_kill_twice_then_rerun(scenario: str, first: str, second: str, hub: Loop
             row.killed_rc = killed.returncode
             assert killed.returncode == KILLED, (
                 f"{point} never reached (exit {killed.returncode}): {killed.stderr.strip()[-1500:]}")
-        want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want, key)
-        assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+        _rerun_and_check(bed, row, argv, port, revisions, key)
     finally:
         kh.append_row(row)
         kh.stop_server(bed.home)
@@ -181,9 +186,7 @@ def test_kill_at_random_time_then_rerun(seed: int, hub: LoopbackHub, engine_asse
         # 0: the run finished before the kill (the rerun is then a no-op); anything else is a failed install
         row.killed_rc = kh.kill_after(bed, argv, delay)
         assert row.killed_rc in (0, KILLED), f"the interrupted run failed on its own: exit {row.killed_rc}"
-        want = revisions.second if scenario == kh.UPGRADE else revisions.first
-        _rerun_and_check(bed, row, argv, port, want, key)
-        assert row.rerun_exit == 0 and not row.problems, "\n".join(row.problems)
+        _rerun_and_check(bed, row, argv, port, revisions, key)
     finally:
         kh.append_row(row)
         kh.stop_server(bed.home)
