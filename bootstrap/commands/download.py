@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..console import info, t
+from ..console import human_size, info, t
 from ..download import FetchResult, fetch_files
 from ..home import resolve_home
 from ..model_files import destinations, report_resolution, wanted_files
@@ -27,13 +27,6 @@ def _all_present(resolution: Resolution, targets: list[Path]) -> bool:
         except OSError:
             return False
     return True
-
-
-def _size_text(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.2f} {unit}"
-    return f"{n} B"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         results[i] = result
     for result in (results[i] for i in range(len(files))):
         key = "sources.reused" if result.reused else "sources.placed"
-        info(t(key, path=str(result.path), size=_size_text(result.size), sha256=result.sha256[:12],
+        info(t(key, path=str(result.path), size=human_size(result.size, decimals=2), sha256=result.sha256[:12],
                source=result.source))
     return 0
 

@@ -51,9 +51,9 @@ def read_answers(path: str) -> dict[str, Any]:
 
 def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[InstallRequest, str | None]:
     """Command-line values win over the answers file; the file fills in what was not given."""
-    def pick(name: str, default: Any, answer_key: str | None = None) -> Any:
+    def pick(name: str, default: Any) -> Any:
         value = getattr(args, name, None)
-        return value if value not in (None, default) else answers.get(answer_key or name, default)
+        return value if value not in (None, default) else answers.get(name, default)
 
     bundle = pick("bundle", None)
     source = pick("source", "auto")
@@ -73,10 +73,6 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
     return request, pick("home", None)
 
 
-def _size(n: int) -> str:
-    return f"{n / GIB:.1f} GiB" if n >= GIB // 10 else f"{n / (1 << 20):.1f} MiB"
-
-
 def show_proposal(p: Proposal, home: Path) -> None:
     """The doctor summary and the plan in a few lines: what will happen, before anything does."""
     for line in render_table(p.hardware.checks):
@@ -87,7 +83,7 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_title", title=plan.title, quant=plan.quant, where=where))
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
-    console.info(t("install.proposal_download", size=_size(p.download_bytes),
+    console.info(t("install.proposal_download", size=console.human_size(p.download_bytes),
                    files=", ".join(p.changed_files) or "-"))
     est = plan.estimate
     console.info(t("install.proposal_memory", gpu=f"{est.gpu_total / GIB:.1f}",

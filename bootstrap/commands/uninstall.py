@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import console
-from ..console import t
+from ..console import human_size, t
 from ..errors import QwenKitError, ServerError, UsageError
 from ..home import Home, resolve_home
 from ..home_lock import home_lock
@@ -105,14 +105,6 @@ def remove_entry(path: Path) -> None:
         shutil.rmtree(path, onexc=_retry_writable)
     else:
         shutil.rmtree(path, onerror=_retry_writable)
-
-
-def human_size(count: int) -> str:
-    """``1.5 GiB``, ``12.0 MiB``, ``3.0 KiB``, ``512 B``."""
-    for unit, power in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if count >= 1 << power:
-            return f"{count / (1 << power):.1f} {unit}"
-    return f"{count} B"
 
 
 def _shown(home: Home, path: Path) -> str:
