@@ -6,6 +6,7 @@ intranet admin who edits a catalog (``QWENKIT_CATALOG``) gets told exactly what 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -287,9 +288,11 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """Read and validate the catalog."""
     path = path or catalog_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        # An offline bundle carries its catalog as JSON inside its manifest (bundle_install writes it out).
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except OSError as exc:
         raise UsageError(t("plan.err_catalog_read", path=str(path), detail=exc.strerror or str(exc))) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(t("plan.err_catalog_read", path=str(path), detail=str(exc))) from exc
     return parse_catalog(data, path)

@@ -26,7 +26,7 @@ COMMANDS: dict[str, str | None] = {
     "install": "install",
     "status": "status",
     "service": "service",
-    "bundle": None,
+    "bundle": "bundle",
     "uninstall": "uninstall",
     "selfcheck": "selfcheck",
 }
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     install = sub.add_parser("install", help=command_help("install"), description=t("cmd.install"))
     install.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
-    install.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    install.add_argument("--source", metavar="SRC", help=t("arg.source"))
     install.add_argument("--bundle", metavar="DIR|URL", help=t("arg.bundle"))
     install.add_argument("--home", metavar="DIR", help=t("arg.home"))
     install.add_argument("--host", default="127.0.0.1", metavar="H", help=t("arg.host"))
@@ -106,11 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
     bundle_sub = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True,
                                        parser_class=_Parser, help=t("arg.bundle_action"))
     create = bundle_sub.add_parser("create", help=t("cmd.bundle"))
-    create.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    create.add_argument("models", nargs="*", metavar="MODEL", help=t("arg.bundle_models"))
     create.add_argument("--out", required=True, metavar="DIR", help=t("arg.out"))
     create.add_argument("--platform", action="append", metavar="P", help=t("arg.platform"))
+    create.add_argument("--quant", action="append", metavar="Q", help=t("arg.bundle_quant"))
+    create.add_argument("--setup", action="append", metavar="FILE", help=t("arg.bundle_setup"))
+    create.add_argument("--python", action="append", metavar="X.Y", help=t("arg.bundle_python"))
+    create.add_argument("--reuse", action="append", metavar="DIR", help=t("arg.bundle_reuse"))
+    create.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    create.add_argument("--home", metavar="DIR", help=t("arg.home"))
     verify = bundle_sub.add_parser("verify", help=t("cmd.bundle"))
-    verify.add_argument("dir", metavar="DIR", help=t("arg.dir"))
+    verify.add_argument("dir", metavar="DIR|URL", help=t("arg.dir"))
+    verify.add_argument("--json", action="store_true", help=t("cli.json"))
 
     uninstall = sub.add_parser("uninstall", help=command_help("uninstall"), description=t("cmd.uninstall"))
     uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))

@@ -80,6 +80,9 @@ class DeployOptions:
     verify_timeout: float = 300.0
     fetch: FetchOptions = DEFAULT_FETCH
     request: RequestRecord | None = None  # what the user asked for, recorded for reruns
+    engine_archives: tuple[Path, ...] | None = None  # the engine's assets, verified by the fetch stage
+    python_versions: tuple[str, ...] = ()  # only these Pythons (an offline bundle's wheels are built for them)
+    winsw: Path | None = None  # WinSW's exe (from a bundle): a Windows service when running as administrator
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     mmproj = next((f for f in files if f.role == "mmproj"), None)
 
     # place: the engine (download, verify, safe extract, atomic rename), its probe, the runtime venv
-    installed = engine.install_engine(home, plan.variant.name, options=options.fetch)
+    installed = engine.install_engine(home, plan.variant.name, options=options.fetch,
+                                      fetched=options.engine_archives)
     probed = engine_probe.probe_engine(installed.server)
     checkpoint("engine-placed")
     flags = engine_flags.filter_by_help(engine_flags.with_overrides(list(plan.args), list(options.extra_args)),
@@ -115,7 +119,9 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                          args=(), alias=alias, api_key_file=key_file, host=options.host, port=options.port)
     venv_result = None
     if options.venv:
-        venv_result = pyenv.ensure_venv(home, python=pyenv.find_python(hardware.pythons),
+        pythons = [p for p in hardware.pythons
+                   if not options.python_versions or p.version.rpartition(".")[0] in options.python_versions]
+        venv_result = pyenv.ensure_venv(home, python=pyenv.find_python(pythons),
                                         endpoint=untuned.openai_base_url,
                                         api_key_file=key_file, model=alias, index_url=options.pip_index_url,
                                         find_links=options.wheels_dir)
@@ -204,7 +210,7 @@ def _record(home: Home, placed: PlacedFile) -> FileRecord:
 def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> service.ServiceManager:
     if not options.register_service:
         return service.FallbackManager(home)
-    manager = service.choose_manager(hardware.os.system, home, admin=options.admin)
+    manager = service.choose_manager(hardware.os.system, home, admin=options.admin, winsw=options.winsw)
     available, why = manager.available()
     if not available:
         warn(why)

@@ -543,14 +543,19 @@ def _fetch_one(
     return FetchResult(dest, remote.size, remote.sha256, source, downloaded + job.downloaded, False)
 
 
-def _reusable(remote: RemoteFile, dest: Path) -> bool:
-    """A file already at ``dest`` with the right size and hash needs no download (one read, no network)."""
+def holds(path: Path, size: int, sha256: str) -> bool:
+    """Whether ``path`` is a file with exactly these bytes (size first: a wrong size costs no read)."""
     try:
-        if not dest.is_file() or dest.stat().st_size != remote.size:
+        if not path.is_file() or path.stat().st_size != size:
             return False
     except OSError:
         return False
-    return sha256_file(dest) == remote.sha256
+    return sha256_file(path) == sha256
+
+
+def _reusable(remote: RemoteFile, dest: Path) -> bool:
+    """A file already at ``dest`` with the right size and hash needs no download (one read, no network)."""
+    return holds(dest, remote.size, remote.sha256)
 
 
 def fetch_files(

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -26,7 +27,7 @@ from .archive import extract_archive
 from .atomic_file import fsync_dir, write_atomic
 from .checkpoints import checkpoint
 from .console import info, t
-from .download import FetchOptions, Mirror, RemoteFile, fetch_files
+from .download import FetchOptions, Mirror, RemoteFile
 from .engine_marker import (
     MARKER,
     MARKER_SCHEMA,
@@ -39,6 +40,7 @@ from .engine_pins import EngineAsset, EnginePins, assets_for, load_pins
 from .engine_probe import probe_version
 from .errors import IntegrityError, SourceError
 from .home import Home
+from .source_bundle import fetch_any
 from .source_common import API_TIMEOUT, TRANSPORT_ERRORS, Source, new_session, read_json
 
 GITHUB_WEB = "github.com"
@@ -202,10 +204,42 @@ def _publish(staging: Path, final: Path) -> None:
         _remove_tree(old)
 
 
+def fetch_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
+                 options: FetchOptions = DEFAULT_FETCH) -> tuple[Path, ...] | None:
+    """The pinned assets of ``variant``, verified, in the home's downloads; ``None`` when that engine is installed.
+
+    From the release host, a mirror, or a bundle (``QWENKIT_ENGINE_URL`` = its ``payload/engines``: a served
+    bundle is fetched like a mirror, a bundle folder is copied with its hash checked as it goes).
+    """
+    pins = pins or load_pins()
+    assets = assets_for(pins, variant)
+    if find_installed(home, variant, pins) is not None:
+        return None
+    remotes = resolve_assets(assets, pins.repo)
+    downloads = home.partial_dir / "engine"
+    downloads.mkdir(parents=True, exist_ok=True)
+    fetch_any([(r, downloads / r.name) for r in remotes], home.partial_dir, options)
+    return tuple(downloads / r.name for r in remotes)
+
+
+def fetch_winsw(home: Home, *, pins: EnginePins | None = None, options: FetchOptions = DEFAULT_FETCH) -> Path | None:
+    """The pinned WinSW exe (the Windows service wrapper, for installs with admin rights), verified, in the home's
+    downloads; ``None`` when the pins name none. From a bundle it is copied from ``payload/engines`` like an engine."""
+    pins = pins or load_pins()
+    if pins.winsw is None:
+        return None
+    (remote,) = resolve_assets((pins.winsw,), pins.repo)
+    dest = home.partial_dir / "engine" / remote.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fetch_any([(remote, dest)], home.partial_dir, options)
+    return dest
+
+
 def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
-                   options: FetchOptions = DEFAULT_FETCH) -> InstalledEngine:
+                   options: FetchOptions = DEFAULT_FETCH, fetched: Sequence[Path] | None = None) -> InstalledEngine:
     """Put the pinned engine for ``variant`` at ``home.engine_dir("b<build>", variant)`` (idempotent).
 
+    ``fetched``: the assets ``fetch_engine`` already verified in this run (not read again).
     Raises UsageError (pins), SourceError (network, rerun resumes), IntegrityError (checksum, hostile archive),
     ServerError (the extracted llama-server does not start on this machine).
     """
@@ -223,15 +257,15 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
     _remove_tree(staging)  # a killed run's half-extracted folder
     _remove_tree(staging.with_name(staging.name + ".old"))
     remotes = resolve_assets(assets, pins.repo)
-    downloads.mkdir(parents=True, exist_ok=True)
-    results = fetch_files([(r, downloads / r.name) for r in remotes], home.partial_dir, options)
+    paths = list(fetched) if fetched is not None else fetch_engine(home, variant, pins=pins, options=options)
+    assert paths is not None  # not installed (checked above)
     staging.mkdir(parents=True)
     try:
-        for asset, result in zip(assets, results, strict=True):
+        for asset, path in zip(assets, paths, strict=True):
             if asset.kind == "exe":
-                _copy_durably(result.path, staging / asset.name)
+                _copy_durably(path, staging / asset.name)
             else:
-                extract_archive(result.path, staging, kind=asset.kind)
+                extract_archive(path, staging, kind=asset.kind)
         server = staging / server_name(variant)
         if not server.is_file():
             raise IntegrityError(t("engine.err_no_server", archive=assets[0].name, server=server.name),

@@ -7,6 +7,7 @@ data; ``engine_variant`` applies them and a test keeps the two in step.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -183,11 +184,13 @@ def load_pins(path: Path | None = None) -> EnginePins:
     """Read and validate the engine pins (``QWENKIT_ENGINES`` or the shipped file)."""
     path = Path(path) if path else pins_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        # An offline bundle carries its pins as JSON inside its manifest (bundle_install writes them out).
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except OSError as exc:
         raise UsageError(t("engine.err_pins_read", path=str(path), detail=exc.strerror or str(exc)),
                          t("engine.hint_pins")) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(t("engine.err_pins_read", path=str(path), detail=detail), t("engine.hint_pins")) from exc
     return parse_pins(data, path)

@@ -100,6 +100,16 @@ class Home:
         return self.root / "cache" / "staging"
 
     @property
+    def bundle_dir(self) -> Path:
+        """The offline bundle last installed from: its manifest, catalog and engine pins (reruns need no drive)."""
+        return self.root / "bundle"
+
+    @property
+    def wheels_cache(self) -> Path:
+        """A bundle's wheels for this machine, verified, while the runtime venv is built from them."""
+        return self.root / "cache" / "wheels"
+
+    @property
     def run_sh(self) -> Path:
         return self.root / "run_qwen.sh"
 

@@ -15,24 +15,27 @@ Every step is a named checkpoint (``checkpoints.POINTS``) so the crash harness c
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import cleanup, file_swap, freshness
+from . import cleanup, file_swap, freshness, settings
 from .checkpoints import checkpoint
 from .console import info, t, warn
-from .errors import QwenKitError
+from .errors import QwenKitError, UsageError
 from .home import Home
 from .home_lock import home_lock
 from .launch_spec import DEFAULT_HOST, DEFAULT_PORT
 from .model_ref import wanted_model
+from .source_names import is_hub_source
 from .state import InstallState, RequestRecord, launch_spec, load_state
 
 # The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
 # the network, planner and deploy code (about a second of imports on a slow machine, scripts/bench_rerun.py).
 if TYPE_CHECKING:
+    from .bundle_install import OpenedBundle
     from .deploy import DeployOptions, DeployResult
     from .hardware import HardwareProfile
     from .planner import Plan
@@ -43,7 +46,7 @@ class InstallRequest:
     """Everything ``qwenkit install`` was asked (command line or answers file)."""
 
     model: str | None = None
-    source: str = "auto"
+    source: str | None = None  # None: the recorded source of this home, else "auto"
     host: str = DEFAULT_HOST
     port: int | None = None  # None: the recorded port, else 8080 (or the next free one)
     service: bool = True
@@ -84,49 +87,96 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
         recovered = recover(home)
         checkpoint("recovered")
         previous = load_state(home)
-        wanted = wanted_model(request.model, previous)
-        reasons: tuple[str, ...] = ()
-        if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-            fresh = freshness.check(home, previous, wanted, request.source)
-            for note in fresh.notes:
-                warn(note)
-            if fresh.up_to_date:
-                return _keep_serving(home, previous, request)
-            reasons = fresh.reasons
-            for reason in reasons:
-                info(t("install.change", reason=reason))
+        request = replace(request, source=request.source or _recorded_source(previous))
+        bundle = None
+        if not is_hub_source(request.source):  # an offline bundle (or a mirror URL): its catalog and pins in force
+            from .bundle_install import open_bundle
 
-        from . import model_choice, model_fetch
-        from .deploy import deploy
-        from .hardware import detect
-        from .planner import choose
+            bundle = open_bundle(request.source, home)
+            if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
+                request = replace(request, source=bundle.root)
+        with settings.overridden(bundle.env() if bundle is not None else {}):
+            return _install(home, request, confirm, previous, recovered, bundle)
 
-        # detect
-        hardware = detect(home.root)
-        # plan
-        candidates, fallbacks = model_choice.candidates_for(wanted.ref, home.models_dir, request.source)
-        plan = choose(candidates, hardware, fallbacks=fallbacks)
-        checkpoint("planned")
-        # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
-        fetch_plan = model_fetch.plan_fetch(wanted, plan, request.source, home, previous,
-                                            rehash=request.verify_files)
-        proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
-                            tuple(j.final.name for j in fetch_plan.changed), reasons)
-        if confirm is not None and not confirm(proposal):
-            return InstallOutcome("cancelled", previous)
-        placed = model_fetch.fetch(fetch_plan)
-        checkpoint("fetched")
 
-        # place → tune → render → register → verify → record (→ clean)
-        result = deploy(home, plan, placed, hardware, _deploy_options(plan, request, previous, wanted.text),
-                        previous=previous)
-        if previous is None:
-            kind = "installed"
-        elif reasons or fetch_plan.changed or recovered:
-            kind = "upgraded"
-        else:
-            kind = "verified"  # --verify (or another host/port) with the same files and engine
-        return InstallOutcome(kind, result.state, result)
+def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
+             recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
+    source = request.source or "auto"
+    wanted = wanted_model(request.model, previous)
+    reasons: tuple[str, ...] = ()
+    if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
+        fresh = freshness.check(home, previous, wanted, source)
+        for note in fresh.notes:
+            warn(note)
+        if fresh.up_to_date:
+            return _keep_serving(home, previous, request)
+        reasons = fresh.reasons
+        for reason in reasons:
+            info(t("install.change", reason=reason))
+    if bundle is not None and bundle.root is None:  # the bundle is gone and the install needs its files
+        raise UsageError(t("bundle.err_gone", where=source), t("bundle.hint_gone"))
+
+    from . import model_choice, model_fetch
+    from .deploy import deploy
+    from .hardware import detect
+    from .planner import choose
+
+    # detect
+    hardware = detect(home.root)
+    # plan (from a bundle: only what it carries)
+    candidates, fallbacks = model_choice.candidates_for(wanted.ref, home.models_dir, source)
+    plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
+    checkpoint("planned")
+    # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
+    fetch_plan = model_fetch.plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
+                        tuple(j.final.name for j in fetch_plan.changed), reasons)
+    if confirm is not None and not confirm(proposal):
+        return InstallOutcome("cancelled", previous)
+    archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
+    # from a bundle every file is held until all are verified: one bad file leaves nothing placed
+    placed = model_fetch.fetch(fetch_plan, hold=home.staging_dir / "held" if bundle is not None else None)
+    checkpoint("fetched")
+
+    # place → tune → render → register → verify → record (→ clean)
+    options = _deploy_options(plan, request, previous, wanted.text)
+    if bundle is not None:  # no index at all: the bundle's wheels, or no venv
+        options = replace(options, engine_archives=archives, wheels_dir=wheels, venv=wheels is not None,
+                          python_versions=bundle.manifest.python_versions, winsw=winsw)
+    result = deploy(home, plan, placed, hardware, options, previous=previous)
+    if bundle is not None:
+        shutil.rmtree(home.wheels_cache, ignore_errors=True)
+        if winsw is not None:  # copied next to its service definition by now
+            winsw.unlink(missing_ok=True)
+        shutil.rmtree(home.staging_dir / "held", ignore_errors=True)
+    if previous is None:
+        kind = "installed"
+    elif reasons or fetch_plan.changed or recovered:
+        kind = "upgraded"
+    else:
+        kind = "verified"  # --verify (or another host/port) with the same files and engine
+    return InstallOutcome(kind, result.state, result)
+
+
+def _recorded_source(previous: InstallState | None) -> str:
+    """A rerun that names no source uses the one the install came from (a bundle stays the source)."""
+    return previous.request.source if previous is not None and previous.request is not None else "auto"
+
+
+def _fetch_bundle_parts(bundle: OpenedBundle | None, home: Home, plan: Plan, hardware: HardwareProfile,
+                        request: InstallRequest) -> tuple[tuple[Path, ...] | None, Path | None, Path | None]:
+    """From a bundle, the engine's assets, this machine's wheels and (Windows, admin) WinSW, each verified, before
+    any model file is placed."""
+    if bundle is None:
+        return None, None, None
+    from . import engine
+    from .bundle_install import fetch_wheels
+
+    fetched = engine.fetch_engine(home, plan.variant.name)
+    wheels = fetch_wheels(bundle, home, hardware.os.system, hardware.os.machine) if request.venv else None
+    wants_winsw = hardware.os.system == "Windows" and request.admin and request.service
+    winsw = engine.fetch_winsw(home) if wants_winsw else None
+    return fetched, wheels, winsw
 
 
 def recover(home: Home) -> bool:
@@ -174,7 +224,7 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source),
+        request=RequestRecord(wanted, request.source or "auto"),
     )
 
 

@@ -11,12 +11,16 @@ from pathlib import Path
 
 from .catalog import CatalogModel, RepoRef, load_catalog
 from .console import t
-from .errors import UsageError
+from .download import sha256_file
+from .errors import IntegrityError, UsageError
+from .gguf_header import read_header
 from .gguf_remote import read_remote_header
 from .model_facts import catalog_candidates, file_candidate, local_file
 from .model_profile import ModelProfile, model_profile
 from .model_ref import CatalogRef, HubFileRef, LocalFileRef, ModelRef
 from .planner import Candidate
+from .source_bundle import local_path
+from .source_common import ResolvedFile
 from .sources import resolve_files, sources_for
 
 
@@ -25,8 +29,25 @@ def _remote_reference(entry: CatalogModel, quant: str | None, source: str) -> tu
     path = entry.quant(quant).file.path
     resolution = resolve_files([path], sources_for(source, entry.repos), probe=False)
     first = resolution.files[0][0]
-    header = read_remote_header(first.url, headers=dict(first.headers))
-    return model_profile(header), first.size
+    return _profile_of(first), first.size
+
+
+def _profile_of(resolved: ResolvedFile) -> ModelProfile:
+    """The profile from a resolved file's header: ranged reads of a URL, or the first bytes of a bundle file.
+
+    A bundle file whose header does not parse (or names no architecture we know) is hashed before saying so: a file
+    that does not match its manifest is reported as the altered file it is (exit 5), not as a bad model.
+    """
+    local = local_path(resolved.url)
+    if local is None:
+        return model_profile(read_remote_header(resolved.url, headers=dict(resolved.headers)))
+    try:
+        return model_profile(read_header(local))
+    except UsageError:
+        if sha256_file(local) != resolved.sha256:
+            raise IntegrityError(t("sources.err_bundle_file", path=str(local), expected=resolved.sha256,
+                                   actual=sha256_file(local)), t("bundle.hint_recopy")) from None
+        raise
 
 
 def _hub_candidate(ref: HubFileRef, source: str) -> Candidate:
@@ -34,9 +55,8 @@ def _hub_candidate(ref: HubFileRef, source: str) -> Candidate:
     resolution = resolve_files([ref.path], sources_for(source, [RepoRef(ref.hub, ref.repo, ref.revision)]),
                                probe=False)
     first = resolution.files[0][0]
-    header = read_remote_header(first.url, headers=dict(first.headers))
     name = ref.path.rpartition("/")[2]
-    return Candidate(name, name, "file", ref.path, first.size, model_profile(header), facts="remote-header")
+    return Candidate(name, name, "file", ref.path, first.size, _profile_of(first), facts="remote-header")
 
 
 def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto"

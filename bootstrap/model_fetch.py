@@ -19,13 +19,13 @@ from . import file_swap
 from .catalog import load_catalog
 from .console import info, t
 from .deploy import PlacedFile
-from .download import FetchOptions, RemoteFile, fetch_files, sha256_file
+from .download import FetchOptions, RemoteFile, holds, sha256_file
 from .home import Home
 from .model_files import destinations, report_resolution, wanted_files
 from .model_ref import CatalogRef, LocalFileRef, Wanted
 from .partial import resumable_bytes
 from .planner import Plan
-from .source_bundle import local_path, place_from_bundle
+from .source_bundle import fetch_any
 from .sources import measure, remote_files, resolve_files, sources_for
 from .state import FileRecord, InstallState, file_intact, resolve_in_home
 
@@ -109,7 +109,7 @@ def _remote_job(home: Home, role: str, final: Path, remote: RemoteFile, source: 
     if record.sha256 == remote.sha256 and record.size == remote.size:
         if not rehash and file_intact(record, final):
             return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
-        if final.is_file() and final.stat().st_size == remote.size and sha256_file(final) == remote.sha256:
+        if holds(final, remote.size, remote.sha256):
             return FileJob(role, final, record.size, record.sha256, record.source, record.revision, None, final)
     # The live install uses this path: the new bytes wait in staging until the swap.
     return job(remote, file_swap.staged_path(home, remote.sha256, final.name))
@@ -123,18 +123,14 @@ def _local_job(path: Path, record: FileRecord | None, rehash: bool) -> FileJob:
     return FileJob("model", path, path.stat().st_size, sha256_file(path), "local", None, None, path)
 
 
-def fetch(fetch_plan: FetchPlan, options: FetchOptions | None = None) -> list[PlacedFile]:
-    """Download what changed (resumable, verified) and return every file of the install."""
-    todo = [j for j in fetch_plan.jobs if j.remote is not None]
-    http = [j for j in todo if local_path(j.remote.mirrors[0].url) is None]  # type: ignore[union-attr]
-    for j in todo:
-        if j not in http:  # a bundle on a disk: copied and hashed here (the download engine speaks HTTP)
-            assert j.remote is not None
-            src = local_path(j.remote.mirrors[0].url)
-            assert src is not None
-            place_from_bundle(src, j.target, j.remote.size, j.remote.sha256, fetch_plan.partial_dir)
-    fetch_files([(j.remote, j.target) for j in http if j.remote is not None], fetch_plan.partial_dir,
-                options or FetchOptions())
+def fetch(fetch_plan: FetchPlan, options: FetchOptions | None = None, *, hold: Path | None = None
+          ) -> list[PlacedFile]:
+    """Download what changed (resumable, verified) and return every file of the install.
+
+    ``hold`` (installs from a bundle): nothing reaches its place until every file is verified.
+    """
+    todo = [(j.remote, j.target) for j in fetch_plan.jobs if j.remote is not None]
+    fetch_any(todo, fetch_plan.partial_dir, options or FetchOptions(), hold=hold)
     placed = []
     for j in fetch_plan.jobs:
         assert j.sha256 is not None

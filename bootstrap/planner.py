@@ -11,13 +11,14 @@ given quant, more memory never gives a smaller context or more experts on the CP
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from . import engine_flags
+from .bundle_platforms import host_platform, usable_variant
 from .console import t
 from .engine_variant import VariantChoice, choose_variant
-from .errors import UnsupportedMachine
+from .errors import UnsupportedMachine, UsageError
 from .hardware import GpuInfo, HardwareProfile
 from .memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
 
@@ -235,14 +236,30 @@ def _first_fit(candidates: Sequence[Candidate], budget: Budget, requested_ctx: i
     return None
 
 
+def _available(variant: VariantChoice, variants: Collection[str], hardware: HardwareProfile) -> VariantChoice:
+    """The chosen variant, or the next one down that still runs here when it is not at hand (bundle_platforms)."""
+    used = usable_variant(variant.name, frozenset(variants))
+    if used == variant.name:
+        return variant
+    if used is None:
+        platform = host_platform(hardware.os.system, hardware.os.machine) or hardware.os.system
+        raise UsageError(t("bundle.err_no_variant", wanted=variant.name, available=", ".join(sorted(variants)) or "-"),
+                         t("bundle.hint_no_variant", platform=platform))
+    return VariantChoice(used, t("bundle.variant_fallback", reason=variant.reason, wanted=variant.name, used=used),
+                         variant.warnings)
+
+
 def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, requested_ctx: int | None = None,
-           fallbacks: Sequence[Candidate] = (), engine_build: int = engine_flags.PINNED_BUILD) -> Plan:
+           fallbacks: Sequence[Candidate] = (), engine_build: int = engine_flags.PINNED_BUILD,
+           variants: Collection[str] | None = None) -> Plan:
     """The plan for the first candidate (in preference order) that fits; fallbacks only when none does.
 
     A context of at least ``GOOD_CTX`` with a smaller quant beats a bigger quant squeezed to 4k; a user-given
-    ``--ctx`` is never reduced.
+    ``--ctx`` is never reduced. ``variants``: the engine variants at hand (an offline bundle's), when not all are.
     """
     variant = choose_variant(hardware)
+    if variants is not None:
+        variant = _available(variant, variants, hardware)
     budget = budget_for(hardware, variant)
     threads = max(1, hardware.cpu.physical_cores or hardware.cpu.logical_cores or 1)
     found = None

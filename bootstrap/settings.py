@@ -6,7 +6,8 @@ Values are read when a function is called, not at import, so tests and the froze
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 MODELSCOPE_DEFAULT_ENDPOINT = "https://modelscope.cn"
@@ -95,3 +96,20 @@ def wheels_dir(env: Mapping[str, str] = os.environ) -> str | None:
     """``QWENKIT_WHEELS``: a folder of wheels to build the runtime venv from with no package index (offline
     machines; a bundle points it at its own ``wheels/<platform>``)."""
     return first_set(env, "QWENKIT_WHEELS")
+
+
+@contextmanager
+def overridden(values: Mapping[str, str]) -> Iterator[None]:
+    """Set variables for the duration of one run, then restore them: an install from an offline bundle makes the
+    bundle's catalog, engine pins and engine folder the ones in force (``QWENKIT_CATALOG``, ``QWENKIT_ENGINES``,
+    ``QWENKIT_ENGINE_URL``) for itself and the processes it starts, exactly as an admin's own files would be."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -69,6 +69,18 @@ def command_of(args: Sequence[str]) -> str | None:
     return next((a for a in args if not a.startswith("-")), None)
 
 
+def with_bundle_beside(args: Sequence[str], exe_dir: Path) -> list[str]:
+    """``install`` from the bundle the setup sits in: a setup beside ``payload/manifest.json`` (a USB drive, an
+    intranet share) installs from that folder unless the user named a source; no network is touched."""
+    args = list(args)
+    if command_of(args) != "install" or any(a in ("--bundle", "--source") or a.startswith(("--bundle=", "--source="))
+                                            for a in args):
+        return args
+    if not (exe_dir / "payload" / "manifest.json").is_file():
+        return args
+    return [*args, "--bundle", str(exe_dir)]
+
+
 def run_checked(args: Sequence[str], frozen: bool) -> int:
     """The CLI, preceded by the first-start checks when a frozen build is about to install or bundle."""
     if frozen and command_of(args) in CHECKED_COMMANDS:
@@ -95,7 +107,10 @@ def setup_main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     frozen = bool(getattr(sys, "frozen", False))
     try:
-        code = run_checked(given or ["install"], frozen)
+        args = given or ["install"]
+        if frozen:
+            args = with_bundle_beside(args, Path(sys.executable).resolve().parent)
+        code = run_checked(args, frozen)
     except KeyboardInterrupt:  # outside main()'s own handler (during the checks)
         console.error(t("err.interrupted"))
         code = int(ExitCode.INTERRUPTED)

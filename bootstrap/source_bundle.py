@@ -1,46 +1,31 @@
-"""Offline bundle resolver: a directory (USB drive) or a URL (any static web server) holding ``payload/manifest.json``.
+"""An offline bundle as a source: a folder (USB drive) or a URL (any static web server) with a manifest.
 
-Manifest schema 1 (written by ``bundle create``, DESIGN.md §4)::
-
-    {"schema": 1,
-     "files": [{"path": "payload/models/<repo>/<file>", "size": N, "sha256": "<64 hex>",
-                "repo": "<owner/name>", "revision": "<commit>", "kind": "model|mmproj|engine|wheel"}, …]}
-
-``path`` is relative to the bundle root, always with ``/``. Resolving a model file means finding its entry; the
-bytes are then a ``file://`` URL (a local bundle: the download engine copies and verifies) or ``<root>/<path>``.
+The layout and the manifest are ``bundle_manifest``'s. Resolving a model file means finding its entry; the bytes
+are then a ``file://`` URL (a local bundle: copied and hashed here, the download engine speaks HTTP only) or
+``<root>/<path>`` (fetched, resumed and verified by the download engine like any mirror).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
 import requests
 
+from . import bundle_manifest
 from .atomic_file import fsync_dir
 from .console import t
-from .download import ensure_space, free_bytes, sha256_file
-from .errors import IntegrityError, UsageError
-from .source_common import (
-    API_TIMEOUT,
-    MAX_JSON_BYTES,
-    SHA256_RE,
-    ResolvedFile,
-    Source,
-    read_json,
-    transport_guard,
-    unreachable,
-)
+from .download import FetchOptions, RemoteFile, fetch_files, holds
+from .errors import UsageError
+from .progress import Progress
+from .source_common import ResolvedFile, Source, transport_guard
+from .verified_copy import copy_verified
 
-MANIFEST = "payload/manifest.json"
-MANIFEST_SCHEMA = 1
-KINDS = ("model", "mmproj", "engine", "wheel")
+MANIFEST = bundle_manifest.MANIFEST
+OWN_BAR_BYTES = 16 << 20  # files at least this big get their own progress bar
 
 
 def is_url(text: str) -> bool:
@@ -51,51 +36,19 @@ def manifest_url(root: str) -> str:
     return f"{root.rstrip('/')}/{MANIFEST}"
 
 
-def load_manifest(source: Source, session: requests.Session) -> list[dict[str, Any]]:
-    """The validated ``files`` of a bundle's manifest; a bad manifest is an integrity failure (exit 5)."""
+def load_manifest(source: Source, session: requests.Session) -> bundle_manifest.Manifest:
+    """The bundle's manifest, checked against its ``SHA256SUMS`` (a bad pair is an integrity failure, exit 5)."""
     if is_url(source.endpoint):
-        with transport_guard(source), session.get(manifest_url(source.endpoint), timeout=API_TIMEOUT,
-                                                  stream=True) as response:
-            if response.status_code != 200:
-                raise unreachable(source, ValueError(f"HTTP {response.status_code} for {MANIFEST}"))
-            document = read_json(response, source)
-    else:
-        path = Path(source.endpoint) / MANIFEST
-        try:
-            if path.stat().st_size > MAX_JSON_BYTES:
-                raise IntegrityError(t("sources.err_bad_manifest", where=str(path), detail="too large"))
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UsageError(t("sources.err_no_bundle", where=source.endpoint)) from exc
-        except ValueError as exc:
-            raise IntegrityError(t("sources.err_bad_manifest", where=str(path), detail=str(exc)[:120])) from exc
-    return _validate(document, source.endpoint)
+        with transport_guard(source):
+            return bundle_manifest.read_url(source.endpoint, session)
+    return bundle_manifest.read_dir(Path(source.endpoint))
 
 
-def _validate(document: Any, where: str) -> list[dict[str, Any]]:
-    def bad(detail: str) -> IntegrityError:
-        return IntegrityError(t("sources.err_bad_manifest", where=where, detail=detail))
-
-    if not isinstance(document, dict) or document.get("schema") != MANIFEST_SCHEMA:
-        raise bad(f"schema must be {MANIFEST_SCHEMA}")
-    files = document.get("files")
-    if not isinstance(files, list):
-        raise bad("files must be a list")
-    for i, entry in enumerate(files):
-        if not isinstance(entry, dict):
-            raise bad(f"files[{i}] is not an object")
-        rel = entry.get("path")
-        parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
-        if not parts or rel.startswith("/") or "\\" in rel or ".." in parts or ":" in parts[0]:
-            raise bad(f"files[{i}].path")
-        size, sha256 = entry.get("size"), entry.get("sha256")
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise bad(f"files[{i}].size")
-        if not isinstance(sha256, str) or not SHA256_RE.match(sha256):
-            raise bad(f"files[{i}].sha256")
-        if entry.get("kind") is not None and entry.get("kind") not in KINDS:
-            raise bad(f"files[{i}].kind")
-    return files
+def file_url(root: str, rel: str) -> str:
+    """Where a bundle file's bytes are: ``<root>/<path>`` for a served bundle, a ``file://`` URL for a folder."""
+    if is_url(root):
+        return f"{root.rstrip('/')}/{quote(rel)}"
+    return (Path(root) / rel).resolve().as_uri()
 
 
 def model_path(repo: str, path: str) -> str:
@@ -105,19 +58,15 @@ def model_path(repo: str, path: str) -> str:
 
 def resolve_bundle(source: Source, paths: Sequence[str], session: requests.Session) -> list[ResolvedFile]:
     """Find ``paths`` of ``source.repo`` (or one of its ``aliases``) in the bundle's manifest."""
-    entries = {e["path"]: e for e in load_manifest(source, session)}
+    entries = load_manifest(source, session).by_path()
     repos = (source.repo, *source.aliases)
     out = []
     for path in paths:
         entry = next((entries[model_path(r, path)] for r in repos if model_path(r, path) in entries), None)
         if entry is None:
             raise UsageError(t("sources.err_file_not_found", repo=source.repo, path=path, source=source.name))
-        if is_url(source.endpoint):
-            url = f"{source.endpoint.rstrip('/')}/{quote(entry['path'])}"
-        else:
-            url = (Path(source.endpoint) / entry["path"]).resolve().as_uri()
-        out.append(ResolvedFile(source.name, str(entry.get("repo") or source.repo), path,
-                                str(entry.get("revision") or ""), url, entry["size"], entry["sha256"].lower()))
+        out.append(ResolvedFile(source.name, entry.repo or source.repo, path, entry.revision or "",
+                                file_url(source.endpoint, entry.path), entry.size, entry.sha256))
     return out
 
 
@@ -129,38 +78,48 @@ def local_path(url: str) -> Path | None:
     return Path(url2pathname((f"//{parts.netloc}" if parts.netloc else "") + parts.path))  # UNC: \\server\share
 
 
-def copy_verified(src: Path, dest: Path, size: int, sha256: str, work_dir: Path) -> None:
-    """Copy a bundle file into place, hashing as it goes: write to ``work_dir``, fsync, check, rename.
-
-    The download engine speaks HTTP only; a bundle on a USB drive or a share is read here instead, with the
-    same guarantees (a file that does not match the manifest is never placed: exit 5).
-    """
-    work_dir.mkdir(parents=True, exist_ok=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    ensure_space(size, free_bytes(work_dir), work_dir)
-    tmp = work_dir / f"{sha256}.copy"
-    digest = hashlib.sha256()
-    copied = 0
-    try:
-        with src.open("rb") as fh, tmp.open("wb") as out:
-            while block := fh.read(4 << 20):
-                digest.update(block)
-                out.write(block)
-                copied += len(block)
-            out.flush()
-            os.fsync(out.fileno())
-        if copied != size or digest.hexdigest() != sha256:
-            raise IntegrityError(t("sources.err_bundle_file", path=str(src), expected=sha256,
-                                   actual=digest.hexdigest()))
-        os.replace(tmp, dest)
-        fsync_dir(dest.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def place_from_bundle(src: Path, dest: Path, size: int, sha256: str, work_dir: Path) -> bool:
+def place_from_bundle(src: Path, dest: Path, size: int, sha256: str, work_dir: Path,
+                      progress: Progress | None = None) -> bool:
     """``copy_verified`` unless ``dest`` already holds exactly these bytes; True when a copy was made."""
-    if dest.is_file() and dest.stat().st_size == size and sha256_file(dest) == sha256:
+    if holds(dest, size, sha256):
+        if progress is not None:
+            progress.skip(size)
         return False
-    copy_verified(src, dest, size, sha256, work_dir)
+    # Small files (wheels) count toward the total only: forty bars for forty wheels would bury the messages.
+    bar = progress.file(dest.name, size, 0) if progress is not None and size >= OWN_BAR_BYTES else None
+    update = bar.update if bar is not None else progress.skip if progress is not None else None
+    try:
+        copy_verified(src, dest, size, sha256, work_dir, progress=update)
+    finally:
+        if bar is not None:
+            bar.close()
     return True
+
+
+def fetch_any(jobs: Sequence[tuple[RemoteFile, Path]], partial_dir: Path, options: FetchOptions | None = None,
+              *, hold: Path | None = None) -> None:
+    """Fetch each (file, destination), verified: from a bundle folder by a hashed copy, else by the download engine.
+
+    ``hold``: every file first lands there and is moved to its destination only when all of them are verified, so
+    one bad file of a bundle leaves nothing placed (the folder must be on the destinations' filesystem).
+    """
+    staged = [(r, hold / f"{r.sha256}-{d.name}" if hold is not None else d, d) for r, d in jobs]
+    local = [(r, t_) for r, t_, _ in staged if local_path(r.mirrors[0].url) is not None]
+    if local:
+        options = options or FetchOptions()
+        progress = Progress(sum(r.size for r, _ in local), quiet=options.quiet)
+        try:
+            for remote, target in local:
+                src = local_path(remote.mirrors[0].url)
+                assert src is not None
+                place_from_bundle(src, target, remote.size, remote.sha256, partial_dir, progress)
+        finally:
+            progress.close()
+    remote_jobs = [(r, t_) for r, t_, _ in staged if local_path(r.mirrors[0].url) is None]
+    if remote_jobs:
+        fetch_files(remote_jobs, partial_dir, options or FetchOptions())
+    if hold is not None:
+        for _remote, held, dest in staged:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(held, dest)
+            fsync_dir(dest.parent)

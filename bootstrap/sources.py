@@ -27,11 +27,11 @@ from .source_bundle import MANIFEST, is_url, manifest_url, resolve_bundle
 from .source_common import API_TIMEOUT, TRANSPORT_ERRORS, ResolvedFile, Source, new_session
 from .source_hf import resolve_hf
 from .source_modelscope import resolve_modelscope
+from .source_names import SOURCE_NAMES
 from .source_probe import SourceOutcome, rank, timed_read
 
 Resolver = Callable[[Source, Sequence[str], requests.Session], list[ResolvedFile]]
 RESOLVERS: dict[str, Resolver] = {"hf": resolve_hf, "modelscope": resolve_modelscope, "bundle": resolve_bundle}
-SOURCE_NAMES = {"hf": "hf", "huggingface": "hf", "modelscope": "modelscope", "ms": "modelscope"}
 
 
 @dataclass(frozen=True)

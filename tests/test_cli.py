@@ -101,7 +101,7 @@ def test_no_command_prints_help_and_exits_2() -> None:
 def test_chinese_locale_speaks_chinese() -> None:
     proc = run_cli("bundle", "verify", "x", lang="zh_CN.UTF-8")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == f"错误: 此版本（{__version__}）尚未提供 'bundle' 命令。"
+    assert proc.stderr.splitlines()[0] == "错误: x 不是离线安装包（缺少 payload/manifest.json）"
     help_zh = run_cli("--help", lang="zh_CN.UTF-8").stdout
     assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项:\n" in help_zh
     assert "usage:" not in help_zh and "options:" not in help_zh and "show this help" not in help_zh

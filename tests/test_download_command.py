@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from bootstrap.download import FetchOptions, fetch_files
 from bootstrap.errors import ExitCode, UsageError
 from bootstrap.home import Home
 from bootstrap.sources import remote_files, resolve_files, sources_for
+from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT, seeded_bytes
 
@@ -165,12 +165,7 @@ def test_catalog_hint_mismatch_exit_5(env: dict[str, str], tmp_path: Path, hub: 
 
 
 def make_bundle(root: Path, tamper: bool = False) -> Path:
-    rel = f"payload/models/{REPO}/tiny-Q4_K_M.gguf"
-    (root / rel).parent.mkdir(parents=True)
-    (root / rel).write_bytes(MODEL[:-1] + b"\0" if tamper else MODEL)
-    files = [{"path": rel, "size": len(MODEL), "sha256": sha256(MODEL), "repo": REPO, "revision": "0" * 40,
-              "kind": "model"}]
-    (root / "payload" / "manifest.json").write_text(json.dumps({"schema": 1, "files": files}))
+    model_bundle(root, REPO, [("tiny-Q4_K_M.gguf", MODEL)], tamper=tamper)
     return root
 
 

@@ -23,6 +23,7 @@ from bootstrap.catalog import ModelFile, RepoRef
 from bootstrap.errors import ExitCode, IntegrityError, QwenKitError, SourceError, UsageError
 from bootstrap.source_common import Source, new_session
 from bootstrap.sources import resolve_files, sources_for
+from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
 
@@ -222,12 +223,7 @@ def test_sources_differing_from_the_preferred_listing_are_dropped(hub: LoopbackH
 
 # ---- bundles and URLs ------------------------------------------------------------------------------------------
 def make_bundle(root: Path, repo: str = REPO) -> Path:
-    rel = f"payload/models/{repo}/tiny-Q4_K_M.gguf"
-    (root / rel).parent.mkdir(parents=True)
-    (root / rel).write_bytes(MODEL)
-    manifest = {"schema": 1, "files": [{"path": rel, "size": len(MODEL), "sha256": sha256(MODEL), "repo": repo,
-                                        "revision": "0" * 40, "kind": "model"}]}
-    (root / "payload" / "manifest.json").write_text(json.dumps(manifest))
+    model_bundle(root, repo, [("tiny-Q4_K_M.gguf", MODEL)])
     return root
 
 

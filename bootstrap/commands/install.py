@@ -56,8 +56,8 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         return value if value not in (None, default) else answers.get(name, default)
 
     bundle = pick("bundle", None)
-    source = pick("source", "auto")
-    if bundle and source != "auto":
+    source = pick("source", None)  # None: this home's recorded source (a bundle stays the source), else auto
+    if bundle and source is not None:
         raise UsageError(t("install.err_bundle_and_source"))
     port = pick("port", None)
     if port is not None and not 1 <= port <= 65535:

@@ -44,7 +44,7 @@ def _our_entries(home: Home, keep_models: bool) -> list[Path]:
     """Our entries that exist, in deletion order: the record first (a half-done uninstall no longer looks installed),
     models last (the biggest, and the one ``--keep-models`` spares)."""
     candidates = [*_our_files(home), home.services_dir, home.run_dir, home.engines_dir, home.venv_dir,
-                  home.secrets_dir, home.staging_dir.parent, home.logs_dir]
+                  home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir]
     # A crash between write and rename (atomic_file) leaves ".<name>.<random>.tmp" next to our files.
     for path in _our_files(home):
         candidates += sorted(home.root.glob(f".{path.name}.*.tmp"))

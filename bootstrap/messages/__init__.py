@@ -10,6 +10,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from . import (
+    bundle,
+    bundle_create,
     core,
     deploy,
     doctor,
@@ -31,7 +33,8 @@ from . import (
 
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv, deploy,
-                                  render, verify, service, install, uninstall, setup)
+                                  render, verify, service, install, uninstall, setup, bundle,
+                                  bundle_create)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -36,14 +36,12 @@ def serve_engine(hub: LoopbackHub, engine_asset: Path) -> str:
     return f"{hub.endpoint}/{ENGINE_REPO}/releases/download"
 
 
-def catalog_text(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
-                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)",
-                 architecture: str = "llama", quant: str = "Q8_0") -> str:
-    """A one-model catalog pinned to ``revision`` on both hubs (no shape: the planner reads the remote header)."""
+def model_block(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
+                server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)",
+                architecture: str = "llama", quant: str = "Q8_0") -> str:
+    """One ``[[models]]`` entry pinned to ``revision`` on both hubs (no shape: the planner reads the header)."""
     args = ", ".join(f'"{a}"' for a in server_args)
-    return f'''schema = 1
-default_model = "{model_id}"
-
+    return f'''
 [[models]]
 id = "{model_id}"
 title = "{title}"
@@ -56,6 +54,12 @@ repos = [
 quants = [ {{ name = "{quant}", file = "{file}" }} ]
 server_args = [{args}]
 '''
+
+
+def catalog_text(revision: str, *, model_id: str = MODEL_ID, **fields: object) -> str:
+    """A one-model catalog pinned to ``revision`` on both hubs (``model_block``'s fields)."""
+    return f'schema = 1\ndefault_model = "{model_id}"\n' + model_block(revision, model_id=model_id,
+                                                                        **fields)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -5,6 +5,12 @@ Built once with pip (``pip download`` from the configured index; the test machin
 and the interpreter tag (wheels such as pydantic-core are per Python version). The kit's own wheel is rebuilt
 from this checkout on every call (~2 s with hatchling, no build isolation) so tests install the code under test.
 Both steps publish by rename, so a killed run leaves no half-filled wheelhouse behind.
+
+On a Linux x86_64 machine the wheelhouse also holds the same set for the portable ``linux-x64`` bundle tags
+(``bundle_platforms``: manylinux up to glibc 2.28). pip picks the newest tag it may, so the host-tagged set can
+hold wheels an older glibc refuses (cryptography's ``manylinux_2_34``); with both sets, ``bundle create`` tests can
+run ``pip download --no-index --find-links <wheelhouse> --platform …`` offline, as a bundle maker behind a
+firewall would with their own wheel mirror.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from bootstrap.bundle_platforms import PLATFORMS
 from tests.support import testbed
 
 REPO = Path(__file__).resolve().parents[2]
 KIT_DIST = "qwenclientkit"
 _COMPLETE = ".complete"
+PORTABLE = "linux-x64"  # the bundle platform whose wheels are added on a Linux x86_64 machine
 
 
 def _kit_dependencies() -> list[str]:
@@ -42,7 +50,16 @@ def wheelhouse_key() -> str:
     h = hashlib.sha256((REPO / "payload" / "requirements.txt").read_bytes())
     h.update("\n".join(_kit_dependencies()).encode())
     h.update(f"{sys.implementation.cache_tag}-{sys.platform}-{platform.machine()}".encode())
+    if _portable_tags():
+        h.update(("portable:" + ",".join(_portable_tags())).encode())
     return h.hexdigest()[:16]
+
+
+def _portable_tags() -> tuple[str, ...]:
+    """The ``linux-x64`` bundle platform's wheel tags when this machine is one, else none."""
+    if sys.platform != "linux" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    return PLATFORMS[PORTABLE].pip_platforms
 
 
 def _pip(*args: str) -> None:
@@ -74,6 +91,12 @@ def provide_wheelhouse() -> Path:
             kit = build_kit_wheel(tmp)
             # One resolve for both, so the set is consistent: the pinned SDK and everything the kit declares.
             _pip("download", "-d", str(tmp), "-r", str(REPO / "payload" / "requirements.txt"), str(kit))
+            tags = _portable_tags()
+            if tags:
+                version = f"{sys.version_info.major}.{sys.version_info.minor}"
+                platforms = [arg for tag in tags for arg in ("--platform", tag)]
+                _pip("download", "--only-binary=:all:", "--implementation", "cp", "--python-version", version,
+                     *platforms, "-d", str(tmp), "-r", str(REPO / "payload" / "requirements.txt"), str(kit))
             (tmp / _COMPLETE).write_text("ok\n")
             if final.exists():
                 shutil.rmtree(final)

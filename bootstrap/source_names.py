@@ -1,0 +1,12 @@
+"""The names ``--source`` gives the hubs (kept apart from ``sources``, which is heavy: a rerun checks this first)."""
+
+from __future__ import annotations
+
+# name → hub
+SOURCE_NAMES = {"hf": "hf", "huggingface": "hf", "modelscope": "modelscope", "ms": "modelscope"}
+
+
+def is_hub_source(source: str) -> bool:
+    """``auto`` or a hub's name: not a mirror, not a bundle."""
+    key = source.strip().lower()
+    return key == "auto" or key in SOURCE_NAMES
