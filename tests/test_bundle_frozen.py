@@ -15,22 +15,10 @@ from bootstrap import bundle_manifest
 from bootstrap.bundle_create import PARTIAL
 from tests.support.bundle_bed import clean_env
 from tests.support.hub import LoopbackHub
-from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, serve_engine
+from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine
 from tests.support.tiny_gguf import write_model
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-CATALOG = f'''schema = 1
-default_model = "{MODEL_ID}"
-
-[[models]]
-id = "{MODEL_ID}"
-title = "Tiny chat (test)"
-architecture = "llama"
-default_quant = "Q8_0"
-repos = [ {{ hub = "hf", repo = "{MODEL_REPO}" }} ]
-quants = [ {{ name = "Q8_0", file = "{MODEL_FILE}" }} ]
-server_args = ["-c", "512", "-t", "2"]
-'''
 
 
 def _sha(path: Path) -> str:
@@ -46,7 +34,6 @@ def test_frozen_setup_makes_a_bundle_holding_itself_and_the_wheels(frozen_setup:
                                                                     wheelhouse: Path, tmp_path: Path) -> None:
     tiny = write_model("llama", tmp_path / "src" / MODEL_FILE)
     catalog = tmp_path / "catalog.toml"
-    catalog.write_text(CATALOG, encoding="utf-8")
     out = tmp_path / "USB 盘" / "bundle"
     temp = tmp_path / "temp"  # the system's temporary folder for the setup, where the pip venv is made
     temp.mkdir()
@@ -57,7 +44,7 @@ def test_frozen_setup_makes_a_bundle_holding_itself_and_the_wheels(frozen_setup:
     assert subprocess.run([str(bare / "bin" / "python"), "-I", "-m", "pip", "--version"], capture_output=True,
                           check=False).returncode != 0
     with LoopbackHub(tmp_path / "hub") as hub:
-        hub.create_repo(MODEL_REPO, {MODEL_FILE: tiny})
+        catalog.write_text(catalog_text(hub.create_repo(MODEL_REPO, {MODEL_FILE: tiny})), encoding="utf-8")
         env = clean_env(QWENKIT_CATALOG=str(catalog), QWENKIT_HF_ENDPOINT=hub.endpoint,
                         QWENKIT_MODELSCOPE_ENDPOINT=hub.endpoint, QWENKIT_ENGINE_URL=serve_engine(hub, engine_asset),
                         QWENKIT_WHEELS=str(wheelhouse), QWENKIT_HOME=str(tmp_path / "home"), TMPDIR=str(temp))
