@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -114,6 +115,19 @@ def write(root: Path, manifest: Manifest) -> bytes:
     write_atomic(root / SUMS, sums_text(raw, manifest.files))
     write_atomic(root / MANIFEST, raw)
     return raw
+
+
+def unlisted(root: Path, listed: Container[str]) -> list[str]:
+    """Paths under ``payload/`` (files, or links of any kind, never followed) that are not listed, deepest first,
+    besides the manifest pair itself."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root / PAYLOAD, topdown=False, followlinks=False):
+        here = Path(dirpath)
+        for name in sorted([*filenames, *(d for d in dirnames if (here / d).is_symlink())]):
+            rel = (here / name).relative_to(root).as_posix()
+            if rel not in listed and rel not in (MANIFEST, SUMS):
+                found.append(rel)
+    return found
 
 
 def unpublish(root: Path) -> None:

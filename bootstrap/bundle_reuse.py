@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic_file import write_atomic
-from .bundle_manifest import MANIFEST, SUMS, read_dir
+from .bundle_manifest import read_dir, unlisted
 from .bundle_selection import Want
 from .console import info, t, warn
 from .download import RemoteFile, sha256_file
@@ -179,20 +179,16 @@ def sort_out(out: Path, wants: Sequence[Want], record: VerifiedRecord) -> Sorted
 
 
 def remove_stale(out: Path, keep: Container[str]) -> int:
-    """Remove files under ``out/payload`` the new manifest does not list (links are removed, never followed)."""
-    removed = 0
-    payload = out / "payload"
-    for dirpath, dirnames, filenames in os.walk(payload, topdown=False, followlinks=False):
-        here = Path(dirpath)
-        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
-            rel = (here / name).relative_to(out).as_posix()
-            if rel not in keep and rel not in (MANIFEST, SUMS):
-                (here / name).unlink()
-                removed += 1
+    """Remove files under ``out/payload`` the new manifest does not list (links are removed, never followed), and
+    the folders that leaves empty."""
+    stale = unlisted(out, keep)
+    for rel in stale:
+        (out / rel).unlink()
+    for dirpath, dirnames, _files in os.walk(out / "payload", topdown=False, followlinks=False):
         for name in dirnames:
-            if not (here / name).is_symlink():
+            if not (Path(dirpath) / name).is_symlink():
                 with contextlib.suppress(OSError):  # not empty: it holds a kept file
-                    (here / name).rmdir()
-    if removed:
-        info(t("bcreate.stale_removed", count=removed))
-    return removed
+                    (Path(dirpath) / name).rmdir()
+    if stale:
+        info(t("bcreate.stale_removed", count=len(stale)))
+    return len(stale)

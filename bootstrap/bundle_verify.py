@@ -10,7 +10,6 @@ The manifest pair itself is checked first (``bundle_manifest.parse``): a change 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from urllib.parse import quote
 
 import requests
 
-from .bundle_manifest import MANIFEST, PAYLOAD, SUMS, BundleFile, Manifest, read_dir, read_url
+from .bundle_manifest import BundleFile, Manifest, read_dir, read_url, unlisted
 from .console import t
 from .errors import IntegrityError, SourceError
 from .progress import Progress
@@ -111,16 +110,7 @@ def stat_problems(root: Path, manifest: Manifest) -> list[Problem]:
 
 def _extras(root: Path, listed: set[str]) -> list[Problem]:
     """Files (or links, or anything not a folder) under ``payload/`` that the manifest does not list."""
-    out = []
-    base = root / PAYLOAD
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        for name in sorted(names):
-            rel = f"{rel_dir}/{name}"
-            if rel not in listed and rel not in (MANIFEST, SUMS):
-                out.append(_problem(rel, "extra"))
-    return out
+    return [_problem(rel, "extra") for rel in sorted(unlisted(root, listed))]
 
 
 def _check_url(base: str, entry: BundleFile, session: requests.Session, progress: Progress) -> Problem | None:

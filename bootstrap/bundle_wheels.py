@@ -41,11 +41,19 @@ from .bundle_platforms import TargetPlatform
 from .console import info, t, warn
 from .download import holds, sha256_file
 from .errors import SourceError, UnsupportedMachine
-from .pyenv import KIT_DIST, child_env, default_kit_source, find_python, requirements_file, venv_python
+from .pyenv import (
+    KIT_DIST,
+    child_env,
+    default_kit_source,
+    find_python,
+    last_error,
+    make_venv,
+    requirements_file,
+    venv_python,
+)
 
 PIP_TIMEOUT = 3600  # seconds for one pip run: a slow mirror and ~40 wheels
 MAX_ROUNDS = 4  # marker passes; each adds a missing dependency's own dependencies
-VENV_TIMEOUT = 600  # seconds for ``python -m venv`` with ensurepip (6.5 s here; a slow USB drive takes longer)
 # Room kept for one wheels folder and Python version before pip has said what it fetches (measured: openai 2.54 +
 # the kit's dependencies for cp311 manylinux are 42 files, ~25 MiB; the margin covers bigger Windows wheels).
 ESTIMATE = 64 << 20
@@ -116,9 +124,7 @@ def missing_requirements(wheels: Sequence[Path], markers: Mapping[str, str]) -> 
 
 
 def _last_error(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("ERROR:")]
-    return (errors or lines or ["?"])[-1].removeprefix("ERROR:").strip()[:300]
+    return (last_error(text.splitlines()) or "?")[:300]
 
 
 def _has_pip(python: str, env: dict[str, str]) -> bool:
@@ -128,20 +134,6 @@ def _has_pip(python: str, env: dict[str, str]) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
-
-
-def _make_venv(python: str, venv: Path, env: dict[str, str]) -> None:
-    """``python -m venv`` (with pip, from ensurepip); UnsupportedMachine (exit 3) naming why it failed."""
-    try:
-        proc = subprocess.run([python, "-I", "-m", "venv", str(venv)], capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", env=env, timeout=VENV_TIMEOUT, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise UnsupportedMachine(t("pyenv.venv_failed", python=python, detail=str(exc).splitlines()[0][:300]),
-                                 t("pyenv.venv_failed_hint")) from exc
-    if proc.returncode != 0 or not venv_python(venv).is_file():
-        detail = _last_error(proc.stdout + proc.stderr) if proc.returncode else "no interpreter in the venv"
-        raise UnsupportedMachine(t("pyenv.venv_failed", python=python, detail=detail), t("pyenv.venv_failed_hint"))
 
 
 @contextmanager
@@ -157,7 +149,7 @@ def pip_python(env: dict[str, str]) -> Iterator[str]:
     info(t("bcreate.pip_venv", python=found.path))
     with tempfile.TemporaryDirectory(prefix="qwenkit-pip-", ignore_cleanup_errors=True) as tmp:
         venv = Path(tmp) / "venv"
-        _make_venv(found.path, venv, env)
+        make_venv(found.path, venv, env)
         yield str(venv_python(venv))
 
 

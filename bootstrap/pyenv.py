@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -245,23 +245,33 @@ def _stamp_line(argv: Sequence[str]) -> str:
 
 
 def _create_venv(home: Home, python: PythonInfo, env: dict[str, str]) -> None:
-    argv = [python.path, "-I", "-m", "venv", str(home.venv_dir)]
-    _log(home, _stamp_line(argv))
+    make_venv(python.path, home.venv_dir, env, log=lambda text: _log(home, text))
+
+
+def make_venv(python: str, venv: Path, env: dict[str, str], *, log: Callable[[str], None] | None = None) -> None:
+    """``python -I -m venv VENV`` (pip included, from ensurepip); ``UnsupportedMachine`` (exit 3) saying why not.
+
+    Also the throwaway venv whose pip a frozen setup uses to fetch a bundle's wheels (``bundle_wheels``).
+    """
+    argv = [python, "-I", "-m", "venv", str(venv)]
+    if log is not None:
+        log(_stamp_line(argv))
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env,
                               check=False, stdin=subprocess.DEVNULL, timeout=600)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = (str(exc) or type(exc).__name__).splitlines()[0]
-        raise UnsupportedMachine(t("pyenv.venv_failed", python=python.path, detail=detail),
+        raise UnsupportedMachine(t("pyenv.venv_failed", python=python, detail=detail),
                                  t("pyenv.venv_failed_hint")) from exc
-    _log(home, proc.stdout + proc.stderr)
-    if proc.returncode != 0 or not venv_python(home.venv_dir).is_file():
-        detail = _last_error((proc.stdout + proc.stderr).splitlines()) or f"exit {proc.returncode}"
-        raise UnsupportedMachine(t("pyenv.venv_failed", python=python.path, detail=detail),
+    if log is not None:
+        log(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not venv_python(venv).is_file():
+        detail = last_error((proc.stdout + proc.stderr).splitlines()) or f"exit {proc.returncode}"
+        raise UnsupportedMachine(t("pyenv.venv_failed", python=python, detail=detail),
                                  t("pyenv.venv_failed_hint"))
 
 
-def _last_error(lines: Sequence[str]) -> str | None:
+def last_error(lines: Sequence[str]) -> str | None:
     """pip's own summary: its last ``ERROR:`` line, else the last non-empty line."""
     errors = [ln.strip() for ln in lines if ln.strip().startswith("ERROR:")]
     if errors:
@@ -365,11 +375,11 @@ def _install(home: Home, python: PythonInfo, requirements: Path, kit: Path | Non
     if code == 0:
         return
     if source.offline_dir is not None:
-        raise SourceError(t("pyenv.pip_failed", detail=_last_error(tail) or f"pip exit {code}"),
+        raise SourceError(t("pyenv.pip_failed", detail=last_error(tail) or f"pip exit {code}"),
                           t("pyenv.pip_failed_hint_offline", path=source.offline_dir, version=python.version))
     cause = network_cause(tail) or network_cause(_read_tail(debug_log))
     message = (t("pyenv.index_unreachable", index=source.label, cause=cause) if cause
-               else t("pyenv.pip_failed", detail=_last_error(tail) or f"pip exit {code}"))
+               else t("pyenv.pip_failed", detail=last_error(tail) or f"pip exit {code}"))
     raise SourceError(message, t("pyenv.pip_failed_hint_index", index=source.label))
 
 
