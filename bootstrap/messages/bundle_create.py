@@ -138,6 +138,8 @@ Check the copy: qwenkit bundle verify <this folder>
     or, from this folder: sha256sum -c payload/SHA256SUMS
 Intranet: serve this folder as it is with any static web server, then on each machine
     qwenkit install --bundle http://host/path/ --yes
+Linux: if the stick is mounted without exec permission, copy the setup to /tmp first and run it
+    with install --bundle <this folder>.
 Do not edit files in payload/: the install checks every byte against payload/manifest.json.""",
         "zh": """QwenClientKit 离线安装包
 ========================
@@ -149,6 +151,8 @@ Do not edit files in payload/: the install checks every byte against payload/man
     或在本目录中运行：sha256sum -c payload/SHA256SUMS
 内网部署：用任意静态 Web 服务器原样发布本目录，然后在每台机器上运行
     qwenkit install --bundle http://主机/路径/ --yes
+Linux：若 U 盘挂载时不允许执行程序，请先把安装程序复制到 /tmp，再用
+    install --bundle <本目录> 运行。
 请勿修改 payload/ 中的文件：安装时会按 payload/manifest.json 逐字节校验。""",
     },
     "bundle_create.summary": {
