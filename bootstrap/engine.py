@@ -204,17 +204,11 @@ def _publish(staging: Path, final: Path) -> None:
         _remove_tree(old)
 
 
-def fetch_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
-                 options: FetchOptions = DEFAULT_FETCH) -> tuple[Path, ...] | None:
-    """The pinned assets of ``variant``, verified, in the home's downloads; ``None`` when that engine is installed.
-
-    From the release host, a mirror, or a bundle (``QWENKIT_ENGINE_URL`` = its ``payload/engines``: a served
-    bundle is fetched like a mirror, a bundle folder is copied with its hash checked as it goes).
-    """
-    pins = pins or load_pins()
-    assets = assets_for(pins, variant)
-    if find_installed(home, variant, pins) is not None:
-        return None
+def _fetch_assets(home: Home, assets: tuple[EngineAsset, ...], pins: EnginePins,
+                  options: FetchOptions) -> tuple[Path, ...]:
+    """Assets resolved (pinned sha256, else the release API's) and fetched, verified, into the home's downloads:
+    from the release host, a mirror, or a bundle (``QWENKIT_ENGINE_URL`` = its ``payload/engines``: a served
+    bundle is fetched like a mirror, a bundle folder is copied with its hash checked as it goes)."""
     remotes = resolve_assets(assets, pins.repo)
     downloads = home.partial_dir / "engine"
     downloads.mkdir(parents=True, exist_ok=True)
@@ -222,17 +216,24 @@ def fetch_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
     return tuple(downloads / r.name for r in remotes)
 
 
+def fetch_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
+                 options: FetchOptions = DEFAULT_FETCH) -> tuple[Path, ...] | None:
+    """The pinned assets of ``variant``, verified, in the home's downloads; ``None`` when that engine is installed."""
+    pins = pins or load_pins()
+    assets = assets_for(pins, variant)
+    if find_installed(home, variant, pins) is not None:
+        return None
+    return _fetch_assets(home, assets, pins, options)
+
+
 def fetch_winsw(home: Home, *, pins: EnginePins | None = None, options: FetchOptions = DEFAULT_FETCH) -> Path | None:
     """The pinned WinSW exe (the Windows service wrapper, for installs with admin rights), verified, in the home's
-    downloads; ``None`` when the pins name none. From a bundle it is copied from ``payload/engines`` like an engine."""
+    downloads; ``None`` when the pins name none."""
     pins = pins or load_pins()
     if pins.winsw is None:
         return None
-    (remote,) = resolve_assets((pins.winsw,), pins.repo)
-    dest = home.partial_dir / "engine" / remote.name
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fetch_any([(remote, dest)], home.partial_dir, options)
-    return dest
+    (path,) = _fetch_assets(home, (pins.winsw,), pins, options)
+    return path
 
 
 def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
