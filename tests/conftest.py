@@ -32,6 +32,15 @@ def llama_server(engine_bin_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def engine_build(llama_server: Path) -> int | None:
+    """The build number the test bed's llama-server reports: tests compare with it, never with a constant, so they
+    pass whichever engine the test bed accepted on this CPU (prebuilt wheel or source build)."""
+    from bootstrap.engine_probe import probe_version
+
+    return probe_version(llama_server)[1]
+
+
+@pytest.fixture(scope="session")
 def engine_asset(engine_bin_dir: Path) -> Path:
     """The engine packed as upstream's ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz``."""
     return testbed.release_asset(engine_bin_dir)

@@ -46,10 +46,9 @@ from tests.support.bundle_bed import (
 )
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
-from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO
+from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, write_chat_model
 from tests.support.offline import Offline
 from tests.support.testbed import GEMMA_FILE
-from tests.support.tiny_gguf import write_model
 
 SETUP_NAME = "QwenClientKit-Setup"
 
@@ -68,7 +67,7 @@ def made(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path, gemma_ggu
          frozen_setup: Path) -> Iterator[Made]:
     """One bundle for the module, made once, in a folder whose name has spaces, ``&``, ``%`` and Chinese."""
     work = tmp_path_factory.mktemp("bundle")
-    tiny = write_model("llama", work / "src" / MODEL_FILE)
+    tiny = write_chat_model(work / "src" / MODEL_FILE)
     with LoopbackHub(work / "hub") as hub:
         bed = make_bed(hub, engine_asset, gemma_gguf, tiny, work / "catalog.toml", wheelhouse)
         root = work / "USB 离线包 & 100%"
@@ -194,7 +193,7 @@ def test_the_setup_of_a_newer_bundle_upgrades_in_place(made: Made, tmp_path: Pat
     assert first.returncode == 0, first.stderr[-3000:]
     engine_before = json.loads(home.state_file.read_text(encoding="utf-8"))["engine"]
     try:
-        new_model = write_model("llama", tmp_path / "v2" / MODEL_FILE, seed=7)
+        new_model = write_chat_model(tmp_path / "v2" / MODEL_FILE, seed=7)
         revision = made.bed.hub.commit(MODEL_REPO, {MODEL_FILE: new_model})
         catalog = tmp_path / "catalog-v2.toml"
         catalog.write_text(two_model_catalog(made.bed.hub.commit_of(GEMMA_REPO), revision), encoding="utf-8")

@@ -15,8 +15,7 @@ from bootstrap import bundle_manifest
 from bootstrap.bundle_create import PARTIAL
 from tests.support.bundle_bed import clean_env
 from tests.support.hub import LoopbackHub
-from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine
-from tests.support.tiny_gguf import write_model
+from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine, write_chat_model
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -32,7 +31,7 @@ def _run(setup: Path, *argv: str, env: dict[str, str]) -> subprocess.CompletedPr
 
 def test_frozen_setup_makes_a_bundle_holding_itself_and_the_wheels(frozen_setup: Path, engine_asset: Path,
                                                                     wheelhouse: Path, tmp_path: Path) -> None:
-    tiny = write_model("llama", tmp_path / "src" / MODEL_FILE)
+    tiny = write_chat_model(tmp_path / "src" / MODEL_FILE)
     catalog = tmp_path / "catalog.toml"
     out = tmp_path / "USB 盘" / "bundle"
     temp = tmp_path / "temp"  # the system's temporary folder for the setup, where the pip venv is made

@@ -78,7 +78,7 @@ def _leftovers(home: Home) -> list[str]:
 # ---- install from the release API digest, probe, reuse ----------------------------------------------------
 def test_install_with_api_digest_probe_and_zero_request_rerun(
         hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        engine_asset: Path) -> None:
+        engine_asset: Path, engine_build: int | None) -> None:
     _pins_file(tmp_path, monkeypatch, f'name = "{ASSET}"')  # no sha256, no size: GitHub's digest decides
     installed = install_engine(home, VARIANT, options=OPTIONS)
 
@@ -96,7 +96,7 @@ def test_install_with_api_digest_probe_and_zero_request_rerun(
     assert hub.bytes_served(ASSET) == engine_asset.stat().st_size
 
     info = probe_engine(installed.server)
-    assert info.build == 11434
+    assert info.build == engine_build
     assert {"--n-cpu-moe", "--api-key-file"} <= info.flags
     assert info.devices == parse_devices("Available devices:\n  (none)\n") == ()
 
@@ -109,14 +109,14 @@ def test_install_with_api_digest_probe_and_zero_request_rerun(
 
 def test_install_with_pinned_sha256_needs_no_api(
         hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        engine_asset: Path) -> None:
+        engine_asset: Path, engine_build: int | None) -> None:
     size = engine_asset.stat().st_size
     _pins_file(tmp_path, monkeypatch, f'name = "{ASSET}", sha256 = "{served}", size = {size}')
     installed = install_engine(home, VARIANT, options=OPTIONS)
     hub.wait_idle()
     assert not [r for r in hub.requests() if "/api/" in r.path]
     assert installed.assets == ((ASSET, served, size),)
-    assert probe_engine(installed.server).build == 11434
+    assert probe_engine(installed.server).build == engine_build
 
 
 def test_wrong_pinned_sha256_installs_nothing(
@@ -174,7 +174,8 @@ def test_hostile_asset_is_refused_and_nothing_kept(
 
 
 def test_killed_run_staging_is_cleaned_on_rerun(
-        hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        engine_build: int | None) -> None:
     """What a kill during extraction leaves (a half-filled staging folder) is removed, then the install works."""
     _pins_file(tmp_path, monkeypatch, f'name = "{ASSET}"')
     stale = home.staging_dir / "b10434-ubuntu-vulkan-x64"
@@ -184,11 +185,12 @@ def test_killed_run_staging_is_cleaned_on_rerun(
     (stale / "dangling.so").symlink_to("nowhere.so")
     installed = install_engine(home, VARIANT, options=OPTIONS)
     assert not stale.exists() and not (installed.dir / "sub").exists()
-    assert probe_engine(installed.server).build == 11434
+    assert probe_engine(installed.server).build == engine_build
 
 
 def test_sigkill_during_extraction_then_rerun(
-        hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        hub: LoopbackHub, served: str, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        engine_build: int | None) -> None:
     """A real SIGKILL right after the first extracted file: nothing is placed; the rerun cleans up and installs."""
     pins = _pins_file(tmp_path, monkeypatch, f'name = "{ASSET}"')
     code = (
@@ -218,7 +220,7 @@ def test_sigkill_during_extraction_then_rerun(
     assert not staged.exists() and _leftovers(home) == []
     hub.wait_idle()
     assert hub.bytes_served(ASSET) == 0  # the verified archive from the killed run was used, not fetched again
-    assert probe_engine(installed.server).build == 11434
+    assert probe_engine(installed.server).build == engine_build
 
 
 def test_changed_pins_replace_an_outdated_install(

@@ -21,16 +21,15 @@ from bootstrap.launch_spec import LaunchSpec
 from bootstrap.service import FallbackManager
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 from tests.support.llama import free_port
-from tests.support.tiny_gguf import write_model
 
 pytestmark = pytest.mark.usefixtures("english")
 
 
 @pytest.fixture
 def bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path) -> Iterator[InstallBed]:
-    model = write_model("llama", tmp_path / "rev1" / MODEL_FILE)
+    model = write_chat_model(tmp_path / "rev1" / MODEL_FILE)
     revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
     bed = InstallBed(hub, Home(tmp_path / "Qwen 安装 home"), tmp_path / "catalog.toml", serve_engine(hub, engine_asset))
     bed.pin(revision)
@@ -99,7 +98,7 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     monkeypatch.undo()
 
     # A new catalog revision: only the changed model file is fetched (the engine is not), swapped in place.
-    _new_revision(bed, tmp_path, write_model("llama", tmp_path / "tmp2" / MODEL_FILE, seed=1).read_bytes())
+    _new_revision(bed, tmp_path, write_chat_model(tmp_path / "tmp2" / MODEL_FILE, seed=1).read_bytes())
     bed.hub.clear_log()
     upgrade = bed.install("--no-venv")
     assert upgrade.returncode == 0, upgrade.stderr
@@ -184,7 +183,7 @@ def test_kill_right_after_the_commit_still_deletes_the_old_files(bed: InstallBed
     assert bed.install("--no-venv", "--port", port).returncode == 0
     old = bed.home.models_dir / MODEL_REPO / MODEL_FILE
     new_name = "tiny-chat-v2-Q8_0.gguf"
-    model = write_model("llama", tmp_path / "v2" / new_name, seed=3)
+    model = write_chat_model(tmp_path / "v2" / new_name, seed=3)
     bed.pin(bed.hub.commit(MODEL_REPO, {new_name: model}), file=new_name)
     killed = bed.install("--no-venv", QWENKIT_KILL_AT="recorded")
     assert killed.returncode == -9
@@ -204,7 +203,7 @@ def test_ctrl_c_during_the_switch_over_brings_the_previous_install_back(
     assert bed.install("--no-venv", "--port", str(port)).returncode == 0
     before = bed.home.state_file.read_text(encoding="utf-8")
     old_bytes = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
-    _new_revision(bed, tmp_path, write_model("llama", tmp_path / "w4" / MODEL_FILE, seed=4).read_bytes())
+    _new_revision(bed, tmp_path, write_chat_model(tmp_path / "w4" / MODEL_FILE, seed=4).read_bytes())
     for name, value in bed.env().items():
         monkeypatch.setenv(name, value)
 

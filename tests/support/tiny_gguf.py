@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gguf import GGUFWriter, TokenType
+from gguf import GGMLQuantizationType, GGUFWriter, TokenType
+from gguf.quants import quantize
 
 ARCHES = ("llama", "qwen3moe", "gemma3", "qwen35moe")
 
@@ -89,7 +90,11 @@ class TinySpec:
     rope_dim: int | None = None  # rope.dimension_count; None: head_dim
     rope_freq_base: float = 10000.0
     rms_eps: float = 1e-6
-    dtype: str = "f32"  # "f32" or "f16" for the matrices (norms and small vectors stay F32)
+    # The matrices' type: "f32", "f16", or quantized like a real file — "q8_0", "q4_0", or "q4_0+q8_0" (Q4_0 for
+    # the feed-forward weights and experts, Q8_0 for attention, embeddings and output, as llama-quantize keeps the
+    # sensitive tensors at more bits). Norms, vectors and the MoE router stay F32; a matrix whose rows are not a
+    # multiple of 32 stays in the float type (quantized blocks hold 32 weights).
+    dtype: str = "f32"
     tied_output: bool = False  # True: no output.weight, llama.cpp reuses token_embd
     # MoE (qwen3moe, qwen35moe)
     n_expert: int = 0
@@ -198,6 +203,19 @@ def text_token_ids(tokens: list[str], types: list[int]) -> list[int]:
 # tensors
 
 
+def _is_ffn(name: str) -> bool:
+    return ".ffn_" in name
+
+
+_Q4_0, _Q8_0 = GGMLQuantizationType.Q4_0, GGMLQuantizationType.Q8_0
+_QUANT_OF: dict[str, Callable[[str], GGMLQuantizationType | None]] = {
+    "q8_0": lambda _name: _Q8_0,
+    "q4_0": lambda _name: _Q4_0,
+    "q4_0+q8_0": lambda name: _Q4_0 if _is_ffn(name) else _Q8_0,
+}
+DTYPES = ("f32", "f16", *_QUANT_OF)
+
+
 class _Tensors:
     """Collects named random tensors in ggml shape order; seeded so a spec + seed gives identical bytes."""
 
@@ -205,13 +223,17 @@ class _Tensors:
         self.spec = spec
         self.rng = np.random.default_rng(seed)
         self.items: dict[str, np.ndarray] = {}
-        self.mat_dtype = {"f32": np.float32, "f16": np.float16}[spec.dtype]
+        self.mat_dtype = np.float16 if spec.dtype == "f16" else np.float32
+        self.quant: dict[str, GGMLQuantizationType] = {}  # name -> type, applied when the file is written
 
     def mat(self, name: str, *ne: int, scale: float | None = None) -> np.ndarray:
         """A weight matrix ``{ne0 (fan-in), ne1, ...}`` with N(0, 1/fan_in) entries."""
         std = scale if scale is not None else 1.0 / np.sqrt(ne[0])
         arr = (self.rng.standard_normal(tuple(reversed(ne))) * std).astype(self.mat_dtype)
         self.items[name] = arr
+        qtype = _QUANT_OF.get(self.spec.dtype, lambda _n: None)(name)
+        if qtype is not None and ne[0] % 32 == 0 and "ffn_gate_inp" not in name:
+            self.quant[name] = qtype
         return arr
 
     def vec(self, name: str, *ne: int, fill: float | None = None, low: float = 0.0,
@@ -432,8 +454,8 @@ def _check(spec: TinySpec) -> None:
             raise ValueError("qwen35moe needs full_attention_interval >= 1")
         if spec.ssm_time_step_rank % spec.ssm_group_count:
             raise ValueError("ssm_time_step_rank (V heads) must be a multiple of ssm_group_count (K heads)")
-    if spec.dtype not in ("f32", "f16"):
-        raise ValueError("dtype must be 'f32' or 'f16'")
+    if spec.dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}")
 
 
 def write_model(arch: str, path: Path, *, seed: int = 0, **overrides: Any) -> Path:
@@ -470,8 +492,13 @@ def write_model(arch: str, path: Path, *, seed: int = 0, **overrides: Any) -> Pa
             else:
                 writer.add_array(key, value)
         for name, arr in t.items.items():
-            if name not in spec.omit_tensors:
+            if name in spec.omit_tensors:
+                continue
+            qtype = t.quant.get(name)
+            if qtype is None:
                 writer.add_tensor(name, arr)
+            else:  # gguf-py's reference quantizers (the same block layouts as ggml-common.h)
+                writer.add_tensor(name, quantize(arr.astype(np.float32), qtype), raw_dtype=qtype)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
