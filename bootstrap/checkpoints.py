@@ -18,10 +18,10 @@ POINTS: tuple[str, ...] = (
     "locked",               # the home lock is held, nothing read yet
     "recovered",            # an interrupted upgrade was rolled back (or there was none)
     "planned",              # detect + plan done, nothing fetched
+    "engine-staged",        # the engine archive is extracted into staging, not yet renamed into place
+    "engine-placed",        # the engine is in place, probed and self-tested; no model byte fetched yet
     "fetch-started",        # a model file is partly downloaded (first bytes on disk)
     "fetched",              # every model file verified (in place, or in staging for an upgrade)
-    "engine-staged",        # the engine archive is extracted into staging, not yet renamed into place
-    "engine-placed",        # the engine is in place and probed
     "venv-created",         # the runtime venv exists but its packages are not installed
     "venv-ready",           # the runtime venv is complete (stamp written)
     "tuned",                # llama-fit-params has checked the plan

@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--answers", metavar="FILE", help=t("arg.answers"))
     install.add_argument("--verify", action="store_true", help=t("arg.verify"))
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
+    install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
 
     status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
     status.add_argument("--json", action="store_true", help=t("cli.json"))

@@ -15,17 +15,20 @@ deleted only after that (``cleanup``).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
-from . import cleanup, engine, engine_flags, engine_probe, file_swap, pyenv, service, start_scripts, tune, verify
+from . import cleanup, engine_flags, file_swap, pyenv, service, start_scripts, tune, verify
 from .api_key import ensure_api_key, read_api_key
 from .checkpoints import checkpoint
 from .console import info, t, warn
 from .download import FetchOptions
 from .engine import DEFAULT_FETCH
+from .engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure
 from .errors import QwenKitError, ServerError
+from .failure_record import clear_failure
 from .hardware import HardwareProfile
 from .home import Home
 from .launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
@@ -35,14 +38,17 @@ from .state import (
     AssetRecord,
     EngineRecord,
     FileRecord,
+    GivenUpRecord,
     InstallState,
     RequestRecord,
     ServerRecord,
     ServiceRecord,
     launch_spec,
     relative_to_home,
+    resolve_in_home,
     save_state,
 )
+from .working_engine import WorkingEngine, place_working_engine, request_for
 
 PORT_SEARCH = 100  # how far past a taken default port to look for a free one
 
@@ -83,6 +89,8 @@ class DeployOptions:
     engine_archives: tuple[Path, ...] | None = None  # the engine's assets, verified by the fetch stage
     python_versions: tuple[str, ...] = ()  # only these Pythons (an offline bundle's wheels are built for them)
     winsw: Path | None = None  # WinSW's exe (from a bundle): a Windows service when running as administrator
+    # The first start ran out of memory: a smaller plan to try once (None: none, or no replanning here).
+    replan: Callable[[EngineFailure, Plan], Plan | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,20 +105,23 @@ class DeployResult:
 
 
 def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwareProfile,
-           options: DeployOptions = DeployOptions(), previous: InstallState | None = None) -> DeployResult:
-    """Turn verified files and a plan into a running, registered, verified server, and record it."""
+           options: DeployOptions = DeployOptions(), previous: InstallState | None = None,
+           working: WorkingEngine | None = None) -> DeployResult:
+    """Turn verified files and a plan into a running, registered, verified server, and record it.
+
+    ``working``: the engine the installer already placed and self-tested (with its fallbacks); without it, the
+    plan's own build is placed and self-tested here, with no fallback.
+    """
     model = next(f for f in files if f.role == "model")
     mmproj = next((f for f in files if f.role == "mmproj"), None)
 
-    # place: the engine (download, verify, safe extract, atomic rename), its probe, the runtime venv
-    installed = engine.install_engine(home, plan.variant.name, options=options.fetch,
-                                      fetched=options.engine_archives)
-    probed = engine_probe.probe_engine(installed.server)
-    checkpoint("engine-placed")
-    flags = engine_flags.filter_by_help(engine_flags.with_overrides(list(plan.args), list(options.extra_args)),
-                                        probed.flags)
-    for dropped in flags.dropped:
-        warn(t("deploy.flag_dropped", flag=dropped))
+    # place: the engine (download, verify, safe extract, atomic rename, probe, self-test), the runtime venv
+    if working is None:
+        live = resolve_in_home(home, previous.engine.dir) if previous is not None else None
+        working = place_working_engine(home, plan.variant.name, request_for(
+            plan, hardware, allowed=(plan.variant.name,), options=options.fetch, fetched=options.engine_archives,
+            live_dir=live))
+    installed = working.installed
     key_file = ensure_api_key(home)
     alias = options.alias or plan.model_id
     # The server start, complete but for the flags (tune decides them below).
@@ -129,7 +140,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
             warn(venv_result.skipped_reason)
 
     # tune: llama.cpp's own fit on this machine, compared with the plan (on the staged bytes during an upgrade)
-    tuned = tune.tune(installed.fit_params, model.bytes_at, flags.kept, hardware,
+    flags = _flags(plan, options, working)
+    tuned = tune.tune(installed.fit_params, model.bytes_at, flags, hardware,
                       mmproj=None if mmproj is None else mmproj.bytes_at)
     info(tuned.reason)
     checkpoint("tuned")
@@ -142,6 +154,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
 
     journal = _journal(home, previous, files, installed.dir)
     moves = journal.moves if journal is not None else ()
+    retried: str | None = None
     try:
         if journal is not None:
             file_swap.begin(home, journal)
@@ -149,42 +162,105 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
             file_swap.apply(moves)
             checkpoint("swapped")
         spec = _with_free_port(spec, explicit=options.port_explicit)
-        # render: the start scripts (the service definitions are rendered by register)
-        scripts = start_scripts.render_start_scripts(spec, home)
-        checkpoint("rendered")
-        # register (second half), then verify: a real chat request, non-stream and stream
-        service.install_service(manager, spec)
-        checkpoint("registered")
-        manager.start()
-        checkpoint("started")
-        report = verify.verify_server(spec, read_api_key(home), timeout=options.verify_timeout,
-                                      log_path=_log_of(manager), alive=lambda: manager.status().active)
-        checkpoint("verified")
+        try:
+            report, scripts = _start_and_verify(home, spec, manager, options)
+        except EngineFailed as exc:
+            smaller = _smaller_plan(exc.failure, plan, options)
+            if smaller is None:
+                raise
+            plan, retried = smaller
+            spec = replace(spec, args=tuple(_flags(plan, options, working)))
+            report, scripts = _start_and_verify(home, spec, manager, options)
+            tuned = replace(tuned, adopted="plan", fit_args=None)
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, options.verify_timeout)
 
     # record: the commit point of an install or upgrade
+    given_up, selftest_s = _engine_history(working, previous)
     state = InstallState(
         system=hardware.os.system, model_id=plan.model_id, quant=plan.quant,
         engine=EngineRecord(build=installed.build, variant=installed.variant,
                             dir=relative_to_home(home, installed.dir), server=relative_to_home(home, installed.server),
-                            version=probed.version_line,
-                            assets=tuple(AssetRecord(n, s, z) for n, s, z in installed.assets)),
+                            version=working.probed.version_line,
+                            assets=tuple(AssetRecord(n, s, z) for n, s, z in installed.assets),
+                            given_up=given_up, selftest_s=selftest_s),
         files=tuple(_record(home, f) for f in files),
         server=ServerRecord(host=spec.host, port=spec.port, alias=alias, args=spec.args,
                             plan_args=tuple(plan.args), tuned_by=tuned.adopted,
-                            fit_args=tuned.fit_args),
+                            fit_args=tuned.fit_args, retried=retried),
         service=ServiceRecord(manager.name, True),
         venv_python=None if venv_result is None or venv_result.python is None
         else relative_to_home(home, venv_result.python),
         request=options.request,
     )
     save_state(home, state)
+    clear_failure(home)
     checkpoint("recorded")
     cleanup.after_success(home, state, journal)
     checkpoint("cleaned")
     verify.print_report(report)
     return DeployResult(state, spec, report, tuned, venv_result, scripts, manager.name)
+
+
+def _flags(plan: Plan, options: DeployOptions, working: WorkingEngine) -> list[str]:
+    """The plan's flags with the catalog's and the caller's overrides, minus what this build does not accept."""
+    flags = engine_flags.filter_by_help(engine_flags.with_overrides(list(plan.args), list(options.extra_args)),
+                                        working.probed.flags)
+    for dropped in flags.dropped:
+        warn(t("deploy.flag_dropped", flag=dropped))
+    return flags.kept
+
+
+def _start_and_verify(home: Home, spec: LaunchSpec, manager: service.ServiceManager,
+                      options: DeployOptions) -> tuple[verify.VerifyReport, start_scripts.StartScripts]:
+    """render → register → start → verify; an ``EngineFailed`` names why the server did not come up."""
+    # render: the start scripts (the service definitions are rendered by register)
+    scripts = start_scripts.render_start_scripts(spec, home)
+    checkpoint("rendered")
+    # register (second half), then verify: a real chat request, non-stream and stream
+    service.install_service(manager, spec)
+    checkpoint("registered")
+    manager.start()
+    checkpoint("started")
+    report = verify.verify_server(spec, read_api_key(home), timeout=options.verify_timeout,
+                                  log_path=manager.log_file, alive=lambda: manager.status().active,
+                                  evidence=manager.evidence)
+    checkpoint("verified")
+    return report, scripts
+
+
+def _smaller_plan(failure: EngineFailure, plan: Plan, options: DeployOptions) -> tuple[Plan, str] | None:
+    """Out of memory at the first start: the caller's smaller plan (once), and the note that says why."""
+    if failure.cause != OUT_OF_MEMORY or options.replan is None:
+        return None
+    smaller = options.replan(failure, plan)
+    if smaller is None or smaller.args == plan.args:
+        return None
+    if smaller.settings.ctx != plan.settings.ctx:
+        change = t("failure.change_ctx", ctx=smaller.settings.ctx, old=plan.settings.ctx)
+    else:
+        placement = next((r.value for r in smaller.reasons if r.topic == "placement"), "")
+        change = t("failure.change_gpu", placement=placement)
+    wanted = f"{failure.wanted_bytes / (1 << 20):,.0f} MiB" if failure.wanted_bytes else "?"
+    note = t("failure.oom_replan", wanted=wanted, device=failure.device or "?", change=change)
+    warn(note)
+    return smaller, note
+
+
+def _engine_history(working: WorkingEngine, previous: InstallState | None
+                    ) -> tuple[tuple[GivenUpRecord, ...], float | None]:
+    """The builds that could not run here and the self-test's time: found in this run, or (the live engine kept)
+    as recorded before, so an unchanged engine keeps an unchanged record."""
+    given_up = tuple(GivenUpRecord(g.variant, g.failure.cause, g.failure.detail) for g in working.given_up)
+    kept = previous is not None and previous.engine.build == working.installed.build \
+        and previous.engine.variant == working.variant
+    if kept and working.selftest_s is None:
+        assert previous is not None
+        return previous.engine.given_up, previous.engine.selftest_s
+    if kept and not given_up:
+        assert previous is not None
+        given_up = previous.engine.given_up
+    return given_up, working.selftest_s
 
 
 def _journal(home: Home, previous: InstallState | None, files: list[PlacedFile],
@@ -250,11 +326,6 @@ def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
     raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
 
 
-def _log_of(manager: service.ServiceManager) -> Path | None:
-    log = getattr(manager, "log_file", None)
-    return log if isinstance(log, Path) else None
-
-
 def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],
                manager: service.ServiceManager, cause: QwenKitError | KeyboardInterrupt, timeout: float) -> NoReturn:
     """The new install did not come up (or the user pressed Ctrl-C): put the previous one back and start it, then
@@ -284,8 +355,8 @@ def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap
     try:
         service.install_service(old_manager, old_spec)
         old_manager.start()
-        verify.wait_healthy(old_spec.base_url, timeout=timeout, log_path=_log_of(old_manager),
-                            alive=lambda: old_manager.status().active)
+        verify.wait_healthy(old_spec.base_url, timeout=timeout, log_path=old_manager.log_file,
+                            alive=lambda: old_manager.status().active, evidence=old_manager.evidence)
     except QwenKitError as exc:
         raise ServerError(t("deploy.err_rollback_failed", reason=reason, detail=exc.message),
                           t("deploy.hint_rollback_failed")) from exc

@@ -28,6 +28,7 @@ from .atomic_file import fsync_dir, write_atomic
 from .checkpoints import checkpoint
 from .console import info, t
 from .download import FetchOptions, Mirror, RemoteFile
+from .engine_failure import EngineFailed
 from .engine_marker import (
     MARKER,
     MARKER_SCHEMA,
@@ -284,7 +285,7 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
     except BaseException as exc:
         with contextlib.suppress(OSError):
             _remove_tree(staging)
-        if isinstance(exc, IntegrityError):  # verified bytes, bad archive: a rerun must fetch it afresh
+        if isinstance(exc, (IntegrityError, EngineFailed)):  # a bad archive, or a build that cannot run here
             _drop_downloads(downloads, [r.name for r in remotes])
         raise
     _drop_downloads(downloads, [r.name for r in remotes])

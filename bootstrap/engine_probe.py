@@ -13,6 +13,7 @@ Output formats (reference/llama-server.md, "Flags"):
 
 from __future__ import annotations
 
+import errno
 import re
 import subprocess
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from . import settings
 from .console import t
+from .engine_failure import ILLEGAL_INSTRUCTION, EngineFailure, ExitInfo, classify
 from .errors import ServerError
 
 _VERSION_NEW_RE = re.compile(r"\(build\s+(\d+),\s*commit\s+([^)\s]+)\)")
@@ -111,7 +113,9 @@ def _first_line(text: str) -> str:
 def run_engine(server: Path, arg: str, *, timeout: float = 30) -> tuple[str, str]:
     """(stdout, stderr) of ``server arg``; ``ServerError`` (exit 6) when it cannot start or fails.
 
-    The message carries the first stderr line: that is where the loader says which library is missing.
+    A failure that is the build's own (a missing library, an illegal instruction, a binary for another machine)
+    is ``EngineFailed`` naming it, so the install can try another build; otherwise the message carries the first
+    stderr line.
     """
     flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # no console window flashing up on Windows
     try:
@@ -121,11 +125,16 @@ def run_engine(server: Path, arg: str, *, timeout: float = 30) -> tuple[str, str
         raise ServerError(t("engine.err_probe_timeout", server=str(server), arg=arg, seconds=int(timeout)),
                           t("engine.hint_probe")) from exc
     except OSError as exc:
+        if exc.errno == errno.ENOEXEC:  # built for another CPU architecture or OS
+            raise EngineFailure(ILLEGAL_INSTRUCTION, exc.strerror or str(exc)).error(str(server)) from exc
         raise ServerError(t("engine.err_probe_start", server=str(server), arg=arg,
                             detail=exc.strerror or str(exc)), t("engine.hint_probe")) from exc
     out = proc.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
     err = proc.stderr[:MAX_OUTPUT].decode("utf-8", "replace")
     if proc.returncode != 0:
+        failure = classify(ExitInfo.from_returncode(proc.returncode), err + "\n" + out)
+        if failure.engine_cause:
+            raise failure.error(str(server))
         detail = _first_line(err) or _first_line(out) or f"exit status {proc.returncode}"
         raise ServerError(t("engine.err_probe_start", server=str(server), arg=arg, detail=detail),
                           t("engine.hint_probe"))

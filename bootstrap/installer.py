@@ -1,15 +1,19 @@
 """The installer: one run of the whole pipeline (DESIGN.md §1), which is also how reruns upgrade in place.
 
-    lock → recover → [up to date? keep serving] → detect → plan → (confirm) → fetch → place → tune → render →
-    register → verify → record → clean
+    lock → recover → [up to date? keep serving] → detect → plan → (confirm) → engine (fetch, place, self-test,
+    next build if it cannot run) → fetch → place → tune → render → register → verify → record → clean
 
 - **lock**: one installer per home (``home_lock``); a kill drops it with the process.
 - **recover**: a swap journal left by a killed upgrade is undone (or, when ``state.json`` already records the new
   files, finished), so the home is again exactly the last verified install.
 - **up to date**: same request, kit, engine and files (stat only, no byte read) → no stage runs; the server is
   started if it is not answering. ``--verify`` skips this and hashes every file.
-- **detect → plan → fetch**: here; fetch downloads only what changed, into staging when the live install uses the
-  path. **place … record**: ``deploy.deploy``, which swaps, verifies and rolls back.
+- **detect → plan → engine → fetch**: here. The engine comes first and is run once on a tiny quantized model
+  (``working_engine``): a build that cannot run here is found in seconds, before any model byte and before the live
+  server is stopped, and the next build this machine can run replaces it (the plan follows). Fetch downloads only
+  what changed, into staging when the live install uses the path. **place … record**: ``deploy.deploy``, which
+  swaps, verifies (a first start that runs out of memory is replanned once, ``_oom_replanner``) and rolls back.
+- A failure with a named cause (``engine_failure``) is kept in ``logs/last-failure.json`` for ``status``.
 Every step is a named checkpoint (``checkpoints.POINTS``) so the crash harness can kill the run there.
 """
 
@@ -37,8 +41,11 @@ from .state import InstallState, RequestRecord, launch_spec, load_state
 if TYPE_CHECKING:
     from .bundle_install import OpenedBundle
     from .deploy import DeployOptions, DeployResult
+    from .engine_failure import EngineFailure
+    from .engine_variant import VariantChoice
     from .hardware import HardwareProfile
-    from .planner import Plan
+    from .planner import Candidate, Plan
+    from .working_engine import WorkingEngine
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class InstallRequest:
     wheels_dir: Path | None = None
     pip_index_url: str | None = None
     verify_timeout: float = 300.0
+    hardware_file: Path | None = None  # plan for the memory, GPUs and CPU this profile states (install --hardware)
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,22 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
                 request = replace(request, source=bundle.root)
         with settings.overridden(bundle.env() if bundle is not None else {}):
-            return _install(home, request, confirm, previous, recovered, bundle)
+            try:
+                return _install(home, request, confirm, previous, recovered, bundle)
+            except QwenKitError as exc:
+                _record_failure(home, exc)
+                raise
+
+
+def _record_failure(home: Home, exc: QwenKitError) -> None:
+    """A failure with a named engine cause (itself, or the cause of a rollback) goes to logs/last-failure.json."""
+    from .engine_failure import EngineFailed
+    from .failure_record import save_failure
+
+    for err in (exc, exc.__cause__):
+        if isinstance(err, EngineFailed) and home.root.is_dir():
+            save_failure(home, err, int(exc.exit_code))
+            return
 
 
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
@@ -118,11 +141,10 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 
     from . import model_choice, model_fetch
     from .deploy import deploy
-    from .hardware import detect
     from .planner import choose
 
     # detect
-    hardware = detect(home.root)
+    hardware = _hardware(home, request)
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = model_choice.candidates_for(wanted.ref, home.models_dir, source)
     plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
@@ -134,16 +156,31 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
-    # from a bundle every file is held until all are verified: one bad file leaves nothing placed
-    placed = model_fetch.fetch(fetch_plan, hold=home.staging_dir / "held" if bundle is not None else None)
+    # From a bundle every file is held until all are verified, so one bad file leaves nothing placed (the engine
+    # included). Online the engine comes first: a build that cannot run here is found in seconds, before any
+    # model byte is downloaded. Either way the next build this machine can run takes the place of one that cannot,
+    # and the plan follows (a CPU build plans for RAM only).
+    hold = home.staging_dir / "held" if bundle is not None else None
+    placed = model_fetch.fetch(fetch_plan, hold=hold) if bundle is not None else None
+    working = _place_engine(home, plan, hardware, bundle, previous, archives)
+    if working.variant != plan.variant.name:
+        replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=_fallback_choice(working))
+        if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
+            fetch_plan = model_fetch.plan_fetch(wanted, replanned, source, home, previous,
+                                                rehash=request.verify_files)
+            placed = None
+        plan = replanned
+    if placed is None:
+        placed = model_fetch.fetch(fetch_plan, hold=hold)
     checkpoint("fetched")
 
     # place → tune → render → register → verify → record (→ clean)
     options = _deploy_options(plan, request, previous, wanted.text)
+    options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware))
     if bundle is not None:  # no index at all: the bundle's wheels, or no venv
-        options = replace(options, engine_archives=archives, wheels_dir=wheels, venv=wheels is not None,
+        options = replace(options, wheels_dir=wheels, venv=wheels is not None,
                           python_versions=bundle.manifest.python_versions, winsw=winsw)
-    result = deploy(home, plan, placed, hardware, options, previous=previous)
+    result = deploy(home, plan, placed, hardware, options, previous=previous, working=working)
     if bundle is not None:
         shutil.rmtree(home.wheels_cache, ignore_errors=True)
         if winsw is not None:  # copied next to its service definition by now
@@ -156,6 +193,82 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
     return InstallOutcome(kind, result.state, result)
+
+
+def _hardware(home: Home, request: InstallRequest) -> HardwareProfile:
+    """This machine; with ``--hardware``, its memory, GPUs and CPU as the file states them (the OS, Pythons, disk
+    and network stay this machine's: the engine and venv are installed here)."""
+    from .hardware import detect, load_profile
+
+    found = detect(home.root)
+    if request.hardware_file is None:
+        return found
+    given = load_profile(request.hardware_file)
+    if (given.os.system, given.cpu.arch) != (found.os.system, found.cpu.arch):
+        raise UsageError(t("install.err_hardware_other", system=given.os.system, arch=given.cpu.arch,
+                           here=f"{found.os.system} {found.cpu.arch}"), t("install.hint_hardware_other"))
+    return replace(found, cpu=given.cpu, memory=given.memory, gpus=given.gpus)
+
+
+def _place_engine(home: Home, plan: Plan, hardware: HardwareProfile, bundle: OpenedBundle | None,
+                  previous: InstallState | None, archives: tuple[Path, ...] | None) -> WorkingEngine:
+    """The planned engine build, self-tested, or the next one this machine can run (``working_engine``).
+    Builds recorded as failing here with this same engine release are not downloaded again."""
+    from .state import resolve_in_home
+    from .working_engine import place_working_engine, request_for
+
+    skip: tuple[str, ...] = ()
+    live = None
+    if previous is not None:
+        live = resolve_in_home(home, previous.engine.dir)
+        from .engine_pins import load_pins
+
+        if previous.engine.build == load_pins().build:
+            skip = tuple(g.variant for g in previous.engine.given_up)
+    return place_working_engine(home, plan.variant.name, request_for(
+        plan, hardware, allowed=None if bundle is None else bundle.variants, skip=skip, live_dir=live,
+        fetched=archives))
+
+
+def _fallback_choice(working: WorkingEngine) -> VariantChoice:
+    """The plan's engine line when a preferred build could not run here: which one runs, and why."""
+    from .engine_variant import VariantChoice
+    from .working_engine import who
+
+    last = working.given_up[-1] if working.given_up else None
+    if last is None:  # skipped from the record: say what was recorded
+        return VariantChoice(working.variant, t("failure.fallback", used=working.variant, failed="-", reason="-"))
+    return VariantChoice(working.variant, t("failure.fallback", used=working.variant, failed=last.variant,
+                                             reason=last.failure.message(who(last.variant))))
+
+
+def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile) -> Callable[[EngineFailure, Plan],
+                                                                                        Plan | None]:
+    """A smaller plan for a first start that ran out of memory: a smaller context when RAM ran out; less on the
+    GPU (more experts or layers in RAM) when VRAM did. Same model file and quant: it is already in place."""
+    from .planner import CTX_LADDER, GPU_MARGIN, choose
+
+    def replan(failure: EngineFailure, plan: Plan) -> Plan | None:
+        same = [c for c in candidates if (c.model_id, c.quant, c.file) == (plan.model_id, plan.quant, plan.file)]
+        if not same:
+            return None
+        profile, ctx = hardware, plan.settings.ctx
+        if failure.on_gpu and plan.estimate.gpu_total > 0:
+            wanted = failure.wanted_bytes or plan.estimate.gpu_total // 4
+            fits = max(0, plan.estimate.gpu_total - wanted) + GPU_MARGIN
+            profile = replace(hardware, gpus=tuple(replace(g, vram_free_bytes=min(g.vram_free_bytes or fits, fits))
+                                                   for g in hardware.gpus))
+        else:
+            smaller = [c for c in CTX_LADDER if c < ctx]
+            if not smaller:
+                return None
+            ctx = smaller[0]
+        try:
+            return choose(same, profile, requested_ctx=ctx, variant=plan.variant)
+        except QwenKitError:
+            return None
+
+    return replan
 
 
 def _recorded_source(previous: InstallState | None) -> str:
@@ -245,7 +358,7 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     try:
         manager.start()
         wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,
-                     log_path=getattr(manager, "log_file", None))
+                     log_path=manager.log_file, evidence=manager.evidence)
     except QwenKitError as exc:
         raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
     info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))

@@ -251,15 +251,18 @@ def _available(variant: VariantChoice, variants: Collection[str], hardware: Hard
 
 def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, requested_ctx: int | None = None,
            fallbacks: Sequence[Candidate] = (), engine_build: int = engine_flags.PINNED_BUILD,
-           variants: Collection[str] | None = None) -> Plan:
+           variants: Collection[str] | None = None, variant: VariantChoice | None = None) -> Plan:
     """The plan for the first candidate (in preference order) that fits; fallbacks only when none does.
 
     A context of at least ``GOOD_CTX`` with a smaller quant beats a bigger quant squeezed to 4k; a user-given
     ``--ctx`` is never reduced. ``variants``: the engine variants at hand (an offline bundle's), when not all are.
+    ``variant``: the build to plan for, when the preferred one was found not to run here (its memory budget
+    follows: a CPU build plans for RAM only).
     """
-    variant = choose_variant(hardware)
-    if variants is not None:
-        variant = _available(variant, variants, hardware)
+    if variant is None:
+        variant = choose_variant(hardware)
+        if variants is not None:
+            variant = _available(variant, variants, hardware)
     budget = budget_for(hardware, variant)
     threads = max(1, hardware.cpu.physical_cores or hardware.cpu.logical_cores or 1)
     found = None

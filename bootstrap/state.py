@@ -34,6 +34,15 @@ class AssetRecord:
 
 
 @dataclass(frozen=True)
+class GivenUpRecord:
+    """A build of the engine that could not run on this machine (so a rerun does not download it again)."""
+
+    variant: str
+    cause: str  # engine_failure cause
+    detail: str
+
+
+@dataclass(frozen=True)
 class EngineRecord:
     build: int  # the pinned release build (b<N>)
     variant: str
@@ -41,6 +50,8 @@ class EngineRecord:
     server: str  # relative to the home
     version: str | None  # what the binary printed for --version
     assets: tuple[AssetRecord, ...] = ()
+    given_up: tuple[GivenUpRecord, ...] = ()  # preferred builds that failed here, in the order tried
+    selftest_s: float | None = None  # how long the self-test took (None: not run in the run that wrote this)
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,7 @@ class ServerRecord:
     plan_args: tuple[str, ...]  # what the planner chose, kept to compare on reruns
     tuned_by: str = "plan"  # "plan" | "fit"
     fit_args: tuple[str, ...] | None = None  # llama-fit-params' advice, when it ran
+    retried: str | None = None  # the first start ran out of memory: why the recorded plan is smaller
 
 
 @dataclass(frozen=True)
@@ -141,10 +153,14 @@ def _bad(field_name: str, detail: str) -> UsageError:
 
 
 def _read_engine(r: FieldReader) -> EngineRecord:
+    selftest = r.doc.get("selftest_s")
     return EngineRecord(build=r.integer("build"), variant=r.text("variant"), dir=r.text("dir"),
                         server=r.text("server"), version=r.opt_text("version"),
                         assets=tuple(AssetRecord(a.text("name"), a.text("sha256"), a.integer("size"))
-                                     for a in r.items("assets")))
+                                     for a in r.items("assets")),
+                        given_up=tuple(GivenUpRecord(g.text("variant"), g.text("cause"), g.text("detail"))
+                                       for g in (r.items("given_up") if "given_up" in r.doc else ())),
+                        selftest_s=float(selftest) if isinstance(selftest, (int, float)) else None)
 
 
 def _read_file(r: FieldReader) -> FileRecord:
@@ -162,7 +178,7 @@ def _read_server(r: FieldReader) -> ServerRecord:
     return ServerRecord(host=r.text("host"), port=r.integer("port", minimum=1), alias=r.text("alias"),
                         args=r.strings("args"), plan_args=r.strings("plan_args"),
                         tuned_by=r.choice("tuned_by", ("plan", "fit")),
-                        fit_args=None if fit is None else r.strings("fit_args"))
+                        fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"))
 
 
 def state_from_json(doc: Any) -> InstallState:

@@ -11,7 +11,6 @@ the check has to hit a protected endpoint), then one plain and one streamed chat
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 import webbrowser
@@ -23,17 +22,17 @@ from typing import Any
 import requests
 
 from .console import info, t
+from .engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
 from .errors import ServerError
 from .launch_spec import LaunchSpec
 from .render import render_template
 from .server_health import local_session
+from .service.base import Evidence
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
 REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay
 _POLL_S = 0.1
 _DEAD_AFTER = 5  # polls in a row without the server process (a start script execs llama-server: a brief gap)
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_LOG_TAIL_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -59,37 +58,31 @@ class VerifyReport:
 
 def last_log_line(path: Path) -> str:
     """The last non-empty line of a log file (ANSI colours stripped), read from its tail only."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - _LOG_TAIL_BYTES))
-            tail = f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    lines = [_ANSI.sub("", ln).strip() for ln in tail.splitlines()]
-    return next((ln for ln in reversed(lines) if ln), "")
+    lines = clean_lines(read_log_tail(path))
+    return lines[-1] if lines else ""
 
 
-def _exited(process: subprocess.Popen[Any], log_path: Path | None) -> ServerError:
-    line = last_log_line(log_path) if log_path is not None else ""
-    last = t("verify.err_exited_last", line=line) if line else ""
-    where = f" ({log_path})" if log_path is not None else ""
-    return ServerError(t("verify.err_exited", code=process.returncode, last=last),
-                       t("verify.hint_exited", where=where))
+def _failed(evidence: Evidence) -> EngineFailed:
+    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``)."""
+    failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
+    return failure.error(t("failure.who_server"))
 
 
-def _stopped(log_path: Path | None) -> ServerError:
-    line = last_log_line(log_path) if log_path is not None else ""
-    last = t("verify.err_exited_last", line=line) if line else ""
-    where = f" ({log_path})" if log_path is not None else ""
-    return ServerError(t("verify.err_stopped", last=last), t("verify.hint_exited", where=where))
+def _from_log(log_path: Path | None, exit_info: ExitInfo | None = None) -> Evidence:
+    return Evidence(exit_info, read_log_tail(log_path) if log_path is not None else "",
+                    None if log_path is None else str(log_path))
+
+
+def _exited(process: subprocess.Popen[Any], log_path: Path | None) -> EngineFailed:
+    return _failed(_from_log(log_path, ExitInfo.from_returncode(process.returncode)))
 
 
 def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any] | None = None,
-                 log_path: Path | None = None, alive: Callable[[], bool] | None = None) -> float:
+                 log_path: Path | None = None, alive: Callable[[], bool] | None = None,
+                 evidence: Callable[[], Evidence] | None = None) -> float:
     """Poll ``/health`` until 200; the seconds waited. A dead ``process`` fails at once, not at the timeout, and
-    so does a server that ``alive`` (the service manager's view) reports gone several polls in a row."""
+    so does a server that ``alive`` (the service manager's view) reports gone several polls in a row; either way
+    the error names the cause, from ``evidence`` (the manager's exit status and log) or the log file."""
     start = time.perf_counter()
     deadline = start + timeout
     last = t("verify.no_answer")
@@ -100,7 +93,7 @@ def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any
                 raise _exited(process, log_path)
             misses = misses + 1 if alive is not None and not alive() else 0
             if misses >= _DEAD_AFTER:
-                raise _stopped(log_path)
+                raise _failed(evidence() if evidence is not None else _from_log(log_path))
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise ServerError(t("verify.err_health_timeout", url=base_url, seconds=f"{timeout:g}", last=last),
@@ -248,9 +241,11 @@ def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: 
 
 def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, prompt: str = DEFAULT_PROMPT,
                   max_tokens: int = 32, process: subprocess.Popen[Any] | None = None,
-                  log_path: Path | None = None, alive: Callable[[], bool] | None = None) -> VerifyReport:
+                  log_path: Path | None = None, alive: Callable[[], bool] | None = None,
+                  evidence: Callable[[], Evidence] | None = None) -> VerifyReport:
     """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
-    health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive)
+    health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive,
+                               evidence=evidence)
     auth = {"Authorization": f"Bearer {api_key}"}
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:

@@ -28,10 +28,10 @@ from tests.support.llama import free_port
 
 pytestmark = pytest.mark.usefixtures("english")
 
-FRESH_POINTS = ("locked", "recovered", "planned", "fetch-started", "fetched", "engine-staged", "engine-placed",
+FRESH_POINTS = ("locked", "recovered", "planned", "engine-staged", "engine-placed", "fetch-started", "fetched",
                 "tuned", "old-stopped", "rendered", "registered", "started", "verified", "recorded", "cleaned")
 VENV_POINTS = ("venv-created", "venv-ready")  # reached only when the runtime venv is built (fresh, wheelhouse)
-UPGRADE_POINTS = ("locked", "recovered", "planned", "fetch-started", "fetched", "engine-placed", "tuned",
+UPGRADE_POINTS = ("locked", "recovered", "planned", "engine-placed", "fetch-started", "fetched", "tuned",
                   "old-stopped", "swap-journaled", "swap-half", "swapped", "rendered", "registered", "started",
                   "verified", "recorded", "cleaned")
 DEFAULT = {(kh.FRESH, p) for p in ("fetch-started", "engine-staged", "started", "recorded")} | {

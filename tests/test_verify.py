@@ -16,6 +16,7 @@ import pytest
 
 from bootstrap import verify as verify_mod
 from bootstrap.console import t
+from bootstrap.engine_failure import EngineFailed
 from bootstrap.errors import ExitCode, ServerError
 from bootstrap.launch_spec import LaunchSpec
 from bootstrap.verify import (
@@ -153,16 +154,20 @@ def test_server_without_a_key_is_refused(engine_bin_dir: Path, tiny: Path, tmp_p
     assert info.value.hint == t("verify.hint_no_key_check")
 
 
-def test_dead_server_fails_at_once_with_its_last_log_line(engine_bin_dir: Path, tmp_path: Path) -> None:
-    spec = _spec(tmp_path, engine_bin_dir, tmp_path / "missing.gguf", TINY_ARGS)
+def test_dead_server_fails_at_once_naming_the_cause(engine_bin_dir: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.gguf"
+    spec = _spec(tmp_path, engine_bin_dir, missing, TINY_ARGS)
     log = tmp_path / "server.log"
-    with _running(spec.argv(), log) as proc, pytest.raises(ServerError) as info:
+    with _running(spec.argv(), log) as proc, pytest.raises(EngineFailed) as info:
         # A timeout far beyond the test's own: only the exit check can end this wait.
         verify_server(spec, KEY, process=proc, log_path=log, timeout=3600)
-    last = last_log_line(log)
-    assert last and proc.returncode not in (None, 0)
-    assert info.value.message == t("verify.err_exited", code=proc.returncode,
-                                   last=t("verify.err_exited_last", line=last))
+    assert last_log_line(log) and proc.returncode not in (None, 0)
+    failure = info.value.failure
+    assert (failure.cause, failure.exit_code, failure.log) == ("model_load", proc.returncode, str(log))
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message == t("failure.model_load", who="llama-server",
+                                   detail=f"gguf_init_from_file: failed to open GGUF file '{missing}' "
+                                          "(No such file or directory)")
     assert str(log) in (info.value.hint or "")
 
 

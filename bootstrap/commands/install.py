@@ -69,6 +69,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         venv=not getattr(args, "no_venv", False) and answers.get("venv", True),
         verify_files=bool(getattr(args, "verify", False) or answers.get("verify", False)),
         wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(), admin=is_admin(),
+        hardware_file=Path(args.hardware) if getattr(args, "hardware", None) else None,
     )
     return request, pick("home", None)
 

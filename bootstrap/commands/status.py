@@ -11,12 +11,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import console
-from ..console import info, t
+from ..console import info, t, warn
 from ..errors import ExitCode
+from ..failure_record import FailureRecord, load_failure
 from ..home import Home, resolve_home
 from ..launch_spec import LaunchSpec
 from ..server_health import Health, check_health
-from ..state import InstallState, load_launch_spec, require_state, resolve_in_home
+from ..state import InstallState, load_launch_spec, load_state, require_state, resolve_in_home
 from ..verify import open_web_ui
 
 
@@ -28,6 +29,7 @@ class StatusReport:
     health: Health
     problems: tuple[str, ...]
     service: dict[str, Any] | None
+    last_failure: FailureRecord | None = None  # the last attempt that failed (an upgrade refused, a start…)
 
     @property
     def healthy(self) -> bool:
@@ -45,8 +47,12 @@ class StatusReport:
             "endpoint": self.spec.openai_base_url,
             "api_key_file": str(self.spec.api_key_file),
             "engine": {"build": self.state.engine.build, "variant": self.state.engine.variant,
-                       "version": self.state.engine.version, "server": str(self.spec.server)},
+                       "version": self.state.engine.version, "server": str(self.spec.server),
+                       "given_up": [asdict(g) for g in self.state.engine.given_up],
+                       "selftest_s": self.state.engine.selftest_s},
             "args": list(self.spec.args),
+            "retried": self.state.server.retried,
+            "last_failure": None if self.last_failure is None else asdict(self.last_failure),
             "service": self.service,
             "start_script": str(self.home.run_bat if self.state.system == "Windows" else self.home.run_sh),
         }
@@ -101,11 +107,35 @@ def collect(home: Home) -> StatusReport:
     problem = _health_problem(health, spec)
     if problem:
         problems.append(problem)
-    return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec))
+    return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec),
+                        load_failure(home))
+
+
+def _fallback_notes(state: InstallState) -> list[str]:
+    """What the install gave up to run here: engine builds that could not start, a plan made smaller."""
+    notes = [t("failure.status_fallback", note=t("failure.fallback", used=state.engine.variant, failed=g.variant,
+                                                  reason=f"{g.cause}: {g.detail}"))
+             for g in state.engine.given_up]
+    if state.server.retried:
+        notes.append(state.server.retried)
+    return notes
+
+
+def _not_installed(home: Home, as_json: bool) -> None:
+    """Nothing installed: say why the last attempt failed, when one did, then the usual exit 2."""
+    failure = load_failure(home)
+    if as_json:
+        console.emit_json({"home": str(home.root), "installed": False, "healthy": False,
+                           "last_failure": None if failure is None else asdict(failure)})
+    elif failure is not None:
+        warn(t("failure.status_last", when=failure.when, message=failure.message))
+    require_state(home)  # raises the "nothing installed" error (exit 2)
 
 
 def run(args: argparse.Namespace) -> int:
     home = resolve_home(getattr(args, "home", None))
+    if load_state(home) is None:
+        _not_installed(home, bool(args.json))
     report = collect(home)
     if args.json:
         console.emit_json(report.to_json())
@@ -119,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
         if report.service is not None:
             info(t("status.line_service", detail=report.service.get("detail", "")))
         info(t("status.line_scripts", script=report.to_json()["start_script"]))
+        for note in _fallback_notes(report.state):
+            warn(note)
+        if report.last_failure is not None:
+            warn(t("failure.status_last", when=report.last_failure.when, message=report.last_failure.message))
         if report.healthy:
             console.ok(t("status.healthy", model=spec.alias, endpoint=spec.openai_base_url))
         else:

@@ -16,6 +16,7 @@ from . import (
     deploy,
     doctor,
     engine,
+    failure,
     fetch,
     gguf,
     install,
@@ -32,7 +33,8 @@ from . import (
 )
 
 # Static imports (not importlib) so PyInstaller sees every part.
-_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv, deploy,
+_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, failure, state, pyenv,
+                                  deploy,
                                   render, verify, service, install, uninstall, setup, bundle,
                                   bundle_create)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..console import t
+from ..engine_failure import ExitInfo, read_log_tail
 from ..errors import ServerError
 from ..home import Home
 from ..launch_spec import LaunchSpec
@@ -69,6 +70,15 @@ def port_busy(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What a manager can tell about a server that stopped: how it ended and its last log lines."""
+
+    exit: ExitInfo | None  # None: the manager does not say (or the process never ran)
+    log_text: str
+    log_where: str | None  # a file, or the command that shows the log (journalctl)
+
+
 def remove_files(paths: Sequence[Path]) -> None:
     """Delete what a manager wrote; missing files are fine (uninstall is idempotent)."""
     for path in paths:
@@ -104,6 +114,21 @@ class ServiceManager(ABC):
 
     def run(self, *argv: str | Path, timeout: float = DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         return self.runner([str(a) for a in argv], timeout)
+
+    @property
+    def log_file(self) -> Path | None:
+        """The file the server's output goes to under this manager (None: the manager keeps it elsewhere)."""
+        return None
+
+    def last_exit(self) -> ExitInfo | None:
+        """How the server's last process ended, when the manager records it (None otherwise)."""
+        return None
+
+    def evidence(self) -> Evidence:
+        """Exit status and log tail, for naming the cause of a failed start (``engine_failure.classify``)."""
+        log = self.log_file
+        return Evidence(self.last_exit(), read_log_tail(log) if log is not None else "",
+                        None if log is None else str(log))
 
     @property
     def start_script(self) -> Path:

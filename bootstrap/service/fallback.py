@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -20,6 +21,7 @@ import requests
 from .. import console
 from ..atomic_file import write_atomic
 from ..console import t
+from ..engine_failure import ExitInfo
 from ..errors import ServerError, UsageError
 from ..home import Home
 from ..launch_spec import LaunchSpec
@@ -41,6 +43,9 @@ class FallbackManager(ServiceManager):
         super().__init__(home)
         self.health_url = health_url
         self.stop_timeout = stop_timeout
+        # The server this manager started, kept so its exit status is ours to read: a dropped Popen is reaped by
+        # subprocess's own clean-up, and a plain waitpid elsewhere would throw the status away.
+        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def pid_file(self) -> Path:
@@ -49,6 +54,19 @@ class FallbackManager(ServiceManager):
     @property
     def log_file(self) -> Path:
         return self.home.logs_dir / LOG_NAME
+
+    def last_exit(self) -> ExitInfo | None:
+        """The exit status of the server this manager started, once it has ended."""
+        if self._proc is None:
+            return None
+        return ExitInfo.from_returncode(self._proc.poll())
+
+    def _collect(self, pid: int) -> None:
+        """Reap an exited child: through its Popen when it is the one we started (keeping its status)."""
+        if self._proc is not None and self._proc.pid == pid:
+            self._proc.poll()
+        else:
+            _reap(pid)
 
     @property
     def definition_paths(self) -> list[Path]:
@@ -76,7 +94,7 @@ class FallbackManager(ServiceManager):
 
     def _ours(self, pid: int) -> psutil.Process | None:
         """The live process ``pid`` if it is still our server (not a zombie, not a reused pid)."""
-        _reap(pid)
+        self._collect(pid)
         try:
             proc = psutil.Process(pid)
             if proc.status() == psutil.STATUS_ZOMBIE:
@@ -101,6 +119,7 @@ class FallbackManager(ServiceManager):
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
         except OSError as exc:
             raise ServerError(t("service.err_spawn", path=self.home.run_sh, detail=exc)) from exc
+        self._proc = proc
         write_atomic(self.pid_file, f"{proc.pid}\n".encode("ascii"), mode=0o644)
 
     def stop(self) -> None:
@@ -124,11 +143,11 @@ class FallbackManager(ServiceManager):
 
     def _end(self, proc: psutil.Process) -> None:
         _signal_session(proc, signal.SIGTERM)
-        if not _ended(proc, self.stop_timeout):
+        if not _ended(proc, self.stop_timeout, self._collect):
             _signal_session(proc, signal.SIGKILL)
-            if not _ended(proc, self.stop_timeout):
+            if not _ended(proc, self.stop_timeout, self._collect):
                 raise ServerError(t("service.err_not_stopped", pid=proc.pid))
-        _reap(proc.pid)
+        self._collect(proc.pid)
 
     def _unrecorded(self) -> list[psutil.Process]:
         """Servers started from this home's engine folder or start script (no other home's, no other program)."""
@@ -166,12 +185,12 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _ended(proc: psutil.Process, timeout: float) -> bool:
+def _ended(proc: psutil.Process, timeout: float, collect: Callable[[int], None] = _reap) -> bool:
     """Whether the process ended within ``timeout``: gone, or a zombie (it ran its last instruction; only its
     parent, which may be another long-lived program, can collect it)."""
     deadline = time.monotonic() + timeout
     while True:
-        _reap(proc.pid)
+        collect(proc.pid)
         if not proc.is_running() or _is_zombie(proc.pid):
             return True
         if time.monotonic() >= deadline:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..engine_failure import ExitInfo
 from ..home import Home
 from ..launch_spec import LaunchSpec
 from ..render import render_template, write_rendered
@@ -70,6 +71,22 @@ class LaunchdManager(ServiceManager):
         result = self.run("launchctl", "print", self.domain, timeout=10)
         return result.returncode == 0, output_of(result)
 
+
+    @property
+    def log_file(self) -> Path:
+        """The plist's StandardOutPath and StandardErrorPath."""
+        return self.home.logs_dir / LOG_NAME
+
+    def last_exit(self) -> ExitInfo | None:
+        """``launchctl list``'s Status column for our label: the last exit status, or the negative of the signal
+        that killed the job (launchctl(1), "list")."""
+        result = self.run("launchctl", "list", timeout=10)
+        for line in (result.stdout or "").splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[2] == LABEL and fields[1].lstrip("-").isdigit():
+                status = int(fields[1])
+                return ExitInfo(signal=-status) if status < 0 else ExitInfo(code=status)
+        return None
 
     def _loaded(self) -> bool:
         return self.run("launchctl", "print", self.service_target, timeout=10).returncode == 0

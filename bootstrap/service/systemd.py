@@ -12,11 +12,13 @@ from typing import Literal
 
 from .. import console
 from ..console import t
+from ..engine_failure import ExitInfo
 from ..home import Home
 from ..launch_spec import LaunchSpec
 from ..render import QuotingError, render_template, write_rendered
 from .base import (
     SERVICE_ID,
+    Evidence,
     Runner,
     ServiceManager,
     ServiceStatus,
@@ -34,6 +36,8 @@ BOOTED_MARKER = Path("/run/systemd/system")  # sd_booted(3): exists iff systemd 
 # systemctl is-system-running(1) states that mean "a manager answers"; "offline" means none does.
 MANAGER_STATES = frozenset({"initializing", "starting", "running", "degraded", "maintenance", "stopping"})
 LINGER_MARKER = "linger-enabled-by-qwenclientkit"
+CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3  # waitid(2) si_code values, as systemd reports ExecMainCode
+JOURNAL_LINES = 200
 
 Scope = Literal["user", "system"]
 
@@ -154,6 +158,26 @@ class SystemdManager(ServiceManager):
         return ServiceStatus(self.name, installed, active.stdout.strip() == "active",
                              enabled.stdout.strip() == "enabled",
                              f"{active.stdout.strip() or '?'}, {enabled.stdout.strip() or '?'}")
+
+    def last_exit(self) -> ExitInfo | None:
+        """``ExecMainCode``/``ExecMainStatus`` (systemd.exec(5), org.freedesktop.systemd1(5)): the code is a
+        ``CLD_*`` value — 1 exited (status = exit code), 2 killed, 3 dumped core (status = signal number)."""
+        result = self.run(*self._systemctl("show", "-p", "ExecMainCode", "-p", "ExecMainStatus", UNIT), timeout=10)
+        values = dict(line.partition("=")[::2] for line in (result.stdout or "").splitlines() if "=" in line)
+        code, status = values.get("ExecMainCode", "").strip(), values.get("ExecMainStatus", "").strip()
+        if result.returncode != 0 or not code.isdigit() or not status.lstrip("-").isdigit():
+            return None
+        if int(code) in (CLD_KILLED, CLD_DUMPED):
+            return ExitInfo(signal=int(status))
+        return ExitInfo(code=int(status)) if int(code) == CLD_EXITED else None
+
+    def evidence(self) -> Evidence:
+        """The unit's last journal lines (its stdout and stderr go to the journal)."""
+        argv = ["journalctl", *(["--user"] if self.scope == "user" else []), "-u", UNIT, "-n", str(JOURNAL_LINES),
+                "--no-pager", "-o", "cat"]
+        result = self.run(*argv, timeout=15)
+        text = result.stdout if result.returncode == 0 else ""
+        return Evidence(self.last_exit(), text, " ".join(argv[: argv.index("-n")]))
 
     def uninstall(self) -> None:
         if (self.unit_dir / UNIT).exists():

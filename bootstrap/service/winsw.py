@@ -71,6 +71,11 @@ class WinswManager(ServiceManager):
         return False, f"WinSW {WINSW_VERSION} not found"
 
 
+    @property
+    def log_file(self) -> Path:
+        """WinSW writes the wrapped program's stderr (where llama-server logs) to ``<logpath>/<id>.err.log``."""
+        return self.home.logs_dir / f"{SERVICE_ID}.err.log"
+
     def _state(self) -> str:
         if not self.exe.is_file():
             return "NonExistent"
