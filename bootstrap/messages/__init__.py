@@ -18,6 +18,7 @@ from . import (
     engine,
     fetch,
     gguf,
+    inputs,
     install,
     memory,
     plan,
@@ -32,8 +33,8 @@ from . import (
 )
 
 # Static imports (not importlib) so PyInstaller sees every part.
-_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv, deploy,
-                                  render, verify, service, install, uninstall, setup, bundle,
+_PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, state, pyenv,
+                                  deploy, render, verify, service, install, uninstall, setup, bundle,
                                   bundle_create)
 
 
