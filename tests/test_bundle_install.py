@@ -17,10 +17,11 @@ import pytest
 from bootstrap import bundle_manifest, settings
 from bootstrap.bundle_install import open_bundle
 from bootstrap.bundle_manifest import BundleFile, Manifest
-from bootstrap.catalog import load_catalog, tomllib
+from bootstrap.catalog import load_catalog
 from bootstrap.engine import fetch_winsw
 from bootstrap.engine_pins import parse_pins
 from bootstrap.errors import IntegrityError, UsageError
+from bootstrap.file_formats import tomllib
 from bootstrap.hardware import load_profile
 from bootstrap.home import Home
 from bootstrap.model_facts import catalog_candidates
