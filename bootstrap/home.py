@@ -105,6 +105,12 @@ class Home:
         return self.root / "bundle"
 
     @property
+    def bundle_pending_dir(self) -> Path:
+        """A newly opened bundle's records, until the install from it has passed every check
+        (``bundle_install.commit_records`` then makes them ``bundle/``)."""
+        return self.root / "cache" / "bundle-new"
+
+    @property
     def wheels_cache(self) -> Path:
         """A bundle's wheels for this machine, verified, while the runtime venv is built from them."""
         return self.root / "cache" / "wheels"

@@ -96,7 +96,12 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
                 request = replace(request, source=bundle.root)
         with settings.overridden(bundle.env() if bundle is not None else {}):
-            return _install(home, request, confirm, previous, recovered, bundle)
+            outcome = _install(home, request, confirm, previous, recovered, bundle)
+        if bundle is not None and outcome.kind != "cancelled":  # every check passed: its records are the home's
+            from .bundle_install import commit_records
+
+            commit_records(bundle, home)
+        return outcome
 
 
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
