@@ -236,14 +236,15 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
 def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
     """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
     from . import service
-    from .api_key import read_api_key
+    from .api_key import read_api_key, repair_modes
     from .server_health import check_health
     from .verify import wait_healthy
 
+    repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
     health = check_health(spec, read_api_key(home))
     if health.state == "ok":
-        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
         return InstallOutcome("unchanged", state)
     info(t("install.starting", state=health.state))
     manager = service.choose_manager(service.this_system(), home, admin=request.admin)
@@ -253,5 +254,5 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
                      log_path=getattr(manager, "log_file", None))
     except QwenKitError as exc:
         raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
-    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
     return InstallOutcome("restarted", state)
