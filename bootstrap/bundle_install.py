@@ -159,6 +159,12 @@ def _json(document: Any) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
 
+def discard_records(bundle: OpenedBundle, home: Home) -> None:
+    """Drop a refused or failed install's uncommitted records (the home's own stay as they are)."""
+    if bundle.folder == home.bundle_pending_dir:
+        shutil.rmtree(home.bundle_pending_dir, ignore_errors=True)
+
+
 def _saved(home: Home, source: str) -> Manifest | None:
     """The home's copy of the bundle last installed from, when it came from ``source``."""
     folder = home.bundle_dir

@@ -101,10 +101,13 @@ def _create_home(root: Path) -> list[Path]:
 
 
 def _remove_if_unused(lock_file: Path, created: list[Path]) -> None:
-    """After a failed run that made the home and wrote nothing but the lock, remove what it made (the lock is
-    still held, so no other installer can be using that file)."""
+    """After a failed run that made the home and left no file in it but the lock, remove what it made: the empty
+    folders, the lock (still held, so no other installer can be using that file) and the home with its parents."""
     root = lock_file.parent
     with contextlib.suppress(OSError):
+        for dirpath, _dirnames, _filenames in os.walk(root, topdown=False):
+            if Path(dirpath) != root and not os.listdir(dirpath):
+                os.rmdir(dirpath)
         if [p.name for p in root.iterdir()] != [lock_file.name]:
             return
         lock_file.unlink()

@@ -95,13 +95,22 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             bundle = open_bundle(request.source, home)
             if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
                 request = replace(request, source=bundle.root)
-        with settings.overridden(bundle.env() if bundle is not None else {}):
-            outcome = _install(home, request, confirm, previous, recovered, bundle)
-        if bundle is not None and outcome.kind != "cancelled":  # every check passed: its records are the home's
-            from .bundle_install import commit_records
-
-            commit_records(bundle, home)
+        try:
+            with settings.overridden(bundle.env() if bundle is not None else {}):
+                outcome = _install(home, request, confirm, previous, recovered, bundle)
+        except BaseException:
+            if bundle is not None:  # refused or failed: the new bundle's records go, the home's stay
+                _settle_records(bundle, home, keep=False)
+            raise
+        if bundle is not None:  # every check passed: its records are the home's (not when cancelled)
+            _settle_records(bundle, home, keep=outcome.kind != "cancelled")
         return outcome
+
+
+def _settle_records(bundle: OpenedBundle, home: Home, *, keep: bool) -> None:
+    from .bundle_install import commit_records, discard_records
+
+    (commit_records if keep else discard_records)(bundle, home)
 
 
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
