@@ -25,7 +25,7 @@ from pathlib import PurePath
 from .console import human_size, t
 from .errors import QwenKitError, UnsupportedMachine, UsageError
 
-_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})  # a full disk, or a full quota
 _DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 _NOT_THERE = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP}
 
@@ -42,7 +42,7 @@ def os_error(exc: OSError, path: str | PurePath | None = None, *, writing: bool 
     where = _where(exc, path)
     detail = exc.strerror or type(exc).__name__
     code = exc.errno
-    if code in _NO_SPACE:
+    if code in NO_SPACE:
         if needed is not None:
             return UnsupportedMachine(t("fs.no_space_needed", path=where, needed=human_size(needed),
                                         needed_bytes=needed), t("fs.hint_no_space"))

@@ -552,7 +552,8 @@ def test_a_refused_newer_bundle_leaves_the_home_and_its_records_as_they_were(wor
     home = Home(tmp_path / "home")
     env = world.env(QWENKIT_HOME=str(home.root))
     good = hardlinked_copy(world.bundle, tmp_path / "usb")
-    proc = qwenkit(["install", "--bundle", str(good), "--yes", "--no-service", "--no-venv"], env)
+    proc = qwenkit(["install", "--bundle", str(good), "--yes", "--no-service", "--no-venv", "--port",
+                    str(free_port())], env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     try:
         records = {p.name: p.read_bytes() for p in home.bundle_dir.iterdir()}
@@ -621,7 +622,7 @@ def test_a_bundle_served_by_another_user_installs_a_second_home(world: World, tm
         try:
             _wait_for_port(port)
             proc = qwenkit(["install", "--bundle", f"http://127.0.0.1:{port}/", "--yes", "--no-service",
-                            "--no-venv"], world.env(QWENKIT_HOME=str(home.root)))
+                            "--no-venv", "--port", str(free_port())], world.env(QWENKIT_HOME=str(home.root)))
             assert proc.returncode == 0, proc.stderr[-3000:]
             assert serving(home)
         finally:
