@@ -24,6 +24,7 @@ from pathlib import Path
 from . import console
 from .atomic_file import write_atomic
 from .errors import UsageError
+from .fs_errors import mapped
 from .home import Home
 
 KEY_PREFIX = "sk-qwenkit-"
@@ -157,6 +158,44 @@ def ensure_api_key(home: Home) -> Path:
         raise UsageError(console.t("apikey.io", path=path, reason=exc.strerror or exc),
                          console.t("apikey.hint.install")) from exc
     return path
+
+
+def _others_can_use(path: Path, folder: bool) -> bool | None:
+    """lstat ``path`` (a link or the wrong kind is refused, as everywhere here); ``None`` when absent, else
+    whether group or others have any access to it."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not (stat.S_ISDIR if folder else stat.S_ISREG)(st.st_mode):
+        raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
+    return bool(stat.S_IMODE(st.st_mode) & 0o077)
+
+
+def exposed(home: Home) -> list[Path]:
+    """The key file and its folder when other users can read (or enter) them; ``stat`` only, for ``status``."""
+    if not _is_posix():
+        return []
+    found = []
+    for path, folder in ((home.secrets_dir, True), (home.api_key_file, False)):
+        try:
+            if _others_can_use(path, folder):
+                found.append(path)
+        except (UsageError, OSError):
+            continue
+    return found
+
+
+def repair_modes(home: Home) -> None:
+    """The cheap half of ``ensure_api_key`` for a rerun with nothing to install: ``stat`` the folder and the key
+    and make them owner-only again when they became readable by others (a warning says so); no byte is read."""
+    if not _is_posix():
+        return
+    with mapped(home.secrets_dir):
+        for path, mode in ((home.secrets_dir, DIR_MODE), (home.api_key_file, FILE_MODE)):
+            if _others_can_use(path, folder=mode == DIR_MODE):
+                os.chmod(path, mode)
+                console.warn(console.t("apikey.perms_fixed", path=path, mode=f"{mode:04o}"))
 
 
 def read_api_key(home: Home) -> str:

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import IO
 
 from .console import t
+from .disk_space import ensure_space, free_bytes
 from .errors import IntegrityError
+from .fs_errors import os_error
 
 CHUNK = 1 << 20
 # What a truncated, corrupt, encrypted or exotic archive raises while being read.
@@ -289,12 +291,15 @@ def _strip(parts: tuple[str, ...], top: str | None) -> tuple[str, ...]:
     return parts[1:] if top is not None and parts and parts[0] == top else parts
 
 
-def _scan_names(archive: Path, kind: str, limits: ArchiveLimits) -> list[tuple[str, ...]]:
-    """Member paths, read once before writing, to decide whether a single top folder is stripped."""
+def _scan_names(archive: Path, kind: str, limits: ArchiveLimits) -> tuple[list[tuple[str, ...]], int]:
+    """Member paths and the bytes their regular files declare, read once before writing: to decide whether a
+    single top folder is stripped, and whether the disk can take the extracted files."""
     names: list[tuple[str, ...]] = []
+    total = 0
     for member, _stream in _members(archive, kind, limits, headers_only=True):
         names.append(member.parts)
-    return names
+        total += member.size
+    return names, total
 
 
 def _members(archive: Path, kind: str, limits: ArchiveLimits, *,
@@ -321,33 +326,47 @@ def archive_kind(name: str) -> str:
     raise IntegrityError(t("engine.err_archive_damaged", archive=name, detail="not a .tar.gz or .zip"))
 
 
+def _extract_member(archive: Path, writer: _Writer, member: _Member, stream: IO[bytes], top: str | None) -> None:
+    parts = _strip(member.parts, top)
+    if member.kind == "dir":
+        writer.dir(member, parts)
+    elif not parts:
+        raise _refuse(archive, member.name, t("engine.why_path"))
+    elif member.kind == "file":
+        try:
+            writer.file(member, parts, stream)
+        except _DAMAGED as exc:  # a bad CRC or a truncated stream inside this member
+            raise _refuse(archive, member.name, t("engine.why_damaged", detail=_first_line(exc))) from exc
+    elif member.kind == "symlink":
+        writer.symlink(member, parts)
+    else:
+        source = member_parts(member.link)
+        writer.hardlink(member, parts, _strip(source, top) if source is not None else None)
+
+
 def extract_archive(archive: Path, dest: Path, *, kind: str | None = None, strip_top: bool = True,
                     limits: ArchiveLimits = DEFAULT_LIMITS) -> ExtractResult:
     """Extract ``archive`` into the existing folder ``dest``; ``IntegrityError`` names the first bad member.
 
     ``strip_top``: when every member sits under one top folder (upstream's ``llama-b<N>/``), drop it, so the
-    engine's files land directly in ``dest``. Execute bits are kept (0755), other files get 0644.
+    engine's files land directly in ``dest``. Execute bits are kept (0755), other files get 0644. A disk that
+    cannot take the declared bytes is ``UnsupportedMachine`` (exit 3) naming them, before anything is written or
+    when it fills up meanwhile (``fs_errors``).
     """
     archive, dest = Path(archive), Path(dest)
     kind = kind or archive_kind(archive.name)
-    top = _common_top(_scan_names(archive, kind, limits)) if strip_top else None
+    names, total = _scan_names(archive, kind, limits)
+    top = _common_top(names) if strip_top else None
+    ensure_space(total, free_bytes(dest), dest)  # exit 3 with the bytes needed, before the first byte is written
     writer = _Writer(archive, dest, limits)
-    for member, stream in _members(archive, kind, limits):
-        parts = _strip(member.parts, top)
-        if member.kind == "dir":
-            writer.dir(member, parts)
-        elif not parts:
-            raise _refuse(archive, member.name, t("engine.why_path"))
-        elif member.kind == "file":
-            try:
-                writer.file(member, parts, stream)
-            except _DAMAGED as exc:  # a bad CRC or a truncated stream inside this member
-                raise _refuse(archive, member.name, t("engine.why_damaged", detail=_first_line(exc))) from exc
-        elif member.kind == "symlink":
-            writer.symlink(member, parts)
-        else:
-            source = member_parts(member.link)
-            writer.hardlink(member, parts, _strip(source, top) if source is not None else None)
+    try:
+        for member, stream in _members(archive, kind, limits):
+            _extract_member(archive, writer, member, stream, top)
+    except OSError as exc:  # the disk filled up anyway (another program), or the folder became unwritable
+        error = os_error(exc, dest, needed=max(total - writer.total, 1))
+        if error is None:
+            raise
+        raise error from exc
     _check_links_resolve(archive, dest)
     return ExtractResult(writer.files, writer.links, writer.total)
 

@@ -22,10 +22,15 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+PUBLIC = 0o644  # what other users and programs (a web server serving a bundle, ``sha256sum -c``) may read
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = PUBLIC) -> None:
     """Replace ``path`` with ``data``; ``mode`` is applied to the temp file before the rename.
 
-    The temp file is created by ``mkstemp`` (mode 0600), so a secret is never readable by others, even briefly.
+    The temp file is created by ``mkstemp`` (mode 0600), so a secret (``mode=0o600``) is never readable by others,
+    even briefly. Everything else gets ``mode`` (0644 unless asked): ``mkstemp``'s 0600 would make a published file
+    (a bundle's manifest served by nginx as another user) unreadable to everyone else.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -34,8 +39,7 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

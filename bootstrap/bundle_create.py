@@ -16,7 +16,9 @@ Order, so a kill at any point leaves a folder that is visibly unfinished (no man
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,6 +76,27 @@ def _remove_work(partial: Path) -> None:
         shutil.rmtree(partial, ignore_errors=True)
 
 
+def publish_modes(out: Path, entries: Sequence[BundleFile], *, include_root: bool) -> None:
+    """Every listed file readable by all (0644; setups run on Linux/macOS 0755) and every folder on the way
+    traversable (0755), whatever the umask and however the file got here (downloads and copies are made in
+    private work files): a bundle is served by web servers and checked with ``sha256sum -c`` by other users.
+    ``include_root``: the bundle folder itself too, when this run created it.
+
+    A filesystem without POSIX modes (FAT32/exFAT sticks) refuses or ignores ``chmod``; everyone can read there
+    anyway, so a refusal is not an error.
+    """
+    folders = {out} if include_root else set()
+    for entry in entries:
+        path = out / entry.path
+        executable = entry.kind == "setup" and entry.platform != "Windows"
+        with contextlib.suppress(OSError):
+            path.chmod(0o755 if executable else 0o644)
+        folders.update(p for p in path.parents if out in p.parents)
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.chmod(0o755)
+
+
 def create(request: CreateRequest) -> CreateResult:
     """Write the bundle described by ``request`` (see the module docstring for the order)."""
     # 1. inputs and files, resolved before any write
@@ -92,6 +115,7 @@ def create(request: CreateRequest) -> CreateResult:
     wants = model_wants + engine_wants
 
     # 2. unpublished; 3. what is here or on this disk kept or linked
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     old_root = bundle_root.old_root_files(out)
     unpublish(out)
@@ -138,5 +162,6 @@ def create(request: CreateRequest) -> CreateResult:
         models=tuple(f"{m.id}:{q}" for m, qs in chosen for q in qs), catalog=catalog_doc, engines=engines_doc,
         files=tuple(entries))
     _remove_work(partial)
+    publish_modes(out, entries, include_root=created)
     write(out, manifest)
     return CreateResult(manifest, sum(e.size for e in entries), downloaded, reused, free_bytes(out), fits=True)

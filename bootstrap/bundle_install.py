@@ -4,9 +4,13 @@
   ``stat`` (every listed file present with its size, nothing unlisted under ``payload/``): cheap, and it catches the
   commonest damage, an interrupted copy, before any work. Every byte the install then uses (model, mmproj, engine,
   wheels) is hashed as it is copied; ``bundle verify`` hashes the rest.
-- **in force**: the bundle's catalog and engine pins are written to ``<home>/bundle/`` and named by
+- **in force**: the bundle's catalog and engine pins are written to ``<home>/cache/bundle-new/`` and named by
   ``QWENKIT_CATALOG`` / ``QWENKIT_ENGINES`` / ``QWENKIT_ENGINE_URL`` for this run (``settings.overridden``), so the
   planner sees only what the bundle carries and the engine comes from ``payload/engines``.
+- **recorded only when verified**: those records become ``<home>/bundle/`` (``commit_records``) only after the
+  install from the bundle passed every check, like the files themselves: a tampered newer bundle that is refused
+  (exit 5) leaves the records of the bundle the home was installed from, so a rerun with no drive still finds
+  that install up to date.
 - **reruns**: a rerun with no source uses the recorded bundle; when it is gone (the drive unplugged), the copy in
   the home is enough to find the install up to date and keep serving.
 - **no network**: nothing here or in the stages it feeds opens a socket except to a served bundle's own host and
@@ -15,13 +19,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import bundle_manifest
-from .atomic_file import write_atomic
+from .atomic_file import PUBLIC, fsync_dir, write_atomic
 from .bundle_manifest import MANIFEST, BundleFile, Manifest
 from .bundle_platforms import wheels_folder
 from .bundle_verify import stat_problems
@@ -29,7 +34,9 @@ from .catalog import parse_catalog
 from .console import info, t, warn
 from .download import FetchOptions, Mirror, RemoteFile
 from .engine_pins import parse_pins
-from .errors import IntegrityError, UsageError
+from .errors import IntegrityError, QwenKitError, UsageError
+from .file_formats import read_regular
+from .fs_errors import mapped
 from .home import Home
 from .source_bundle import fetch_any, file_url, is_url
 from .source_common import API_TIMEOUT, new_session
@@ -47,7 +54,7 @@ class OpenedBundle:
 
     root: str | None  # an absolute folder path or a URL
     manifest: Manifest
-    folder: Path  # <home>/bundle
+    folder: Path  # <home>/bundle, or <home>/cache/bundle-new for records not committed yet
 
     @property
     def variants(self) -> frozenset[str]:
@@ -93,18 +100,57 @@ def check_complete(root: Path, manifest: Manifest) -> None:
         raise IntegrityError(problems[0].message + more, t("bundle.hint_recopy"))
 
 
-def _save(folder: Path, root: str, manifest: Manifest) -> None:
-    """The bundle's records in the home (atomic; rewritten only when they change)."""
+def _documents(root: str, manifest: Manifest) -> dict[str, bytes]:
     raw = bundle_manifest.dumps(manifest)
-    documents: dict[str, bytes] = {
-        "manifest.json": raw, SUMS: bundle_manifest.sums_text(raw, manifest.files),
-        CATALOG: _json(manifest.catalog), ENGINES: _json(manifest.engines), ORIGIN: (root + "\n").encode("utf-8"),
-    }
-    folder.mkdir(parents=True, exist_ok=True)
+    return {"manifest.json": raw, SUMS: bundle_manifest.sums_text(raw, manifest.files),
+            CATALOG: _json(manifest.catalog), ENGINES: _json(manifest.engines), ORIGIN: (root + "\n").encode("utf-8")}
+
+
+def _holds(folder: Path, documents: dict[str, bytes]) -> bool:
+    """Whether ``folder`` already holds exactly ``documents`` (each read bounded, never through a link)."""
     for name, data in documents.items():
-        path = folder / name
-        if not path.is_file() or path.read_bytes() != data:
-            write_atomic(path, data)
+        try:
+            found = read_regular(folder / name, len(data), _unusable, follow_links=False, missing_ok=True)
+        except QwenKitError:
+            return False
+        if found != data:
+            return False
+    return True
+
+
+def _unusable(detail: str) -> QwenKitError:
+    return UsageError(detail)
+
+
+def _save(home: Home, root: str, manifest: Manifest) -> Path:
+    """The bundle's records where this run reads them: ``<home>/bundle`` when it already holds them (a rerun of
+    the same bundle writes nothing), else a fresh ``<home>/cache/bundle-new`` that ``commit_records`` publishes
+    once the install has passed every check."""
+    documents = _documents(root, manifest)
+    if _holds(home.bundle_dir, documents):
+        return home.bundle_dir
+    pending = home.bundle_pending_dir
+    with mapped(pending):
+        shutil.rmtree(pending, ignore_errors=True)
+        pending.mkdir(parents=True)
+        for name, data in documents.items():
+            write_atomic(pending / name, data, mode=0o600 if name == ORIGIN else PUBLIC)  # a URL may hold a password
+    return pending
+
+
+def commit_records(bundle: OpenedBundle, home: Home) -> None:
+    """Make a verified install's bundle records the home's (``<home>/bundle``): two renames, the old records kept
+    aside until the new ones are in place (``_saved`` puts them back if a kill came between the two)."""
+    if bundle.folder != home.bundle_pending_dir:
+        return
+    old = home.bundle_pending_dir.with_name("bundle-old")
+    with mapped(home.bundle_dir):
+        shutil.rmtree(old, ignore_errors=True)
+        if home.bundle_dir.exists():
+            os.replace(home.bundle_dir, old)
+        os.replace(home.bundle_pending_dir, home.bundle_dir)
+        fsync_dir(home.root)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _json(document: Any) -> bytes:
@@ -113,14 +159,26 @@ def _json(document: Any) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
 
-def _saved(folder: Path, source: str) -> Manifest | None:
+def discard_records(bundle: OpenedBundle, home: Home) -> None:
+    """Drop a refused or failed install's uncommitted records (the home's own stay as they are)."""
+    if bundle.folder == home.bundle_pending_dir:
+        shutil.rmtree(home.bundle_pending_dir, ignore_errors=True)
+
+
+def _saved(home: Home, source: str) -> Manifest | None:
     """The home's copy of the bundle last installed from, when it came from ``source``."""
+    folder = home.bundle_dir
+    old = home.bundle_pending_dir.with_name("bundle-old")
+    if not folder.exists() and old.is_dir():  # a kill between commit_records' two renames
+        with mapped(folder):
+            os.replace(old, folder)
     try:
-        origin = (folder / ORIGIN).read_text(encoding="utf-8").strip()
-        raw, sums = (folder / "manifest.json").read_bytes(), (folder / SUMS).read_bytes()
-    except OSError:
+        origin, raw, sums = (read_regular(folder / name, bundle_manifest.MAX_JSON_BYTES, _unusable,
+                                          follow_links=False) for name in (ORIGIN, "manifest.json", SUMS))
+    except QwenKitError:
         return None
-    if origin.rstrip("/") != _absolute(source).rstrip("/"):
+    assert origin is not None and raw is not None
+    if origin.decode("utf-8", "replace").strip().rstrip("/") != _absolute(source).rstrip("/"):
         return None
     return bundle_manifest.parse(raw, sums, str(folder / "manifest.json"))
 
@@ -130,10 +188,11 @@ def _absolute(source: str) -> str:
 
 
 def open_bundle(source: str, home: Home) -> OpenedBundle | None:
-    """The bundle ``source`` names, checked and its records saved in the home; ``None`` when it is not a bundle."""
+    """The bundle ``source`` names, checked, its records ready in the home (committed by ``commit_records``);
+    ``None`` when it is not a bundle."""
     root = bundle_root(source)
     if root is None:
-        saved = None if is_hub_source(source) else _saved(home.bundle_dir, source)
+        saved = None if is_hub_source(source) else _saved(home, source)
         if saved is not None:
             warn(t("bundle.offline_records", where=source))
             return OpenedBundle(None, saved, home.bundle_dir)
@@ -152,9 +211,9 @@ def open_bundle(source: str, home: Home) -> OpenedBundle | None:
     where = Path(root if not is_url(root) else ".") / MANIFEST
     parse_catalog(manifest.catalog, where)  # a catalog or pins this kit cannot read: one line now, not later
     parse_pins(manifest.engines, where)
-    _save(home.bundle_dir, root, manifest)
+    folder = _save(home, root, manifest)
     info(t("bundle.using", where=root, created=manifest.created, version=manifest.tool_version))
-    return OpenedBundle(root, manifest, home.bundle_dir)
+    return OpenedBundle(root, manifest, folder)
 
 
 def fetch_wheels(bundle: OpenedBundle, home: Home, system: str, machine: str,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -35,6 +36,7 @@ import requests
 from .atomic_file import write_atomic
 from .console import t
 from .errors import IntegrityError, SourceError, UsageError
+from .file_formats import parse_json, read_regular
 from .source_common import API_TIMEOUT, MAX_JSON_BYTES, SHA256_RE, TRANSPORT_ERRORS
 
 MANIFEST = "payload/manifest.json"
@@ -130,6 +132,27 @@ def unlisted(root: Path, listed: Container[str]) -> list[str]:
     return found
 
 
+def file_state(root: Path, rel: str) -> str | None:
+    """``None`` when the listed ``rel`` is a regular file inside the bundle folder ``root``; else ``"missing"``
+    (absent, or not a file), or ``"link"``: a symbolic link, or a path through one that leaves the folder.
+
+    A bundle is self-contained (copied to a stick, served by a web server that may not follow links): what the
+    manifest lists must be in the folder itself, whatever its bytes hash to.
+    """
+    path = root / rel
+    try:
+        info = path.lstat()
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(info.st_mode):
+        return "link"
+    if not stat.S_ISREG(info.st_mode):
+        return "missing"
+    if Path(os.path.realpath(root)) not in Path(os.path.realpath(path)).parents:
+        return "link"  # a folder on the way is a link leading out
+    return None
+
+
 def unpublish(root: Path) -> None:
     """Remove the manifest before changing a bundle: until it is written again the folder is no bundle."""
     (root / MANIFEST).unlink(missing_ok=True)
@@ -189,10 +212,7 @@ def parse(raw: bytes, sums: bytes | None, where: str) -> Manifest:
     """Validate a manifest and its ``SHA256SUMS`` twin; any disagreement is an integrity failure (exit 5)."""
     if sums is None:
         raise _bad(where, f"{SUMS} is missing")
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(where, str(exc).splitlines()[0][:120]) from exc
+    doc = parse_json(raw, lambda detail: _bad(where, detail))
     if not isinstance(doc, dict):
         raise _bad(where, "not a JSON object")
     if isinstance(doc.get("schema"), int) and doc["schema"] > SCHEMA:
@@ -220,14 +240,13 @@ def parse(raw: bytes, sums: bytes | None, where: str) -> Manifest:
 
 
 def _read_local(path: Path) -> bytes | None:
-    try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise _bad(str(path), "too large")
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise UsageError(t("bundle.err_read", path=str(path), detail=exc.strerror or str(exc))) from exc
+    """One of the manifest pair: a regular file inside the bundle (a FIFO, a device or a link is a damaged
+    bundle, exit 5), bounded in size; ``None`` when absent; exit 2 when it cannot be read."""
+    def unreadable(detail: str) -> UsageError:
+        return UsageError(t("bundle.err_read", path=str(path), detail=detail))
+
+    return read_regular(path, MAX_JSON_BYTES, lambda detail: _bad(str(path), detail), follow_links=False,
+                        missing_ok=True, unreadable=unreadable)
 
 
 def read_dir(root: Path) -> Manifest:

@@ -22,6 +22,7 @@ from .bundle_selection import Want
 from .console import info, t, warn
 from .download import RemoteFile, sha256_file
 from .errors import QwenKitError, UsageError
+from .file_formats import read_record
 from .home import Home, resolve_home
 from .state import file_intact, load_state, resolve_in_home
 
@@ -80,10 +81,7 @@ class VerifiedRecord:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: dict[str, list[Any]] = {}
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
+        doc = read_record(path)
         if isinstance(doc, dict):
             self.entries = doc
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import platform
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,22 +17,17 @@ from typing import Any
 
 from .bundle_manifest import BundleFile
 from .bundle_platforms import TargetPlatform, host_platform, target
-from .catalog import Catalog, CatalogModel, catalog_path
+from .catalog import Catalog, CatalogModel, catalog_document
 from .console import t
 from .download import RemoteFile
 from .engine import resolve_assets
-from .engine_pins import EngineAsset, assets_for, load_pins, pins_path
+from .engine_pins import EngineAsset, assets_for, load_pins, pins_document
 from .errors import UsageError
 from .model_files import report_resolution, wanted_files
 from .model_ref import CatalogRef, parse_model_ref
 from .probes.pythons import SUPPORTED
 from .source_bundle import local_path, model_path
 from .sources import remote_files, resolve_files, sources_for
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT_PYTHONS = tuple(f"{major}.{minor}" for major, minor in SUPPORTED)
 _PYTHON_RE = re.compile(r"3\.\d{1,2}")
@@ -192,7 +186,7 @@ def model_wants(chosen: Selection, source: str, local: Mapping[str, list[Path]])
             wants.setdefault(rel, Want(rel, kind, first.size, first.sha256, None if on_disk else remote,
                                        tuple(on_disk) + tuple(local.get(first.sha256, ())), first.repo,
                                        first.revision or None))
-    raw = tomllib.loads(catalog_path().read_text(encoding="utf-8"))
+    raw = catalog_document()
     return list(wants.values()), restrict_catalog(raw, [(m.id, qs) for m, qs in chosen], facts, revisions)
 
 
@@ -213,5 +207,5 @@ def engine_wants(chosen: Sequence[TargetPlatform], local: Mapping[str, list[Path
     wants = [Want(f"payload/engines/{a.tag}/{a.name}", "engine", r.size, r.sha256, r, tuple(local.get(r.sha256, ())),
                   platform=a.variant) for a, r in zip(assets.values(), remotes, strict=True)]
     facts = {a.name: (r.size, r.sha256) for a, r in zip(assets.values(), remotes, strict=True)}
-    raw = tomllib.loads(pins_path().read_text(encoding="utf-8"))
+    raw = pins_document()
     return wants, restrict_engines(raw, variants, facts, windows)

@@ -2,8 +2,9 @@
 
 An install reads only the files it uses (and hashes each as it copies it); this command checks everything, so an
 admin can vouch for a USB copy or a web server's folder before a rollout. Problems, each named with its path:
-``missing`` (listed, absent), ``size`` (listed, other size), ``altered`` (same size, other sha256), ``extra``
-(under ``payload/`` but not listed; over HTTP a folder cannot be listed, so extras are only found on disk).
+``missing`` (listed, absent), ``link`` (listed, but a link, or reached through one leaving the folder: a bundle
+holds its files itself), ``size`` (listed, other size), ``altered`` (same size, other sha256), ``extra`` (under
+``payload/`` but not listed; over HTTP a folder cannot be listed, so extras are only found on disk).
 The manifest pair itself is checked first (``bundle_manifest.parse``): a change there fails before any hashing.
 """
 
@@ -17,8 +18,9 @@ from urllib.parse import quote
 
 import requests
 
-from .bundle_manifest import BundleFile, Manifest, read_dir, read_url, unlisted
+from .bundle_manifest import BundleFile, Manifest, file_state, read_dir, read_url, unlisted
 from .console import t
+from .display_text import masked_url
 from .errors import IntegrityError, SourceError
 from .progress import Progress
 from .source_bundle import is_url
@@ -48,7 +50,7 @@ class VerifyReport:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        return {"where": self.where, "ok": self.ok, "created": self.manifest.created,
+        return {"where": masked_url(self.where), "ok": self.ok, "created": self.manifest.created,
                 "tool_version": self.manifest.tool_version, "platforms": list(self.manifest.platforms),
                 "models": list(self.manifest.models), "files": self.checked_files, "bytes": self.checked_bytes,
                 "extras_checked": self.extras_checked,
@@ -70,14 +72,20 @@ def _hash_local(path: Path, bar: Any) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was looked at
+        return None
+
+
 def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem | None:
     path = root / entry.path
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return _problem(entry.path, "missing")
-    if not path.is_file():
-        return _problem(entry.path, "missing")
+    state = file_state(root, entry.path)
+    size = _size(path) if state is None else None
+    if state is not None or size is None:
+        progress.skip(entry.size)
+        return _problem(entry.path, state or "missing")
     if size != entry.size:
         progress.skip(entry.size)
         return _problem(entry.path, "size", expected=entry.size, actual=size)
@@ -93,16 +101,14 @@ def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem |
 
 
 def stat_problems(root: Path, manifest: Manifest) -> list[Problem]:
-    """What ``stat`` alone shows: listed files missing or of another size, unlisted files under ``payload/``."""
+    """What ``stat`` alone shows: listed files missing, links (``bundle_manifest.file_state``) or of another size,
+    unlisted files under ``payload/``."""
     problems = []
     for entry in manifest.files:
-        path = root / entry.path
-        try:
-            size = path.stat().st_size if path.is_file() else None
-        except OSError:
-            size = None
-        if size is None:
-            problems.append(_problem(entry.path, "missing"))
+        state = file_state(root, entry.path)
+        size = _size(root / entry.path) if state is None else None
+        if state is not None or size is None:
+            problems.append(_problem(entry.path, state or "missing"))
         elif size != entry.size:
             problems.append(_problem(entry.path, "size", expected=entry.size, actual=size))
     return problems + _extras(root, {f.path for f in manifest.files})

@@ -6,9 +6,9 @@ intranet admin who edits a catalog (``QWENKIT_CATALOG``) gets told exactly what 
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Mapping
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,15 +16,24 @@ from typing import Any
 from . import settings
 from .console import t
 from .errors import UsageError
+from .file_formats import load_document
 from .resources import resource_dir
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 CATALOG_SCHEMA = 1
 HUBS = ("hf", "modelscope")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_HINT = re.compile(r"[0-9a-fA-F]{4,63}(?:…|\.\.\.)[0-9a-fA-F]{4,63}")  # "ac0e2c1189e0…3e31a61", as published
+# Every key each table may hold: a misspelt key ("sha265", "size_exat") is an error, not silently ignored, as in
+# the engine pins and the answers file.
+# Repos and file paths become URL paths and folders under <home>/models: no dot segments, no absolute paths.
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_PATH_BAD = re.compile("[\x00-\x1f\x7f\\\\:]")  # control characters, backslash, drive colon
+_TOP_KEYS = frozenset({"schema", "default_model", "models"})
+_MODEL_KEYS = frozenset({"id", "title", "architecture", "repos", "quants", "default_quant", "mmproj", "fallbacks",
+                         "thinking_default", "shape", "sampling", "sampling_thinking", "server_args"})
+_REPO_KEYS = frozenset({"hub", "repo", "revision"})
+_FILE_KEYS = frozenset({"file", "size", "size_exact", "sha256", "sha256_hint"})
+_SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty"})
 
 
 @dataclass(frozen=True)
@@ -186,20 +195,50 @@ class _Fields:
     def sub(self, key: str) -> _Fields | None:
         return _Fields(self.table[key], f"{self.where}.{key}", self.path) if key in self.table else None
 
+    def only(self, known: frozenset[str]) -> _Fields:
+        """Refuse a key this table cannot hold (the first, sorted, is named)."""
+        unknown = sorted(set(self.table) - known)
+        if unknown:
+            raise UsageError(t("plan.err_catalog_key", path=str(self.path), field=f"{self.where}.{unknown[0]}",
+                               known=", ".join(sorted(known))))
+        return self
 
-def _model_file(fields: _Fields) -> ModelFile:
+    def text(self, key: str, expected: str, valid: Callable[[str], bool]) -> str:
+        """A required string that ``valid`` accepts."""
+        value = self.get(key, str, expected=expected)
+        if not valid(value):
+            raise self._error(self.path, f"{self.where}.{key}", expected)
+        return value
+
+    def digest(self, key: str, pattern: re.Pattern[str], expected: str) -> str | None:
+        """An optional hex digest (or published hint), lower-cased; anything else is refused at load."""
+        value = self.get(key, str, None, expected=expected)
+        if value is not None and not pattern.fullmatch(value):
+            raise self._error(self.path, f"{self.where}.{key}", expected)
+        return None if value is None else value.lower()
+
+
+def _is_repo_path(path: str) -> bool:
+    """``file.gguf`` or ``sub/file.gguf``: parts without dot segments, separators or control characters."""
+    return (0 < len(path) <= 1024 and not _PATH_BAD.search(path)
+            and all(part not in ("", ".", "..") for part in path.split("/")))
+
+
+def _model_file(fields: _Fields, also: frozenset[str] = frozenset()) -> ModelFile:
+    fields.only(_FILE_KEYS | also)
     return ModelFile(
-        path=fields.get("file", str, expected="a file name"),
+        path=fields.text("file", "a relative file path in the repo", _is_repo_path),
         size=fields.count("size", None),
         size_exact=fields.get("size_exact", bool, False),
-        sha256=fields.get("sha256", str, None),
-        sha256_hint=fields.get("sha256_hint", str, None),
+        sha256=fields.digest("sha256", _SHA256, "64 hex digits"),
+        sha256_hint=fields.digest("sha256_hint", _HINT, "hex digits…hex digits"),
     )
 
 
 def _sampling(fields: _Fields | None) -> Sampling | None:
     if fields is None:
         return None
+    fields.only(_SAMPLING_KEYS)
     num = (int, float)
     return Sampling(float(fields.get("temperature", num)), float(fields.get("top_p", num)),
                     int(fields.get("top_k", int)), float(fields.get("min_p", num)),
@@ -209,6 +248,7 @@ def _sampling(fields: _Fields | None) -> Sampling | None:
 def _shape(fields: _Fields | None) -> ModelShape | None:
     if fields is None:
         return None
+    fields.only(frozenset(f.name for f in dataclasses.fields(ModelShape)))
     ints = {name: fields.count(name) for name in (
         "n_layer", "n_embd", "n_vocab", "n_ctx_train", "n_head", "n_head_kv", "key_length", "value_length",
         "n_expert", "n_expert_used", "full_attention_interval", "recurrent_bytes_per_seq")}
@@ -220,15 +260,17 @@ def _shape(fields: _Fields | None) -> ModelShape | None:
 
 
 def _model(fields: _Fields) -> CatalogModel:
+    fields.only(_MODEL_KEYS)
     model_id = fields.get("id", str)
     repos = []
     for i, entry in enumerate(fields.get("repos", list)):
-        repo = _Fields(entry, f"{fields.where}.repos[{i}]", fields.path)
+        repo = _Fields(entry, f"{fields.where}.repos[{i}]", fields.path).only(_REPO_KEYS)
         hub = repo.get("hub", str)
         if hub not in HUBS:
             raise _Fields._error(fields.path, f"{repo.where}.hub", " or ".join(HUBS))
-        repos.append(RepoRef(hub, repo.get("repo", str, expected="OWNER/NAME"), repo.get("revision", str, None)))
-    quants = tuple(Quant(q.get("name", str), _model_file(q)) for q in
+        repos.append(RepoRef(hub, repo.text("repo", "OWNER/NAME", lambda v: bool(_REPO.fullmatch(v))),
+                             repo.get("revision", str, None)))
+    quants = tuple(Quant(q.get("name", str), _model_file(q, also=frozenset({"name"}))) for q in
                    (_Fields(e, f"{fields.where}.quants[{i}]", fields.path)
                     for i, e in enumerate(fields.get("quants", list))))
     if not quants:
@@ -245,7 +287,7 @@ def _model(fields: _Fields) -> CatalogModel:
         quants=quants,
         default_quant=default_quant,
         mmproj=_model_file(mmproj) if mmproj else None,
-        fallbacks=tuple(fields.get("fallbacks", list, [])),
+        fallbacks=_strings(fields, "fallbacks"),
         thinking_default=fields.get("thinking_default", bool, False),
         shape=_shape(fields.sub("shape")),
         sampling=_sampling(fields.sub("sampling")),
@@ -263,7 +305,7 @@ def _strings(fields: _Fields, key: str) -> tuple[str, ...]:
 
 def parse_catalog(data: Mapping[str, Any], path: Path) -> Catalog:
     """Validate a parsed catalog document."""
-    top = _Fields(data, "catalog", path)
+    top = _Fields(data, "catalog", path).only(_TOP_KEYS)
     if top.get("schema", int) != CATALOG_SCHEMA:
         raise _Fields._error(path, "schema", f"{CATALOG_SCHEMA}")
     models = tuple(_model(_Fields(m, f"models[{i}]", path)) for i, m in enumerate(top.get("models", list)))
@@ -284,15 +326,21 @@ def catalog_path() -> Path:
     return Path(override) if override else resource_dir("payload") / "catalog.toml"
 
 
+MAX_CATALOG_BYTES = 16 << 20  # the shipped catalog is ~10 KiB; an intranet's own stays far below this
+
+
+def catalog_document(path: Path | None = None) -> dict[str, Any]:
+    """The catalog as read (TOML; JSON for the copy an offline bundle carries, ``bundle_install``), bounded by
+    ``file_formats``; not validated (``load_catalog`` does that)."""
+    where = path or catalog_path()
+
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("plan.err_catalog_read", path=str(where), detail=detail))
+
+    return load_document(where, MAX_CATALOG_BYTES, bad)
+
+
 def load_catalog(path: Path | None = None) -> Catalog:
     """Read and validate the catalog."""
     path = path or catalog_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-        # An offline bundle carries its catalog as JSON inside its manifest (bundle_install writes it out).
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except OSError as exc:
-        raise UsageError(t("plan.err_catalog_read", path=str(path), detail=exc.strerror or str(exc))) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(t("plan.err_catalog_read", path=str(path), detail=str(exc))) from exc
-    return parse_catalog(data, path)
+    return parse_catalog(catalog_document(path), path)

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from . import __version__, console
 from .console import t
 from .errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_code_for
+from .fs_errors import os_error
 
 # command name → module under bootstrap.commands implementing run(args); None = not built yet.
 COMMANDS: dict[str, str | None] = {
@@ -159,8 +160,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.error(t("err.interrupted"))
         return int(ExitCode.INTERRUPTED)
-    except Exception as exc:  # the last line of defence: a bug, reported in one line unless --debug
+    except OSError as exc:  # a filesystem failure no stage mapped: still the user's disk, not a bug
+        mapped = os_error(exc)
+        if mapped is None:
+            return _internal(exc, debug)
         if debug:
             traceback.print_exc()
-        console.error(t("err.internal", detail=f"{type(exc).__name__}: {exc}"), t("hint.internal"))
-        return int(exit_code_for(exc))
+        console.error(mapped.message, mapped.hint)
+        return int(mapped.exit_code)
+    except Exception as exc:  # the last line of defence: a bug, reported in one line unless --debug
+        return _internal(exc, debug)
+
+
+def _internal(exc: BaseException, debug: bool) -> int:
+    """A bug: one line (the traceback only with ``--debug``), exit 1."""
+    if debug:
+        traceback.print_exc()
+    console.error(t("err.internal", detail=f"{type(exc).__name__}: {exc}"), t("hint.internal"))
+    return int(exit_code_for(exc))

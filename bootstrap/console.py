@@ -9,11 +9,14 @@ import ctypes
 import json
 import locale
 import sys
+from pathlib import PurePath
 from typing import Any, TextIO
 
 from . import settings
+from .display_text import shown
 from .messages import MESSAGES
 
+ERROR_LIMIT = 4000  # characters of an error line: its fields are bounded already, this bounds the whole line
 # Windows LANGIDs whose primary language is Chinese have 0x04 in their low 10 bits (zh-CN 0x0804, zh-TW 0x0404…).
 _LANG_CHINESE = 0x04
 
@@ -65,9 +68,16 @@ def set_language(lang: str | None) -> None:
 
 
 def t(key: str, **fields: Any) -> str:
-    """The message ``key`` in the UI language, formatted with ``fields``."""
+    """The message ``key`` in the UI language, formatted with ``fields``.
+
+    Text fields come from outside (paths, URLs, a MODEL, an exception's words): each is shown through
+    ``display_text.shown`` (credentials masked, control characters escaped, length bounded), so no message can
+    leak a password or write raw escape sequences to the terminal, whichever call site built it.
+    """
     texts = MESSAGES[key]
-    return texts.get(language(), texts["en"]).format(**fields)
+    safe = {name: shown(str(value)) if isinstance(value, (str, PurePath)) else value
+            for name, value in fields.items()}
+    return texts.get(language(), texts["en"]).format(**safe)
 
 
 def _colour(stream: TextIO, code: str, text: str) -> str:
@@ -101,10 +111,11 @@ def warn(text: str) -> None:
 
 
 def error(message: str, hint: str | None = None) -> None:
-    """The one-line error plus its hint: what the user sees instead of a traceback."""
-    _write(_colour(sys.stderr, "31", f"{t('label.error')}: ") + message)
+    """The one-line error plus its hint: what the user sees instead of a traceback (a message built without
+    ``t``, such as argparse's, is made safe here too)."""
+    _write(_colour(sys.stderr, "31", f"{t('label.error')}: ") + shown(message, ERROR_LIMIT))
     if hint:
-        _write(f"{t('label.hint')}: {hint}")
+        _write(f"{t('label.hint')}: {shown(hint, ERROR_LIMIT)}")
 
 
 def emit_json(document: Any) -> None:

@@ -35,6 +35,7 @@ from .checkpoints import checkpoint
 from .console import info, t, warn
 from .disk_space import device_of, ensure_space, free_bytes
 from .errors import IntegrityError, SourceError, UnsupportedMachine
+from .fs_errors import NO_SPACE
 from .mirror_pool import MirrorPool, MirrorState
 from .partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
 from .progress import FileProgress, Progress
@@ -447,7 +448,7 @@ def _write_all(fh: BinaryIO, data: memoryview) -> None:
             n = fh.write(data) or 0
             data = data[n:]
     except OSError as exc:
-        if exc.errno == errno.ENOSPC:
+        if exc.errno in NO_SPACE:
             raise UnsupportedMachine(t("fetch.disk_full", path=fh.name), hint=t("fetch.hint.rerun")) from exc
         raise
 

@@ -40,6 +40,7 @@ from .engine_marker import (
 from .engine_pins import EngineAsset, EnginePins, assets_for, load_pins
 from .engine_probe import probe_version
 from .errors import IntegrityError, SourceError
+from .fs_errors import mapped, os_error
 from .home import Home
 from .source_bundle import fetch_any
 from .source_common import API_TIMEOUT, TRANSPORT_ERRORS, Source, new_session, read_json
@@ -261,7 +262,8 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
     remotes = resolve_assets(assets, pins.repo)
     paths = list(fetched) if fetched is not None else fetch_engine(home, variant, pins=pins, options=options)
     assert paths is not None  # not installed (checked above)
-    staging.mkdir(parents=True)
+    with mapped(staging):
+        staging.mkdir(parents=True)
     try:
         for asset, path in zip(assets, paths, strict=True):
             if asset.kind == "exe":
@@ -287,6 +289,9 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
             _remove_tree(staging)
         if isinstance(exc, (IntegrityError, EngineFailed)):  # a bad archive, or a build that cannot run here
             _drop_downloads(downloads, [r.name for r in remotes])
+        failure = os_error(exc, staging) if isinstance(exc, OSError) else None  # full disk, read-only home…
+        if failure is not None:
+            raise failure from exc
         raise
     _drop_downloads(downloads, [r.name for r in remotes])
     if not options.quiet:

@@ -6,12 +6,12 @@ none of the network code: this module reads one small JSON file per engine folde
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .engine_pins import EngineAsset, EnginePins, assets_for, load_pins
+from .file_formats import read_record
 from .home import Home
 
 MARKER = ".qwenkit-engine.json"
@@ -40,10 +40,7 @@ def fit_name(variant: str) -> str:
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_record(folder / MARKER)
     return data if isinstance(data, dict) else None
 
 

@@ -7,10 +7,8 @@ data; ``engine_variant`` applies them and a test keeps the two in step.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,20 +19,19 @@ from . import settings
 from .console import t
 from .engine_variant import VARIANTS
 from .errors import UsageError
+from .file_formats import load_document
 from .resources import resource_dir
 
 if TYPE_CHECKING:  # the detect stage's records: not imported at run time (a rerun's check stays light)
     from .hardware import HardwareProfile
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 PINS_SCHEMA = 1
 KINDS = ("tar.gz", "zip", "exe")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
-_REPO_RE = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
+# A repo and a tag become URL path segments (``…/<owner>/<repo>/releases/download/<tag>/<name>``) and folder names:
+# no "." or ".." segment (RFC 3986 §5.2.4 would collapse them, escaping the release), no separators.
+_REPO_RE = re.compile(r"(?!\.\.?/)[A-Za-z0-9._-]+/(?!\.\.?$)[A-Za-z0-9._-]+")
+_TAG_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # git refs: no component begins with "." (git-check-ref-format)
 # An asset name becomes a URL path segment and a file name: no separators, no leading dot.
 _NAME_RE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 
@@ -114,11 +111,17 @@ def _asset(path: Path, key: str, raw: Any, variant: str, repo: str, tag: str) ->
     return EngineAsset(variant, name, sha.lower() if sha else None, size, kind, repo, tag)
 
 
-def _str(path: Path, table: Mapping[str, Any], key: str, prefix: str, pattern: re.Pattern[str] | None = None) -> str:
+def _str(path: Path, table: Mapping[str, Any], key: str, prefix: str, pattern: re.Pattern[str] | None = None,
+         expected: str | None = None) -> str:
     value = table.get(key)
     if not isinstance(value, str) or not value or (pattern is not None and not pattern.fullmatch(value)):
-        raise _bad(path, f"{prefix}{key}", "a string" if pattern is None else f"text like {pattern.pattern}")
+        described = expected or ("a string" if pattern is None else f"text like {pattern.pattern}")
+        raise _bad(path, f"{prefix}{key}", described)
     return value
+
+
+_AS_REPO = "OWNER/NAME (letters, digits, '.', '_', '-'; no '.' or '..' part)"
+_AS_TAG = "a release tag (letters, digits, '.', '_', '-', not starting with '.')"
 
 
 def _int(path: Path, table: Mapping[str, Any], key: str, prefix: str) -> int:
@@ -150,9 +153,9 @@ def parse_pins(data: Mapping[str, Any], path: Path) -> EnginePins:
     engine = data.get("engine")
     if not isinstance(engine, Mapping):
         raise _bad(path, "engine", "a table with repo, build, tag")
-    repo = _str(path, engine, "repo", "engine.", _REPO_RE)
+    repo = _str(path, engine, "repo", "engine.", _REPO_RE, _AS_REPO)
     build = _int(path, engine, "build", "engine.")
-    tag = _str(path, engine, "tag", "engine.", re.compile(r"[A-Za-z0-9._-]+"))
+    tag = _str(path, engine, "tag", "engine.", _TAG_RE, _AS_TAG)
     variants = data.get("variants")
     if not isinstance(variants, Mapping) or not variants:
         raise _bad(path, "variants", "one table per variant")
@@ -173,27 +176,31 @@ def parse_pins(data: Mapping[str, Any], path: Path) -> EnginePins:
     if raw_winsw is not None:
         if not isinstance(raw_winsw, Mapping):
             raise _bad(path, "winsw", "a table")
-        w_repo = _str(path, raw_winsw, "repo", "winsw.", _REPO_RE)
-        w_tag = _str(path, raw_winsw, "tag", "winsw.", re.compile(r"[A-Za-z0-9._-]+"))
+        w_repo = _str(path, raw_winsw, "repo", "winsw.", _REPO_RE, _AS_REPO)
+        w_tag = _str(path, raw_winsw, "tag", "winsw.", _TAG_RE, _AS_TAG)
         fields = {k: v for k, v in raw_winsw.items() if k in ("name", "sha256", "size", "kind")}
         winsw = _asset(path, "winsw", fields, "winsw", w_repo, w_tag)
     return EnginePins(build, tag, repo, MappingProxyType(assets), winsw, _rules(path, data.get("rules")), path)
 
 
+MAX_PINS_BYTES = 1 << 20  # the shipped pins are ~3 KiB
+
+
+def pins_document(path: Path | None = None) -> dict[str, Any]:
+    """The engine pins as read (``QWENKIT_ENGINES`` or the shipped file; JSON in a bundle's records), bounded by
+    ``file_formats``; not validated (``load_pins`` does that)."""
+    where = Path(path) if path else pins_path()
+
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("engine.err_pins_read", path=str(where), detail=detail), t("engine.hint_pins"))
+
+    return load_document(where, MAX_PINS_BYTES, bad)
+
+
 def load_pins(path: Path | None = None) -> EnginePins:
-    """Read and validate the engine pins (``QWENKIT_ENGINES`` or the shipped file)."""
+    """Read and validate the engine pins."""
     path = Path(path) if path else pins_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-        # An offline bundle carries its pins as JSON inside its manifest (bundle_install writes them out).
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except OSError as exc:
-        raise UsageError(t("engine.err_pins_read", path=str(path), detail=exc.strerror or str(exc)),
-                         t("engine.hint_pins")) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(t("engine.err_pins_read", path=str(path), detail=detail), t("engine.hint_pins")) from exc
-    return parse_pins(data, path)
+    return parse_pins(pins_document(path), path)
 
 
 def assets_for(pins: EnginePins, variant: str) -> tuple[EngineAsset, ...]:

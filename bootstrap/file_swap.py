@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .atomic_file import fsync_dir, write_atomic
 from .checkpoints import checkpoint
+from .file_formats import read_record
 from .home import Home
 
 JOURNAL_SCHEMA = 1
@@ -86,8 +87,10 @@ def begin(home: Home, journal: Journal) -> None:
 def read_journal(home: Home) -> Journal | None:
     """The journal of an unfinished upgrade, or None. It is written atomically, so a half-written one cannot
     exist; one that does not parse (disk damage) is reported as none, and its backups stay untouched on disk."""
+    doc = read_record(journal_path(home))
+    if doc is None:
+        return None
     try:
-        doc = json.loads(journal_path(home).read_text(encoding="utf-8"))
         return Journal(
             moves=tuple(Move(Path(m["final"]), Path(m["staged"]), Path(m["backup"]), str(m["sha256"]))
                         for m in doc["moves"]),
@@ -95,9 +98,7 @@ def read_journal(home: Home) -> Journal | None:
             new_files=tuple((str(a), str(b)) for a, b in doc["new_files"]),
             new_engine=str(doc["new_engine"]),
         )
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

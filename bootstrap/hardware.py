@@ -19,6 +19,7 @@ from . import __version__
 from .atomic_file import write_atomic
 from .console import t
 from .errors import UsageError
+from .file_formats import load_json
 from .json_fields import FieldReader
 
 if TYPE_CHECKING:
@@ -206,33 +207,18 @@ def _read_check(r: FieldReader) -> Check:
     return Check(id=r.text("id"), verdict=r.choice("verdict", VERDICTS), reason=r.text("reason"), hint=r.text("hint"))
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def load_profile(path: str | Path) -> HardwareProfile:
     """Read a ``doctor --json`` document (``--hardware FILE.json``); any defect is one ``UsageError`` line."""
     path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_PROFILE_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(t("doctor.err_read", path=path, detail=exc.strerror or exc), t("doctor.hint_profile")) \
-            from exc
-    if len(raw) > MAX_PROFILE_BYTES:
-        raise UsageError(t("doctor.err_too_big", path=path, limit=MAX_PROFILE_BYTES), t("doctor.hint_profile"))
-    try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        raise UsageError(t("doctor.err_json", path=path, detail=_one_line(exc)), t("doctor.hint_profile")) from exc
+
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("doctor.err_read", path=path, detail=detail), t("doctor.hint_profile"))
+
+    doc = load_json(path, MAX_PROFILE_BYTES, bad)
     try:
         return HardwareProfile.from_json(doc)
     except UsageError as exc:
         raise UsageError(f"{path}: {exc.message}", exc.hint) from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 def save_profile(profile: HardwareProfile, path: str | Path) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from . import settings
+from .fs_errors import mapped
+from .input_checks import check_text
 
 APP_DIR_WINDOWS_MAC = "QwenClientKit"
 APP_DIR_LINUX = "qwenclientkit"
@@ -105,6 +107,12 @@ class Home:
         return self.root / "bundle"
 
     @property
+    def bundle_pending_dir(self) -> Path:
+        """A newly opened bundle's records, until the install from it has passed every check
+        (``bundle_install.commit_records`` then makes them ``bundle/``)."""
+        return self.root / "cache" / "bundle-new"
+
+    @property
     def wheels_cache(self) -> Path:
         """A bundle's wheels for this machine, verified, while the runtime venv is built from them."""
         return self.root / "cache" / "wheels"
@@ -127,8 +135,19 @@ class Home:
 
 
 def resolve_home(cli_value: str | None = None) -> Home:
-    """``--home``, else ``QWENKIT_HOME``, else the per-OS default; always absolute."""
+    """``--home``, else ``QWENKIT_HOME``, else the per-OS default; always absolute.
+
+    The path is checked before anything is created: no control character (a newline cannot be written into the
+    start scripts or unit files that name the home) and no absurd length (``input_checks``).
+    """
+    option = "--home" if cli_value else "QWENKIT_HOME"
     chosen = cli_value or settings.home_override()
     if chosen:
-        return Home(Path(chosen).expanduser().resolve())
-    return Home(Path(default_home(platform.system(), os.environ, Path.home())))
+        check_text(option, chosen)
+        with mapped(chosen, writing=False):  # resolve() meets the filesystem: ENAMETOOLONG, ELOOP…
+            root = Path(chosen).expanduser().resolve()
+    else:
+        option = "XDG_DATA_HOME"
+        root = Path(default_home(platform.system(), os.environ, Path.home()))
+    check_text(option, str(root))
+    return Home(root)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .console import t
 from .errors import UsageError
+from .fs_errors import mapped
 from .home import Home
 
 # Windows byte-range locks are mandatory: a locked byte cannot even be read by others. Locking one byte far past the
@@ -87,13 +88,41 @@ def _write_holder(fd: int, what: str) -> None:
     os.write(fd, f"{os.getpid()} {what}\n".encode())
 
 
+def _create_home(root: Path) -> list[Path]:
+    """Create the home and any missing parents; the folders created, outermost first."""
+    created = []
+    current = root
+    while not current.exists() and current.parent != current:
+        created.append(current)
+        current = current.parent
+    with mapped(root):  # a read-only or full disk, a name too long: exit 2/3 naming the folder, not exit 1
+        root.mkdir(parents=True, exist_ok=True)
+    return created[::-1]
+
+
+def _remove_if_unused(lock_file: Path, created: list[Path]) -> None:
+    """After a failed run that made the home and left no file in it but the lock, remove what it made: the empty
+    folders, the lock (still held, so no other installer can be using that file) and the home with its parents."""
+    root = lock_file.parent
+    with contextlib.suppress(OSError):
+        for dirpath, _dirnames, _filenames in os.walk(root, topdown=False):
+            if Path(dirpath) != root and not os.listdir(dirpath):
+                os.rmdir(dirpath)
+        if [p.name for p in root.iterdir()] != [lock_file.name]:
+            return
+        lock_file.unlink()
+        for folder in reversed(created):
+            folder.rmdir()
+
+
 @contextlib.contextmanager
 def home_lock(home: Home, what: str = "install") -> Iterator[None]:
     """Hold ``<home>/.lock`` for the block, creating the home if needed; ``HomeLocked`` at once if it is taken.
 
-    Not reentrant: a second ``home_lock`` on the same home, even in this process, is refused.
+    Not reentrant: a second ``home_lock`` on the same home, even in this process, is refused. A run that created
+    the home and fails before writing anything else leaves no empty home behind.
     """
-    home.root.mkdir(parents=True, exist_ok=True)
+    created = _create_home(home.root)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(home.lock_file, flags, 0o644)
@@ -106,6 +135,10 @@ def home_lock(home: Home, what: str = "install") -> Iterator[None]:
         try:
             _write_holder(fd, what)
             yield
+        except BaseException:
+            if created:
+                _remove_if_unused(home.lock_file, created)
+            raise
         finally:
             _unlock(fd)
     finally:

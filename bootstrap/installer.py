@@ -103,12 +103,24 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             bundle = open_bundle(request.source, home)
             if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
                 request = replace(request, source=bundle.root)
-        with settings.overridden(bundle.env() if bundle is not None else {}):
-            try:
-                return _install(home, request, confirm, previous, recovered, bundle)
-            except QwenKitError as exc:
+        try:
+            with settings.overridden(bundle.env() if bundle is not None else {}):
+                outcome = _install(home, request, confirm, previous, recovered, bundle)
+        except BaseException as exc:
+            if isinstance(exc, QwenKitError):
                 _record_failure(home, exc)
-                raise
+            if bundle is not None:  # refused or failed: the new bundle's records go, the home's stay
+                _settle_records(bundle, home, keep=False)
+            raise
+        if bundle is not None:  # every check passed: its records are the home's (not when cancelled)
+            _settle_records(bundle, home, keep=outcome.kind != "cancelled")
+        return outcome
+
+
+def _settle_records(bundle: OpenedBundle, home: Home, *, keep: bool) -> None:
+    from .bundle_install import commit_records, discard_records
+
+    (commit_records if keep else discard_records)(bundle, home)
 
 
 def _record_failure(home: Home, exc: QwenKitError) -> None:
@@ -344,14 +356,15 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
 def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
     """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
     from . import service
-    from .api_key import read_api_key
+    from .api_key import read_api_key, repair_modes
     from .server_health import check_health
     from .verify import wait_healthy
 
+    repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
     health = check_health(spec, read_api_key(home))
     if health.state == "ok":
-        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
         return InstallOutcome("unchanged", state)
     info(t("install.starting", state=health.state))
     manager = service.choose_manager(service.this_system(), home, admin=request.admin)
@@ -361,5 +374,5 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
                      log_path=manager.log_file, evidence=manager.evidence)
     except QwenKitError as exc:
         raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
-    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.openai_base_url))
+    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
     return InstallOutcome("restarted", state)

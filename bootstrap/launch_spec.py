@@ -8,14 +8,81 @@ The start scripts, the service definitions and the verify stage all start the sa
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .console import t
+from .errors import UsageError
+from .input_checks import check_text
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (PR #26508, reference/llama-server.md), so we always pass
 # --port; 8080 is what OpenAI-compatible clients for llama.cpp expect by default.
 DEFAULT_PORT = 8080
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - recognised, never chosen by default
+# A host name: dot-separated labels of letters, digits and inner hyphens, 1-63 characters each, 253 in all, the
+# last one not all digits (RFC 1123 §2.1; RFC 1035 §2.3.4 for the lengths).
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+MAX_HOST_NAME = 253
+
+
+def parse_host(text: str) -> str:
+    """``--host`` as llama-server will bind it: an IP address (an IPv6 one with or without brackets) or a host
+    name; anything else (``127.0.0.1; touch x``, ``bad host``) is ``UsageError`` (exit 2) before any download."""
+    check_text("--host", text, MAX_HOST_NAME + 2)
+    value = text.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    labels = value.rstrip(".").split(".")
+    if (0 < len(value) <= MAX_HOST_NAME and all(_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit()):
+        return value
+    raise UsageError(t("input.bad_host", host=text), t("input.hint_host"))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach a server bound to ``host`` (127.0.0.0/8, ::1, ``localhost``)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        name = host.lower().rstrip(".")
+        return name == "localhost" or name.endswith(".localhost")  # RFC 6761 §6.3
+
+
+def lan_address(ipv6: bool = False) -> str | None:
+    """An address of this machine that other machines can reach (the first non-loopback, non-link-local one of
+    its interfaces, IPv4 first unless ``ipv6``), or ``None`` without one. Read from the interfaces (``psutil``):
+    no socket, no name lookup."""
+    import socket
+
+    import psutil
+
+    families = (socket.AF_INET6, socket.AF_INET) if ipv6 else (socket.AF_INET, socket.AF_INET6)
+    found: dict[int, str] = {}
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family not in families or address.family in found:
+                continue
+            try:
+                ip = ipaddress.ip_address(address.address.split("%")[0])
+            except ValueError:
+                continue
+            if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast):
+                found[address.family] = str(ip)
+    return next((found[f] for f in families if f in found), None)
+
+
+def url_host(host: str) -> str:
+    """``host`` as it goes into a URL (IPv6 literals bracketed, RFC 3986 §3.2.2)."""
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host  # a host name
 
 
 @dataclass(frozen=True)
@@ -43,19 +110,32 @@ class LaunchSpec:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT`` (IPv6 literals bracketed)."""
-        host = self.connect_host
-        try:
-            if ipaddress.ip_address(host).version == 6:
-                host = f"[{host}]"
-        except ValueError:
-            pass  # a host name
-        return f"http://{host}:{self.port}"
+        """``http://HOST:PORT`` where this machine reaches the server (the installer's own checks)."""
+        return f"http://{url_host(self.connect_host)}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
-        """The ``base_url`` an OpenAI SDK client takes."""
+        """The ``base_url`` an OpenAI SDK client on this machine takes."""
         return f"{self.base_url}/v1"
+
+    @property
+    def exposed(self) -> bool:
+        """Whether other machines can reach the server (a host other than loopback)."""
+        return not is_loopback(self.host)
+
+    @property
+    def client_base_url(self) -> str:
+        """Where clients should connect: this machine's LAN address for a wildcard bind (``0.0.0.0``, ``::``),
+        else the bound host. Reports, ``status`` and the snippets show this one."""
+        host = self.connect_host
+        if self.host in WILDCARD_HOSTS:
+            host = lan_address(ipv6=self.host == "::") or host
+        return f"http://{url_host(host)}:{self.port}"
+
+    @property
+    def client_openai_url(self) -> str:
+        """The OpenAI ``base_url`` clients should use (``client_base_url`` + ``/v1``)."""
+        return f"{self.client_base_url}/v1"
 
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .console import t
 from .errors import UsageError
+from .input_checks import check_text
 
 if TYPE_CHECKING:
     from .state import InstallState
@@ -72,15 +73,24 @@ def _hub_file(hub: str, rest: str, text: str) -> HubFileRef:
     return HubFileRef(hub, f"{owner}/{name}", "/".join(path_parts), revision or None)
 
 
+def _exists(value: str) -> bool:
+    """Whether a file or folder of that name exists; a name the filesystem cannot even look up (too long, a link
+    loop) does not."""
+    try:
+        return Path(value).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def parse_model_ref(text: str) -> ModelRef:
-    """Parse MODEL; a malformed value is a ``UsageError`` (exit 2)."""
-    value = text.strip()
+    """Parse MODEL; a malformed value (control characters, over ``MAX_TEXT`` long) is a ``UsageError`` (exit 2)."""
+    value = check_text("MODEL", text).strip()
     if not value:
         raise _bad(text)
     prefix, sep, rest = value.partition(":")
-    if sep and prefix.lower() in _HUB_PREFIXES and not Path(value).exists():
+    if sep and prefix.lower() in _HUB_PREFIXES and not _exists(value):
         return _hub_file(_HUB_PREFIXES[prefix.lower()], rest, text)
-    if value.lower().endswith(".gguf") or Path(value).exists():
+    if value.lower().endswith(".gguf") or _exists(value):
         return LocalFileRef(Path(value).expanduser())
     model_id, _, quant = value.partition(":")
     if not _ID.match(model_id) or (sep and not _ID.match(quant)):

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from .atomic_file import write_atomic
+from .file_formats import read_record
 
 STATE_VERSION = 1
 MIB = 1 << 20
@@ -45,9 +46,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def load_state(part_path: Path, state_path: Path, sha256: str, size: int) -> tuple[int, set[int]] | None:
     """(segment_size, done segments) from a valid state file whose part file is intact, else None."""
+    state = read_record(state_path)
     try:
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        if (
+        if not isinstance(state, dict) or (
             state.get("version") != STATE_VERSION
             or state.get("sha256") != sha256
             or state.get("size") != size

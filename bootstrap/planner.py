@@ -18,7 +18,7 @@ from . import engine_flags
 from .bundle_platforms import host_platform, usable_variant
 from .console import t
 from .engine_variant import VariantChoice, choose_variant
-from .errors import UnsupportedMachine, UsageError
+from .errors import UnsupportedMachine
 from .hardware import GpuInfo, HardwareProfile
 from .memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
 
@@ -241,10 +241,11 @@ def _available(variant: VariantChoice, variants: Collection[str], hardware: Hard
     used = usable_variant(variant.name, frozenset(variants))
     if used == variant.name:
         return variant
-    if used is None:
+    if used is None:  # this machine cannot run what the bundle carries (exit 3, as README's rollout codes say)
         platform = host_platform(hardware.os.system, hardware.os.machine) or hardware.os.system
-        raise UsageError(t("bundle.err_no_variant", wanted=variant.name, available=", ".join(sorted(variants)) or "-"),
-                         t("bundle.hint_no_variant", platform=platform))
+        available = ", ".join(sorted(variants)) or "-"
+        raise UnsupportedMachine(t("bundle.err_no_variant", wanted=variant.name, available=available),
+                                 t("bundle.hint_no_variant", platform=platform))
     return VariantChoice(used, t("bundle.variant_fallback", reason=variant.reason, wanted=variant.name, used=used),
                          variant.warnings)
 

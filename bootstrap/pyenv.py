@@ -35,10 +35,11 @@ from . import __version__, settings
 from .atomic_file import write_atomic
 from .checkpoints import checkpoint
 from .console import info, t, warn
+from .display_text import masked_url
 from .errors import QwenKitError, SourceError, UnsupportedMachine
+from .file_formats import read_record
 from .hardware import PythonInfo
 from .home import Home
-from .probes.network import redact
 from .probes.pythons import SUPPORTED, parse_version, probe_pythons, read_pythons
 from .render import render_template, write_rendered
 from .resources import resource_dir
@@ -200,10 +201,7 @@ def _wanted_stamp(python: PythonInfo, requirements: bytes, kit: str | None) -> d
 
 def read_stamp(venv: Path) -> dict[str, object] | None:
     """The completion stamp, or ``None`` when missing or unreadable (both mean: not complete)."""
-    try:
-        doc = json.loads((venv / STAMP_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    doc = read_record(venv / STAMP_NAME)
     return doc if isinstance(doc, dict) else None
 
 
@@ -240,7 +238,7 @@ def _log(home: Home, line: str) -> None:
 
 def _stamp_line(argv: Sequence[str]) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    shown = [redact(a) or a if "://" in a else a for a in argv]  # a mirror URL may carry a token
+    shown = [masked_url(a) for a in argv]  # a mirror URL may carry a token
     return f"# {now} run: {shlex.join(shown)}"
 
 
@@ -327,7 +325,7 @@ def _pip_source(index_url: str | None, find_links: Path | None) -> _PipSource:
         return _PipSource(("--no-index", "--find-links", str(find_links)), True, str(find_links), find_links)
     index = index_url or settings.pip_index_url()
     if index:
-        return _PipSource(("--index-url", index), True, redact(index) or index, None)  # no token in messages
+        return _PipSource(("--index-url", index), True, masked_url(index), None)  # no token in messages
     return _PipSource((), False, t("pyenv.source_default"), None)
 
 

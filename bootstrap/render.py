@@ -93,7 +93,7 @@ def render_template(name: str, templates: Path | None = None, **values: Any) -> 
 
 
 def write_rendered(path: Path, text: str, *, newline: str = "\n", encoding: str = "utf-8",
-                   mode: int | None = 0o644) -> None:
+                   mode: int = 0o644) -> None:
     """Write rendered text atomically with the line endings the target wants (``\\r\\n`` for .bat and Windows XML)."""
     data = text.replace("\r\n", "\n")
     if newline != "\n":

@@ -22,14 +22,11 @@ from .download import FetchOptions, RemoteFile, fetch_files, holds
 from .errors import UsageError
 from .progress import Progress
 from .source_common import ResolvedFile, Source, transport_guard
+from .source_names import is_url
 from .verified_copy import copy_verified
 
 MANIFEST = bundle_manifest.MANIFEST
 OWN_BAR_BYTES = 16 << 20  # files at least this big get their own progress bar
-
-
-def is_url(text: str) -> bool:
-    return text.lower().startswith(("http://", "https://"))
 
 
 def manifest_url(root: str) -> str:

@@ -94,7 +94,8 @@ def sources_for(spec: str, repos: Sequence[RepoRef], session: requests.Session |
             return [Source("bundle", "bundle", root, names[0], None, None, names[1:])]
         hf = _ref_for("hf", repos)
         token = settings.hf_token() if root == settings.hf_endpoint() else None
-        return [Source("hf", urlsplit(root).netloc, root, hf.repo, hf.revision, token)]  # type: ignore[union-attr]
+        name = urlsplit(root).netloc.rpartition("@")[2]  # host[:port]: a name never carries credentials
+        return [Source("hf", name, root, hf.repo, hf.revision, token)]  # type: ignore[union-attr]
     if Path(value).is_dir() and _has_manifest(value, session):
         return [Source("bundle", "bundle", str(Path(value).resolve()), names[0], None, None, names[1:])]
     raise UsageError(t("sources.err_bad_source", source=spec), t("sources.hint_bad_source"))

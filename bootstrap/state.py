@@ -18,12 +18,14 @@ from . import __version__
 from .atomic_file import write_atomic
 from .console import t
 from .errors import UsageError
+from .file_formats import parse_json, read_regular
 from .home import Home
 from .json_fields import FieldReader
 from .launch_spec import LaunchSpec
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
+PRIVATE = 0o600  # the recorded source may be a URL with credentials (https://user:password@intranet/…)
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def save_state(home: Home, state: InstallState) -> None:
     """Atomically replace ``state.json`` (the record stage)."""
     home.root.mkdir(parents=True, exist_ok=True)
     data = json.dumps(state.to_json(), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-    write_atomic(home.state_file, data)
+    write_atomic(home.state_file, data, mode=PRIVATE)
 
 
 def _bad(field_name: str, detail: str) -> UsageError:
@@ -201,22 +203,16 @@ def state_from_json(doc: Any) -> InstallState:
 
 def load_state(home: Home) -> InstallState | None:
     """The install record, or None when nothing is installed in this home; a damaged record is exit 2."""
-    try:
-        with home.state_file.open("rb") as fh:
-            raw = fh.read(MAX_STATE_BYTES + 1)
-    except FileNotFoundError:
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("state.err_field", field="(document)", detail=detail), t("state.hint_damaged"))
+
+    def unreadable(detail: str) -> UsageError:
+        return UsageError(t("state.err_read", path=home.state_file, detail=detail), t("state.hint_damaged"))
+
+    raw = read_regular(home.state_file, MAX_STATE_BYTES, bad, missing_ok=True, unreadable=unreadable)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise UsageError(t("state.err_read", path=home.state_file, detail=exc.strerror or exc),
-                         t("state.hint_damaged")) from exc
-    if len(raw) > MAX_STATE_BYTES:
-        raise UsageError(t("state.err_field", field="(document)", detail=f"> {MAX_STATE_BYTES} bytes"),
-                         t("state.hint_damaged"))
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(t("state.err_field", field="(document)", detail=" ".join(str(exc).split())),
-                         t("state.hint_damaged")) from exc
+    doc = parse_json(raw, bad)
     return state_from_json(doc)
 
 

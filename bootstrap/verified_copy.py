@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import hashlib
 import os
 import queue
@@ -40,6 +39,7 @@ from .atomic_file import fsync_dir
 from .console import t
 from .disk_space import ensure_space, free_bytes
 from .errors import IntegrityError, SourceError, UnsupportedMachine, UsageError
+from .fs_errors import NO_SPACE
 
 BLOCK = 4 << 20  # bytes per read/write; 1-16 MiB measured alike here, 4 MiB keeps memory at 3 x 4 MiB
 BUFFERS = 3  # one being hashed, one being written, one spare: reader and writer never wait on each other
@@ -153,7 +153,7 @@ def copy_hashing(src: Path, tmp: Path, limit: int, progress: Progress | None = N
 def _write_failure(exc: BaseException, tmp: Path) -> BaseException:
     """A full disk is exit 3 (as in the download engine); another write error (a read-only or vanished folder, no
     permission) is one line, exit 3 as well: this machine cannot take the file where it was asked to go."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE:
         failure = UnsupportedMachine(t("fetch.disk_full", path=str(tmp)), hint=t("fetch.hint.rerun"))
     elif isinstance(exc, OSError):
         failure = UnsupportedMachine(t("bundle.err_write", path=str(tmp), detail=exc.strerror or str(exc)),

@@ -230,11 +230,12 @@ def _stream(session: requests.Session, spec: LaunchSpec, headers: dict[str, str]
 
 
 def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 64) -> tuple[str, str]:
-    """The curl line and the Python snippet for this server (both read the key from its file)."""
+    """The curl line and the Python snippet for this server (both read the key from its file), addressed where
+    clients should connect (``LaunchSpec.client_openai_url``)."""
     body = json.dumps(_chat_body(spec, prompt, max_tokens, False), ensure_ascii=False)
-    curl = render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.openai_base_url}/chat/completions",
+    curl = render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.client_openai_url}/chat/completions",
                            key_file=str(spec.api_key_file), body=body, body_cmd=body.replace('"', '\\"'))
-    python = render_template("snippet-python.txt.j2", base_url=spec.openai_base_url,
+    python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url,
                              key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt)
     return curl.strip(), python.rstrip()
 
@@ -273,7 +274,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
 
     curl, python = render_snippets(spec)
     return VerifyReport(
-        endpoint=spec.openai_base_url,
+        endpoint=spec.client_openai_url,  # where clients connect (a LAN address for --host 0.0.0.0)
         model=spec.alias,
         api_key_file=str(spec.api_key_file),
         health_wait_s=health_wait,

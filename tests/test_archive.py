@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shutil
 import stat
 import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -254,3 +257,45 @@ def test_real_testbed_asset_extracts_to_working_server(tmp_path: Path, engine_as
                 fh = tf.extractfile(info)
                 assert fh is not None
                 assert (out / Path(info.name).name).read_bytes() == fh.read()
+
+
+def _mount_prefix(mount_point: Path, options: str) -> list[str]:
+    """Run a command with a fresh tmpfs at ``mount_point`` (a user + mount namespace: no root needed)."""
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False) \
+        if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("needs unshare -rm to mount a small tmpfs")
+    mount_point.mkdir()
+    return ["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o {options} tmpfs "$0" && shift && exec "$@"',
+            str(mount_point), "--"]
+
+
+_EXTRACT = """
+import sys
+from pathlib import Path
+from bootstrap.archive import extract_archive
+from bootstrap.errors import QwenKitError
+dest = Path(sys.argv[2]) / "engine"
+dest.mkdir()
+try:
+    extract_archive(Path(sys.argv[1]), dest)
+except QwenKitError as exc:
+    print(int(exc.exit_code), exc.message)
+"""
+
+
+@pytest.mark.parametrize(("options", "needle"), [
+    # Fewer bytes free than the members declare: refused before the first byte is written.
+    ("size=64k", r"not enough free disk space at .*/engine: 400000 bytes needed"),
+    # Bytes enough, but the disk fills up meanwhile (here: it runs out of inodes, ENOSPC all the same).
+    ("size=8m,nr_inodes=12", r"not enough free space at .*/engine: .* bytes\) more are needed"),
+])
+def test_a_full_disk_while_extracting_is_exit_3_naming_the_bytes(tmp_path: Path, options: str, needle: str) -> None:
+    archive = _tar(tmp_path / "many.tar.gz", [(_info(f"top/lib{i}.so"), bytes(10_000)) for i in range(40)])
+    mount = tmp_path / "disk"
+    proc = subprocess.run([*_mount_prefix(mount, options), sys.executable, "-c", _EXTRACT, str(archive),
+                           str(mount)], capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "QWENKIT_LANG": "en", "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, _, message = proc.stdout.strip().partition(" ")
+    assert code == str(int(ExitCode.UNSUPPORTED)) and re.search(needle, message), proc.stdout

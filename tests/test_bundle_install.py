@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from bootstrap import bundle_manifest, settings
-from bootstrap.bundle_install import open_bundle
+from bootstrap.bundle_install import commit_records, open_bundle
 from bootstrap.bundle_manifest import BundleFile, Manifest
-from bootstrap.catalog import load_catalog, tomllib
+from bootstrap.catalog import load_catalog
 from bootstrap.engine import fetch_winsw
 from bootstrap.engine_pins import parse_pins
-from bootstrap.errors import IntegrityError, UsageError
+from bootstrap.errors import IntegrityError, UnsupportedMachine, UsageError
+from bootstrap.file_formats import tomllib
 from bootstrap.hardware import load_profile
 from bootstrap.home import Home
 from bootstrap.model_facts import catalog_candidates
@@ -57,10 +58,10 @@ def test_a_machine_gets_the_best_engine_the_bundle_carries(machine: str, carried
 
 
 def test_a_bundle_for_another_platform_says_which_to_make() -> None:
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(UnsupportedMachine) as caught:
         choose(_small_model(), load_profile(HARDWARE / "rtx4060_8gb_16gb.json"), variants={"ubuntu-x64"})
     assert "win-cuda-13" in caught.value.message and "--platform windows-x64" in (caught.value.hint or "")
-    with pytest.raises(UsageError):  # an old driver needs Vulkan or the CPU build: CUDA builds do not help it
+    with pytest.raises(UnsupportedMachine):  # an old driver needs Vulkan or the CPU build: CUDA builds do not help
         choose(_small_model(), load_profile(HARDWARE / "rtx3070_8gb_32gb.json"), variants={"win-cuda-12.4"})
 
 
@@ -137,15 +138,24 @@ def test_opened_bundle_puts_its_catalog_pins_and_engines_in_force(tmp_path: Path
             fetch_winsw(home)
         assert not path.exists()
     assert dict(os.environ) == before
+    assert bundle.folder == home.bundle_pending_dir and not home.bundle_dir.exists()  # not recorded before verified
+    commit_records(bundle, home)
     assert parse_pins(json.loads((home.bundle_dir / "engines.json").read_text()), home.bundle_dir).winsw is not None
+    assert not home.bundle_pending_dir.exists()
+    again = open_bundle(str(root), home)  # the same bundle again: its records are already the home's
+    assert again is not None and again.folder == home.bundle_dir
 
 
 def test_records_in_the_home_answer_when_the_drive_is_gone(tmp_path: Path) -> None:
     root = tmp_path / "usb"
     _catalog_and_pins_bundle(root, b"MZ")
     home = Home(tmp_path / "home")
-    assert open_bundle(str(root), home) is not None
+    opened = open_bundle(str(root), home)
+    assert opened is not None
     root.rename(tmp_path / "elsewhere")
+    with pytest.raises(UsageError):  # opened, never installed from: nothing was recorded
+        open_bundle(str(root), home)
+    commit_records(opened, home)  # what a verified install does
     gone = open_bundle(str(root), home)
     assert gone is not None and gone.root is None and "QWENKIT_ENGINE_URL" not in gone.env()
     with pytest.raises(UsageError):  # another folder that is no bundle: the records are not for it

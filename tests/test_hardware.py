@@ -157,7 +157,7 @@ def test_network_redacts_proxy_credentials() -> None:
     info = network.probe_network(network.NetworkReadings(
         env={"https_proxy": "http://alice:s3cret@proxy.corp:3128", "NO_PROXY": "localhost,127.0.0.1",
              "REQUESTS_CA_BUNDLE": "/etc/corp-ca.pem"}, truststore=True))
-    assert info.https_proxy == "http://***@proxy.corp:3128" and "s3cret" not in json.dumps(info.__dict__)
+    assert info.https_proxy == "http://alice:***@proxy.corp:3128" and "s3cret" not in json.dumps(info.__dict__)
     assert (info.no_proxy, info.ca_bundle, info.http_proxy) == ("localhost,127.0.0.1", "/etc/corp-ca.pem", None)
 
 

@@ -169,7 +169,7 @@ def test_unreachable_index_is_one_line_exit_4(tmp_path: Path, wheels: Path, monk
     err = caught.value
     assert err.exit_code == ExitCode.SOURCE
     assert "\n" not in err.message and "Traceback" not in err.message
-    assert f"http://***@127.0.0.1:{port}/simple" in err.message and "Connection refused" in err.message
+    assert f"http://mirror-user:***@127.0.0.1:{port}/simple" in err.message and "Connection refused" in err.message
     assert err.hint and f"127.0.0.1:{port}" in err.hint
     assert "s3cret" not in err.message + err.hint + (home.logs_dir / LOG_NAME).read_text(encoding="utf-8")
     assert not (home.venv_dir / STAMP_NAME).exists()  # incomplete: a rerun starts it again

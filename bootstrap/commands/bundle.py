@@ -11,11 +11,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..console import emit_json, error, human_size, info, ok, t
+from ..input_checks import check_text
 
 
 def _create(args: argparse.Namespace) -> int:
     from ..bundle_create import CreateRequest, create
 
+    check_text("--out", args.out)
+    check_text("--source", args.source or "auto")
     request = CreateRequest(
         out=Path(args.out), models=tuple(args.models or ()), quants=tuple(args.quant or ()),
         platforms=tuple(args.platform or ()), setups=tuple(Path(p) for p in args.setup or ()),
@@ -38,7 +41,7 @@ def _create(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from ..bundle_verify import raise_for, verify_bundle
 
-    report = verify_bundle(args.dir, quiet=bool(args.json))
+    report = verify_bundle(check_text("DIR|URL", args.dir), quiet=bool(args.json))
     for problem in report.problems:
         error(problem.message)
     if args.json:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..console import human_size, info, t
 from ..download import FetchResult, fetch_files
 from ..home import resolve_home
+from ..input_checks import check_text
 from ..model_files import destinations, report_resolution, wanted_files
 from ..source_bundle import local_path, place_from_bundle
 from ..sources import Resolution, measure, remote_files, resolve_files, sources_for
@@ -30,10 +31,12 @@ def _all_present(resolution: Resolution, targets: list[Path]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    source = check_text("--source", getattr(args, "source", None) or "auto")
+    dest_arg = check_text("--dest", args.dest) if getattr(args, "dest", None) else None
     files, repos = wanted_files(args.model)
-    sources = sources_for(getattr(args, "source", None) or "auto", repos)
+    sources = sources_for(source, repos)
     home = resolve_home()
-    dest = Path(args.dest).expanduser().resolve() if getattr(args, "dest", None) else None
+    dest = Path(dest_arg).expanduser().resolve() if dest_arg else None
     targets, partial_dir = destinations([f.path for f in files], repos[0].repo, dest, home)
     resolution = resolve_files([f.path for f in files], sources, expected=files, probe=False)
     if len(resolution.files[0]) > 1 and not _all_present(resolution, targets):

@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import console, settings
-from ..catalog import tomllib
 from ..commands.doctor import render_table
 from ..console import t
 from ..errors import UsageError
+from ..file_formats import load_toml
 from ..home import resolve_home
+from ..input_checks import check_text
 from ..installer import InstallRequest, Proposal, install
-from ..launch_spec import DEFAULT_HOST
+from ..launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
+from ..source_names import is_url
 from .service import is_admin
 
 GIB = 1 << 30
@@ -32,39 +34,58 @@ _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home":
 _KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
 
 
+MAX_ANSWERS_BYTES = 1 << 20  # a handful of options; anything larger is not an answers file
+_RELATIVE_TO_FILE = ("home", "bundle")  # folders named in the file are where the file says, wherever it is run
+
+
 def read_answers(path: str) -> dict[str, Any]:
-    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …)."""
-    try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(t("install.err_answers_read", path=path, detail=exc.strerror or exc)) from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(t("install.err_answers_read", path=path, detail=exc)) from exc
+    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …).
+
+    A relative ``home`` or ``bundle`` folder is taken relative to the file's own folder (a rollout script runs
+    from anywhere), as a relative path inside any configuration file is read.
+    """
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("install.err_answers_read", path=path, detail=detail))
+
+    doc = load_toml(Path(path), MAX_ANSWERS_BYTES, bad)
     for key, value in doc.items():
         kind = _ANSWERS.get(key)
         if kind is None:
             raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
+    for key in _RELATIVE_TO_FILE:
+        value = doc.get(key)
+        if value and not is_url(value) and not Path(value).expanduser().is_absolute():
+            doc[key] = str(Path(path).absolute().parent / value)
     return doc
 
 
 def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[InstallRequest, str | None]:
-    """Command-line values win over the answers file; the file fills in what was not given."""
+    """Command-line values win over the answers file; the file fills in what was not given. Every value is
+    checked here, before a lock is taken or a byte downloaded (the home by ``resolve_home``)."""
     def pick(name: str, default: Any) -> Any:
         value = getattr(args, name, None)
         return value if value not in (None, default) else answers.get(name, default)
 
-    bundle = pick("bundle", None)
-    source = pick("source", None)  # None: this home's recorded source (a bundle stays the source), else auto
+    def text(name: str, option: str) -> str | None:
+        value = pick(name, None)
+        return None if value is None else check_text(option, value)
+
+    bundle = text("bundle", "--bundle")
+    source = text("source", "--source")  # None: this home's recorded source (a bundle stays the source), else auto
     if bundle and source is not None:
         raise UsageError(t("install.err_bundle_and_source"))
     port = pick("port", None)
     if port is not None and not 1 <= port <= 65535:
         raise UsageError(t("install.err_port", port=port))
+    host = parse_host(pick("host", DEFAULT_HOST))
+    if not is_loopback(host):
+        where = t("input.every_interface") if host in WILDCARD_HOSTS else t("input.that_address")
+        console.warn(t("input.exposed", host=host, where=where))
     wheels = settings.wheels_dir()
     request = InstallRequest(
-        model=pick("model", None), source=bundle or source, host=pick("host", DEFAULT_HOST), port=port,
+        model=text("model", "MODEL"), source=bundle or source, host=host, port=port,
         service=not args.no_service and answers.get("service", True),
         venv=not getattr(args, "no_venv", False) and answers.get("venv", True),
         verify_files=bool(getattr(args, "verify", False) or answers.get("verify", False)),

@@ -71,7 +71,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec) -> None:
     if isinstance(manager, FallbackManager):
         console.warn(t("service.no_manager", script=manager.home.run_sh))
     manager.start()
-    console.info(t("service.started", manager=manager.name, url=spec.openai_base_url))
+    console.info(t("service.started", manager=manager.name, url=spec.client_openai_url))
 
 
 def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec, probe: HostProbe | None = None,

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import console
+from ..api_key import exposed
 from ..console import info, t, warn
 from ..errors import ExitCode
 from ..failure_record import FailureRecord, load_failure
@@ -29,6 +30,7 @@ class StatusReport:
     health: Health
     problems: tuple[str, ...]
     service: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()  # not wrong enough to stop serving: a key other users can read
     last_failure: FailureRecord | None = None  # the last attempt that failed (an upgrade refused, a start…)
 
     @property
@@ -44,7 +46,9 @@ class StatusReport:
             "model": self.state.model_id,
             "quant": self.state.quant,
             "alias": self.spec.alias,
-            "endpoint": self.spec.openai_base_url,
+            "endpoint": self.spec.client_openai_url,
+            "exposed": self.spec.exposed,
+            "warnings": list(self.warnings),
             "api_key_file": str(self.spec.api_key_file),
             "engine": {"build": self.state.engine.build, "variant": self.state.engine.variant,
                        "version": self.state.engine.version, "server": str(self.spec.server),
@@ -107,7 +111,10 @@ def collect(home: Home) -> StatusReport:
     problem = _health_problem(health, spec)
     if problem:
         problems.append(problem)
-    return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec),
+    warnings = tuple(t("status.key_exposed", path=path) for path in exposed(home))
+    if spec.exposed:
+        warnings += (t("status.exposed", host=spec.host, endpoint=spec.client_openai_url),)
+    return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
                         load_failure(home))
 
 
@@ -144,17 +151,19 @@ def run(args: argparse.Namespace) -> int:
         info(t("status.title", home=home.root))
         info(t("status.line_model", model=report.state.model_id, quant=report.state.quant))
         info(t("status.line_engine", build=report.state.engine.build, variant=report.state.engine.variant))
-        info(t("status.line_endpoint", endpoint=spec.openai_base_url))
+        info(t("status.line_endpoint", endpoint=spec.client_openai_url))
         info(t("status.line_key", path=spec.api_key_file))
         if report.service is not None:
             info(t("status.line_service", detail=report.service.get("detail", "")))
         info(t("status.line_scripts", script=report.to_json()["start_script"]))
+        for warning in report.warnings:
+            warn(warning)
         for note in _fallback_notes(report.state):
             warn(note)
         if report.last_failure is not None:
             warn(t("failure.status_last", when=report.last_failure.when, message=report.last_failure.message))
         if report.healthy:
-            console.ok(t("status.healthy", model=spec.alias, endpoint=spec.openai_base_url))
+            console.ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
         else:
             console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                           t("status.hint_unhealthy", script=report.to_json()["start_script"], logs=home.logs_dir))

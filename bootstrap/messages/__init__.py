@@ -19,6 +19,7 @@ from . import (
     failure,
     fetch,
     gguf,
+    inputs,
     install,
     memory,
     plan,
@@ -33,9 +34,8 @@ from . import (
 )
 
 # Static imports (not importlib) so PyInstaller sees every part.
-_PARTS: tuple[ModuleType, ...] = (core, doctor, gguf, memory, plan, fetch, sources, engine, failure, state, pyenv,
-                                  deploy,
-                                  render, verify, service, install, uninstall, setup, bundle,
+_PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
+                                  pyenv, deploy, render, verify, service, install, uninstall, setup, bundle,
                                   bundle_create)
 
 

@@ -51,6 +51,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "altered: {path} (sha256 {actual}..., the manifest says {expected}...)",
         "zh": "已被改动：{path}（sha256 {actual}…，清单为 {expected}…）",
     },
+    "bundle.problem_link": {
+        "en": "not a regular file inside the bundle: {path} (a link; copy the file itself into the bundle)",
+        "zh": "不是离线包内的普通文件：{path}（是链接；请把文件本身复制进离线包）",
+    },
     "bundle.problem_extra": {
         "en": "not in the manifest: {path}",
         "zh": "清单中没有此文件：{path}",

@@ -116,10 +116,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     # profile file errors (--hardware FILE.json)
     "doctor.err_read": {"en": "Cannot read hardware profile {path}: {detail}",
                         "zh": "无法读取硬件描述文件 {path}：{detail}"},
-    "doctor.err_too_big": {"en": "Hardware profile {path} is larger than {limit} bytes.",
-                           "zh": "硬件描述文件 {path} 超过 {limit} 字节。"},
-    "doctor.err_json": {"en": "Hardware profile {path} is not valid JSON: {detail}",
-                        "zh": "硬件描述文件 {path} 不是有效的 JSON：{detail}"},
     "doctor.err_field": {"en": "invalid hardware profile field '{field}': {detail}",
                          "zh": "硬件描述字段 '{field}' 无效：{detail}"},
     "doctor.err_missing": {"en": "missing", "zh": "缺失"},

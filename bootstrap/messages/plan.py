@@ -11,6 +11,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Unknown model '{model}'. Catalog models: {available}.",
         "zh": "未知模型 '{model}'。目录中的模型：{available}。",
     },
+    "plan.err_catalog_key": {
+        "en": "Catalog {path}: unknown key '{field}' (known here: {known}).",
+        "zh": "模型目录 {path}：未知的键 '{field}'（此处可用：{known}）。",
+    },
     "plan.err_catalog_field": {
         "en": "Catalog {path}: '{field}' must be {expected}.",
         "zh": "模型目录 {path}：'{field}' 必须是 {expected}。",

@@ -64,4 +64,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     "status.line_key": {"en": "API key    in {path}", "zh": "API 密钥   保存在 {path}"},
     "status.line_service": {"en": "service    {detail}", "zh": "服务       {detail}"},
     "status.line_scripts": {"en": "start      {script}", "zh": "启动脚本   {script}"},
+    "status.key_exposed": {
+        "en": "{path} can be read by other users of this machine; rerun 'qwenkit install' to make it owner-only again",
+        "zh": "{path} 可被本机其他用户读取；重新运行 'qwenkit install' 即可恢复为仅所有者可用",
+    },
+    "status.exposed": {
+        "en": "the server listens on {host}: other machines can connect at {endpoint} (with the API key)",
+        "zh": "服务监听 {host}：其他机器可通过 {endpoint} 连接（需 API 密钥）",
+    },
 }

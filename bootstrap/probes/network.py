@@ -11,8 +11,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
+from ..display_text import masked_url
 from ..hardware import NetworkInfo
 from ..settings import first_set
 
@@ -27,24 +27,14 @@ class NetworkReadings:
     truststore: bool
 
 
-def redact(url: str | None) -> str | None:
-    """``http://user:secret@proxy:3128`` → ``http://***@proxy:3128``."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "***"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+def _masked(url: str | None) -> str | None:
+    return None if url is None else masked_url(url)
 
 
 def probe_network(r: NetworkReadings) -> NetworkInfo:
     env = r.env
-    return NetworkInfo(https_proxy=redact(first_set(env, "HTTPS_PROXY", "https_proxy")),
-                       http_proxy=redact(first_set(env, "HTTP_PROXY", "http_proxy")),
+    return NetworkInfo(https_proxy=_masked(first_set(env, "HTTPS_PROXY", "https_proxy")),
+                       http_proxy=_masked(first_set(env, "HTTP_PROXY", "http_proxy")),
                        no_proxy=first_set(env, "NO_PROXY", "no_proxy"),
                        ca_bundle=first_set(env, "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
                        truststore=r.truststore)
