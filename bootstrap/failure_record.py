@@ -15,6 +15,7 @@ from typing import Any
 
 from .atomic_file import write_atomic
 from .engine_failure import CAUSES, EngineFailed
+from .file_formats import read_record
 from .home import Home
 
 FILE_NAME = "last-failure.json"
@@ -49,12 +50,7 @@ def save_failure(home: Home, error: EngineFailed, exit_code: int) -> None:
 
 def load_failure(home: Home) -> FailureRecord | None:
     """The recorded failure, or None (none, or not readable as one)."""
-    try:
-        with _path(home).open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        doc: Any = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_BYTES else None
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    doc: Any = read_record(_path(home), MAX_BYTES)
     if not isinstance(doc, dict) or doc.get("cause") not in CAUSES:
         return None
     fields = ("when", "message", "hint")
