@@ -26,7 +26,7 @@ from .checkpoints import checkpoint
 from .console import info, t, warn
 from .download import FetchOptions
 from .engine import DEFAULT_FETCH
-from .engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure
+from .engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure, mib_text
 from .errors import QwenKitError, ServerError
 from .failure_record import clear_failure
 from .hardware import HardwareProfile
@@ -241,8 +241,8 @@ def _smaller_plan(failure: EngineFailure, plan: Plan, options: DeployOptions) ->
     else:
         placement = next((r.value for r in smaller.reasons if r.topic == "placement"), "")
         change = t("failure.change_gpu", placement=placement)
-    wanted = f"{failure.wanted_bytes / (1 << 20):,.0f} MiB" if failure.wanted_bytes else "?"
-    note = t("failure.oom_replan", wanted=wanted, device=failure.device or "?", change=change)
+    note = t("failure.oom_replan", wanted=mib_text(failure.wanted_bytes), device=failure.device or "?",
+             change=change)
     warn(note)
     return smaller, note
 

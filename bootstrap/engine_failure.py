@@ -156,7 +156,7 @@ class EngineFailure:
 
     def message(self, who: str) -> str:
         """One line: ``who`` (e.g. "llama-server", "the Vulkan build") and the cause in the user's language."""
-        wanted = _mib(self.wanted_bytes) if self.wanted_bytes else "?"
+        wanted = mib_text(self.wanted_bytes)
         return t(f"failure.{self.cause}", who=who, detail=self.detail, signal=self.signal or "",
                  wanted=wanted, device=self.device or "?")
 
@@ -181,8 +181,9 @@ class EngineFailed(QwenKitError):
         self.exit_code = EXIT_CODES[failure.cause]
 
 
-def _mib(n: int) -> str:
-    return f"{n / (1 << 20):,.0f} MiB"
+def mib_text(n: int | None) -> str:
+    """An allocation's size as messages show it ("1,024 MiB"), "?" when the log did not say."""
+    return f"{n / (1 << 20):,.0f} MiB" if n else "?"
 
 
 def _provider(library: str) -> str:
