@@ -187,13 +187,50 @@ def test_gemma_on_this_machine(fit_params: Path, gemma_gguf: Path, this_machine:
     assert result.reason.startswith("kept the plan: llama.cpp projects 773 MiB of host memory")
 
 
-def test_missing_model_keeps_the_plan_with_the_tools_error(fit_params: Path, this_machine: HardwareProfile,
-                                                           tmp_path: Path) -> None:
+def test_missing_model_keeps_the_plan_and_names_the_file(fit_params: Path, this_machine: HardwareProfile,
+                                                          tmp_path: Path) -> None:
     missing = tmp_path / "no-such-model.gguf"
     result = tune(fit_params, missing, PLAN_CPU, this_machine)
     assert (result.adopted, result.final_args, result.fit_args, result.projections) == ("plan", PLAN_CPU, None, ())
-    assert result.reason == t("tune.tool_failed", error=f"exit status 1: gguf_init_from_file: failed to open GGUF "
-                                                        f"file '{missing}' (No such file or directory)")
+    assert result.reason == t("tune.model_unreadable",
+                              error=t("gguf.cannot_read", source=str(missing), error="No such file or directory"))
+
+
+def test_cut_short_model_keeps_the_plan_and_names_the_tensor(fit_params: Path, gemma_gguf: Path,
+                                                             this_machine: HardwareProfile, tmp_path: Path) -> None:
+    # A half-uploaded release: the header parses, the tensor data runs past the end (llama.cpp: "data is not within
+    # the file bounds"). The header reader says so every time; the tool's own words are often lost at its exit.
+    cut = tmp_path / "cut.gguf"
+    with gemma_gguf.open("rb") as src:
+        cut.write_bytes(src.read(8 * MIB))
+    result = tune(fit_params, cut, PLAN_CPU, this_machine)
+    assert (result.adopted, result.final_args, result.fit_args) == ("plan", PLAN_CPU, None)
+    assert result.reason.startswith(t("tune.model_unreadable", error=""))
+    assert str(cut) in result.reason and str(8 * MIB) in result.reason
+
+
+def _standin_tool(folder: Path, stderr: str) -> Path:
+    """A fit tool that fails the way the real one does: exit status 1, with or without its error line."""
+    tool = folder / "llama-fit-params"
+    tool.write_text("#!/bin/sh\n" + (f"printf '%s\\n' '{stderr}' >&2\n" if stderr else "") + "exit 1\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_tool_error_keeps_the_plan_with_the_tools_words(tiny: Path, this_machine: HardwareProfile,
+                                                        tmp_path: Path) -> None:
+    tool = _standin_tool(tmp_path, "0.00.006.257 E llama_model_load: error loading model: unknown architecture")
+    result = tune(tool, tiny, PLAN_CPU, this_machine)
+    assert (result.adopted, result.final_args, result.fit_args) == ("plan", PLAN_CPU, None)
+    assert result.reason == t("tune.tool_failed",
+                              error="exit status 1: llama_model_load: error loading model: unknown architecture")
+
+
+def test_tool_that_fails_silently_keeps_the_plan_and_says_so(tiny: Path, this_machine: HardwareProfile,
+                                                             tmp_path: Path) -> None:
+    result = tune(_standin_tool(tmp_path, ""), tiny, PLAN_CPU, this_machine)
+    assert (result.adopted, result.final_args, result.fit_args) == ("plan", PLAN_CPU, None)
+    assert result.reason == t("tune.tool_failed", error="exit status 1: " + t("tune.tool_silent", tries=3))
 
 
 def test_tool_that_does_not_answer_in_time_keeps_the_plan(fit_params: Path, gemma_gguf: Path,

@@ -12,6 +12,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "kept the plan: llama-fit-params failed ({error})",
         "zh": "沿用规划：llama-fit-params 运行失败（{error}）",
     },
+    "tune.tool_silent": {
+        "en": "it exited without a reason {tries} times in a row (llama.cpp can lose its last log lines at exit)",
+        "zh": "连续 {tries} 次退出且未给出原因（llama.cpp 退出时可能丢失最后几行日志）",
+    },
+    "tune.model_unreadable": {
+        "en": "kept the plan: llama.cpp's fit was not run: {error}",
+        "zh": "沿用规划：未运行 llama.cpp 的 fit：{error}",
+    },
     "tune.tool_timeout": {
         "en": "no answer within {seconds} s",
         "zh": "{seconds} 秒内无响应",
