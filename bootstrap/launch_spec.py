@@ -54,17 +54,50 @@ def is_loopback(host: str) -> bool:
         return name == "localhost" or name.endswith(".localhost")  # RFC 6761 §6.3
 
 
+# Documentation ranges (RFC 5737, RFC 3849): a UDP "connect" to them only asks the routing table, nothing is sent.
+_ROUTE_PROBE = {False: "192.0.2.1", True: "2001:db8::1"}
+
+
+def routed_address(ipv6: bool = False) -> str | None:
+    """The source address this machine's routing table picks for the outside world (the default route's
+    interface), or ``None`` without a route. A datagram socket's ``connect`` sends nothing."""
+    import socket
+
+    family = socket.AF_INET6 if ipv6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((_ROUTE_PROBE[ipv6], 9))
+            ip = ipaddress.ip_address(sock.getsockname()[0].split("%")[0])
+    except (OSError, ValueError):
+        return None
+    return None if _unreachable(ip) else str(ip)
+
+
+def _unreachable(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
+
+
 def lan_address(ipv6: bool = False) -> str | None:
-    """An address of this machine that other machines can reach (the first non-loopback, non-link-local one of
-    its interfaces, IPv4 first unless ``ipv6``), or ``None`` without one. Read from the interfaces (``psutil``):
-    no socket, no name lookup."""
+    """An address of this machine that other machines can reach, or ``None`` without one: IPv4 for an IPv4
+    wildcard bind, IPv6 then IPv4 for ``::`` (a dual-stack socket takes both).
+
+    The default route's interface first: the first interface listed may be a container or VM bridge (docker0,
+    virbr0, vEthernet) that no other machine reaches. Without a default route (an isolated intranet segment), the
+    first non-loopback, non-link-local address of an interface that is up (``psutil``)."""
     import socket
 
     import psutil
 
-    families = (socket.AF_INET6, socket.AF_INET) if ipv6 else (socket.AF_INET, socket.AF_INET6)
+    for want_v6 in (True, False) if ipv6 else (False,):
+        routed = routed_address(want_v6)
+        if routed is not None:
+            return routed
+    families = (socket.AF_INET6, socket.AF_INET) if ipv6 else (socket.AF_INET,)
+    stats = psutil.net_if_stats()
     found: dict[int, str] = {}
-    for addresses in psutil.net_if_addrs().values():
+    for name, addresses in psutil.net_if_addrs().items():
+        if name in stats and not stats[name].isup:
+            continue
         for address in addresses:
             if address.family not in families or address.family in found:
                 continue
@@ -72,7 +105,7 @@ def lan_address(ipv6: bool = False) -> str | None:
                 ip = ipaddress.ip_address(address.address.split("%")[0])
             except ValueError:
                 continue
-            if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast):
+            if not _unreachable(ip):
                 found[address.family] = str(ip)
     return next((found[f] for f in families if f in found), None)
 

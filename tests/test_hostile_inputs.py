@@ -669,6 +669,29 @@ def test_a_wildcard_host_warns_and_shows_the_address_clients_use(world: World, t
         FallbackManager(home).stop()
 
 
+def _default_route_interface() -> str | None:
+    """The interface of the IPv4 default route, as the kernel lists it (``/proc/net/route``: destination 0)."""
+    try:
+        rows = Path("/proc/net/route").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    return next((r.split()[0] for r in rows if len(r.split()) > 2 and r.split()[1] == "00000000"), None)
+
+
+def test_the_lan_address_is_the_default_routes_interface() -> None:
+    """Defect 8's address: the interface that carries the default route, not the first one listed (a container
+    bridge comes first on many machines); an IPv4 wildcard never gets an IPv6 address."""
+    import psutil
+
+    iface = _default_route_interface()
+    if iface is None:
+        pytest.skip("this machine has no IPv4 default route (Linux /proc/net/route)")
+    own = {a.address for a in psutil.net_if_addrs()[iface] if a.family == socket.AF_INET}
+    assert lan_address() in own
+    assert all(lan_address() not in {a.address for a in addresses}
+               for name, addresses in psutil.net_if_addrs().items() if name != iface)
+
+
 def test_a_key_others_can_read_is_reported_and_repaired_by_a_rerun(world: World) -> None:
     """Defect 11: ``status`` warns about a key (or its folder) other users can read; the no-op rerun makes both
     owner-only again, and says so, without doing any install work."""
