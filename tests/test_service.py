@@ -21,6 +21,7 @@ import requests
 
 from bootstrap.commands import service as service_command
 from bootstrap.console import set_language
+from bootstrap.engine_failure import ExitInfo, classify
 from bootstrap.errors import ExitCode, QwenKitError, ServerError, UnsupportedMachine
 from bootstrap.home import Home
 from bootstrap.launch_spec import LaunchSpec
@@ -282,6 +283,29 @@ def test_task_scheduler_lifecycle(home: Home) -> None:
     assert tools.calls == [list(state), ["schtasks", "/End", "/TN", "QwenClientKit"],
                            ["schtasks", "/Delete", "/TN", "QwenClientKit", "/F"]]
     assert files_under(home.root) == before
+
+
+TASK_RESULT = ("powershell", "-NoProfile", "-NonInteractive", "-Command",
+               "(Get-ScheduledTaskInfo -TaskName 'QwenClientKit' -ErrorAction Stop).LastTaskResult")
+
+
+@pytest.mark.parametrize(("printed", "rc", "expected"), [
+    ("3221225501\r\n", 0, ExitInfo(code=0xC000001D)),  # STATUS_ILLEGAL_INSTRUCTION, passed on by run_qwen.bat
+    ("3221225781\r\n", 0, ExitInfo(code=0xC0000135)),  # STATUS_DLL_NOT_FOUND
+    ("1\r\n", 0, ExitInfo(code=1)),  # llama-server's own "exiting due to model loading error"
+    ("267009\r\n", 0, None),  # 0x41301 SCHED_S_TASK_RUNNING: a state, not an exit code
+    ("267011\r\n", 0, None),  # 0x41303 SCHED_S_TASK_HAS_NOT_RUN
+    ("2147750687\r\n", 0, None),  # 0x8004131F SCHED_E_ALREADY_RUNNING
+    ("", 1, None),  # no such task
+])
+def test_task_scheduler_last_exit_is_the_actions_exit_code(home: Home, printed: str, rc: int,
+                                                            expected: ExitInfo | None) -> None:
+    tools = FakeTools({TASK_RESULT: (rc, printed, "")})
+    manager = TaskSchedulerManager(home, user_id="PC-01\\li", runner=tools)
+    assert manager.last_exit() == expected
+    assert manager.log_file == home.logs_dir / "server.log"
+    if expected is not None and expected.code == 0xC000001D:
+        assert classify(manager.last_exit(), "").cause == "illegal_instruction"
 
 
 def test_winsw_missing_is_exit_3(home: Home) -> None:

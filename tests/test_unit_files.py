@@ -147,6 +147,11 @@ def test_task_scheduler_xml_is_utf16_and_round_trips(tmp_path: Path) -> None:
     assert exec_ is not None
     assert exec_.findtext("t:Command", namespaces=TASK_NS) == str(root / "run_qwen.bat")
     assert exec_.findtext("t:WorkingDirectory", namespaces=TASK_NS) == str(root)
+    # A task has no console: llama-server gets its log file through run_qwen.bat's %*, one double-quoted word
+    # (cmd.exe reads & and spaces outside quotes; a Windows path holds no ").
+    log = root / "logs" / "server.log"
+    assert exec_.findtext("t:Arguments", namespaces=TASK_NS) == f'--log-file "{log}"'
+    assert '"' not in str(log)
     assert task.findtext("t:Triggers/t:LogonTrigger/t:UserId", namespaces=TASK_NS) == "PC-01\\李雷"
     principal = task.find("t:Principals/t:Principal", TASK_NS)
     assert principal is not None

@@ -23,6 +23,7 @@ from ..home import Home
 from ..launch_spec import LaunchSpec
 
 SERVICE_ID = "qwenclientkit"  # systemd unit stem, WinSW id
+SERVER_LOG = "server.log"  # in <home>/logs: where the managers that keep a log file put the server's output
 DEFAULT_TIMEOUT_S = 60.0
 
 

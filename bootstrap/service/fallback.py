@@ -26,10 +26,9 @@ from ..errors import ServerError, UsageError
 from ..home import Home
 from ..launch_spec import LaunchSpec
 from ..server_health import local_session
-from .base import ServiceManager, ServiceStatus
+from .base import SERVER_LOG, ServiceManager, ServiceStatus
 
 PID_NAME = "server.pid"
-LOG_NAME = "server.log"
 SHELL = "/bin/sh"
 SERVER_NAME = "llama-server"
 
@@ -53,7 +52,7 @@ class FallbackManager(ServiceManager):
 
     @property
     def log_file(self) -> Path:
-        return self.home.logs_dir / LOG_NAME
+        return self.home.logs_dir / SERVER_LOG
 
     def last_exit(self) -> ExitInfo | None:
         """The exit status of the server this manager started, once it has ended."""

@@ -15,6 +15,7 @@ from ..home import Home
 from ..launch_spec import LaunchSpec
 from ..render import render_template, write_rendered
 from .base import (
+    SERVER_LOG,
     Runner,
     ServiceManager,
     ServiceStatus,
@@ -28,13 +29,12 @@ from .base import (
 LABEL = "com.qwenclientkit.server"
 PLIST = f"{LABEL}.plist"
 SHELL = "/bin/sh"
-LOG_NAME = "server.log"
 
 
 def render_plist(home: Home, *, shell: str = SHELL) -> str:
     """The LaunchAgent plist for ``home`` (XML-escaped by the template environment)."""
     return render_template("launchd.plist.j2", label=LABEL, shell=shell, script=home.run_sh, workdir=home.root,
-                           log=home.logs_dir / LOG_NAME)
+                           log=home.logs_dir / SERVER_LOG)
 
 
 class LaunchdManager(ServiceManager):
@@ -75,7 +75,7 @@ class LaunchdManager(ServiceManager):
     @property
     def log_file(self) -> Path:
         """The plist's StandardOutPath and StandardErrorPath."""
-        return self.home.logs_dir / LOG_NAME
+        return self.home.logs_dir / SERVER_LOG
 
     def last_exit(self) -> ExitInfo | None:
         """``launchctl list``'s Status column for our label: the last exit status, or the negative of the signal
