@@ -2,8 +2,9 @@
 
 The part file is keyed by the *expected* sha256, never by name or URL: bytes of another version can never be
 resumed into it (an upstream change gets another key). The file is cut into fixed segments; the state file
-lists the segments that are complete and durable (a flusher thread fdatasyncs the part file, then writes the
-state), so a killed process loses at most the segments in flight plus those completed during one flush.
+lists the segments that are complete and how far each unfinished one got, all of it durable (a flusher thread
+fdatasyncs the part file, then writes the state), so a killed process loses at most what arrived since the last
+flush (a few seconds), and a small file that is one segment resumes as well as a large one.
 SHA-256 state cannot be saved (hubs.md, Throughput), so a resumed download re-hashes its complete prefix from
 disk, then keeps hashing as new bytes land.
 """
@@ -15,6 +16,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 from .atomic_file import write_atomic
@@ -28,6 +30,7 @@ SINGLE_STREAM_BELOW = 4 * MIB  # small files: one connection (segment overhead o
 SEGMENTS_PER_CONNECTION = 8  # more segments than workers: short tail, small loss on a kill
 HASH_BLOCK = 4 * MIB
 SYNC_EVERY = 64 * MIB  # writeback pace of the flusher, between segment completions
+FLUSH_AFTER_S = 2.0  # and at least this often while bytes arrive: a slow link loses little to a kill
 
 
 def plan_segment_size(size: int, connections: int) -> int:
@@ -44,8 +47,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     write_atomic(path, data)
 
 
-def load_state(part_path: Path, state_path: Path, sha256: str, size: int) -> tuple[int, set[int]] | None:
-    """(segment_size, done segments) from a valid state file whose part file is intact, else None."""
+def load_state(part_path: Path, state_path: Path, sha256: str, size: int) -> tuple[int, dict[int, int]] | None:
+    """(segment_size, {segment: bytes held from its start}) from a valid state file whose part file is intact,
+    else None. Complete segments come from ``done``; unfinished ones from ``partial`` (a state written by an
+    older kit has none: those restart)."""
     state = read_record(state_path)
     try:
         if not isinstance(state, dict) or (
@@ -59,10 +64,12 @@ def load_state(part_path: Path, state_path: Path, sha256: str, size: int) -> tup
         if seg <= 0:
             return None
         count = max(1, -(-size // seg))
-        done = {int(i) for i in state["done"] if 0 <= int(i) < count}
+        have = {int(i): n for i, n in state.get("partial", {}).items()
+                if 0 <= int(i) < count and isinstance(n, int) and n > 0}
+        have.update({int(i): seg for i in state["done"] if 0 <= int(i) < count})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return seg, done
+    return seg, {i: min(n, seg, size - i * seg) for i, n in have.items()}
 
 
 def resumable_bytes(partial_dir: Path, sha256: str, size: int) -> int:
@@ -70,8 +77,7 @@ def resumable_bytes(partial_dir: Path, sha256: str, size: int) -> int:
     loaded = load_state(partial_dir / f"{sha256}.part", partial_dir / f"{sha256}.json", sha256, size)
     if loaded is None:
         return 0
-    seg, done = loaded
-    return sum(max(0, min(seg, size - i * seg)) for i in done)
+    return sum(loaded[1].values())
 
 
 class PartFile:
@@ -89,12 +95,12 @@ class PartFile:
         if loaded is None:
             self.segment_size = plan_segment_size(size, connections)
             self._reset_files()
-            done: set[int] = set()
+            have: dict[int, int] = {}
         else:
-            self.segment_size, done = loaded
+            self.segment_size, have = loaded
         self.count = max(1, -(-size // self.segment_size))
-        self.got = [self.length(i) if i in done else 0 for i in range(self.count)]
-        self.resumed_bytes = self.done_bytes()
+        self.got = [have.get(i, 0) for i in range(self.count)]
+        self.resumed_bytes = self.have_bytes()
 
     # ---- geometry ---------------------------------------------------------------------------------
     def start(self, i: int) -> int:
@@ -148,7 +154,7 @@ class PartFile:
             self._cond.notify_all()
 
     # ---- files ------------------------------------------------------------------------------------
-    def _load(self) -> tuple[int, set[int]] | None:
+    def _load(self) -> tuple[int, dict[int, int]] | None:
         return load_state(self.part_path, self.state_path, self.sha256, self.size)
 
     def _reset_files(self) -> None:
@@ -165,14 +171,18 @@ class PartFile:
             self.got = [0] * self.count
             self._cond.notify_all()
 
-    def write_state(self, done: frozenset[int]) -> None:
-        """Atomically record ``done`` as the complete segments (their bytes must already be durable)."""
+    def write_state(self, held: tuple[int, ...]) -> None:
+        """Atomically record ``held`` (bytes from each segment's start; they must already be durable)."""
+        done = [i for i, n in enumerate(held) if n >= self.length(i)]
+        partial = {str(i): n for i, n in enumerate(held) if 0 < n < self.length(i)}
         doc = {"version": STATE_VERSION, "sha256": self.sha256, "size": self.size,
-               "segment_size": self.segment_size, "done": sorted(done)}  # fmt: skip
+               "segment_size": self.segment_size, "done": done, "partial": partial}  # fmt: skip
         atomic_write_bytes(self.state_path, json.dumps(doc).encode())
 
-    def done_set(self) -> frozenset[int]:
-        return frozenset(i for i in range(self.count) if self.is_done(i))
+    def held(self) -> tuple[int, ...]:
+        """Bytes on disk from each segment's start (written, maybe not yet durable)."""
+        with self._cond:
+            return tuple(self.got)
 
     def remove(self) -> None:
         for p in (self.part_path, self.state_path):
@@ -190,8 +200,9 @@ class StateFlusher:
 
     def __init__(self, part: PartFile) -> None:
         self.part = part
-        self._recorded = part.done_set()
+        self._recorded = part.held()
         self._unsynced = 0  # approximate (updated without a lock): it only paces writeback
+        self._flushed_at = time.monotonic()
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -213,18 +224,21 @@ class StateFlusher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if self._dirty.wait(0.5):
+            due = self._unsynced > 0 and time.monotonic() - self._flushed_at >= FLUSH_AFTER_S
+            if self._dirty.wait(0.5) or due:
                 self._dirty.clear()
                 with contextlib.suppress(OSError):  # a full disk surfaces on the workers' writes
                     self.flush()
 
     def flush(self) -> None:
         with self._lock:
-            done = self.part.done_set()
+            held = self.part.held()  # taken before the sync: every byte it counts is on disk after it
+            self._unsynced = 0
+            self._flushed_at = time.monotonic()
             self._sync(self._fd)
-            if done != self._recorded:
-                self.part.write_state(done)
-                self._recorded = done
+            if held != self._recorded:
+                self.part.write_state(held)
+                self._recorded = held
 
     def close(self) -> None:
         """Stop the thread and record everything complete now (also on errors and Ctrl-C)."""

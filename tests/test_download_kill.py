@@ -40,14 +40,17 @@ except KeyboardInterrupt:
 """
 
 
-def done_bytes(partial: Path, sha256: str) -> tuple[int, list[int], int]:
-    """(bytes in recorded segments, their indices, segment size); zeros when no state was written yet."""
+def held_bytes(partial: Path, sha256: str, size: int = SIZE) -> tuple[int, list[tuple[int, int]]]:
+    """(bytes the state says are on disk, as (start, length) runs: whole segments and the recorded start of
+    unfinished ones); zeros when no state was written yet."""
     path = partial / f"{sha256}.json"
     if not path.exists():
-        return 0, [], plan_segment_size(SIZE, CONN)
+        return 0, []
     st = state_of(partial, sha256)
     seg = st["segment_size"]
-    return sum(min(seg, SIZE - i * seg) for i in st["done"]), st["done"], seg
+    runs = [(i * seg, min(seg, size - i * seg)) for i in st["done"]]
+    runs += [(int(i) * seg, n) for i, n in st.get("partial", {}).items()]
+    return sum(n for _, n in runs), runs
 
 
 def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
@@ -61,6 +64,7 @@ def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
     throttle = hub.inject("throttle", path_glob=FILE, times=None, rate=RATE)
     rng = random.Random(1234)
     prev_done, prev_served, seg, trials = 0, 0, plan_segment_size(SIZE, CONN), []
+    assert seg == MIB
     for sig in (signal.SIGKILL, signal.SIGKILL, signal.SIGINT, signal.SIGKILL):
         hub_before = len(hub.requests(origin="hub"))
         proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(spec)], env=env, cwd=REPO_ROOT,
@@ -77,11 +81,11 @@ def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
             assert proc.returncode == 130, err.decode()[-2000:]  # Ctrl-C: clean exit, state kept
         hub.wait_idle()
         served = hub.bytes_served(FILE) - prev_served
-        now_done, done_idx, seg = done_bytes(partial, rf.sha256)
+        now_done, runs = held_bytes(partial, rf.sha256)
         assert now_done >= prev_done  # verified progress is never lost
         part = (partial / f"{rf.sha256}.part").read_bytes()
-        for i in done_idx:  # the state never claims bytes that are not on disk
-            assert part[i * seg:(i + 1) * seg] == data[i * seg:(i + 1) * seg], f"segment {i} is wrong"
+        for start, n in runs:  # the state never claims bytes that are not on disk
+            assert part[start:start + n] == data[start:start + n], f"bytes {start}+{n} are wrong"
         lost = served - (now_done - prev_done)
         assert 0 <= lost <= CONN * seg, f"lost {lost} bytes, more than {CONN} segments in flight"
         trials.append({"signal": sig.name, "served": served, "recorded": now_done - prev_done, "lost": lost})
@@ -98,4 +102,38 @@ def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
     wasted = prev_served + final - SIZE
     print(json.dumps({"segment": seg, "connections": CONN, "trials": trials, "final": final, "wasted": wasted}))
     assert wasted <= len(trials) * CONN * seg
+    assert list(partial.iterdir()) == []
+
+
+def test_a_small_file_killed_midway_resumes_where_it_stopped(hub: LoopbackHub, tmp_path: Path):
+    """A file under the segment threshold is one segment: what arrived before a kill -9 is recorded within
+    ``FLUSH_AFTER_S`` and a rerun asks only for the rest (it used to start again from zero)."""
+    size = 3 * MIB + 777
+    data = seeded_bytes(size, 5)
+    hub.create_repo(REPO, {FILE: data})
+    rf = remote(hub, hf_mirror(hub))
+    assert plan_segment_size(size, CONN) == size  # one segment
+    partial, dest = tmp_path / "partial", tmp_path / "models" / FILE
+    spec = {"name": rf.name, "size": rf.size, "sha256": rf.sha256, "conn": CONN, "dest": str(dest),
+            "partial": str(partial), "mirrors": [{"source": m.source, "url": m.url} for m in rf.mirrors]}  # fmt: skip
+    throttle = hub.inject("throttle", path_glob=FILE, times=None, rate=MIB // 2)  # ~6.5 s for the file
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(spec)], env=sdk_env(hub, tmp_path / "env"),
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while held_bytes(partial, rf.sha256, size)[0] == 0 and proc.poll() is None:
+        assert time.monotonic() < deadline, "no progress was recorded within 60 s"
+        time.sleep(0.05)
+    assert proc.poll() is None, "the child ended before the kill: the trial would prove nothing"
+    proc.kill()
+    proc.communicate(timeout=60)
+    hub.wait_idle()
+    held, runs = held_bytes(partial, rf.sha256, size)
+    assert runs == [(0, held)] and 0 < held < size
+    assert (partial / f"{rf.sha256}.part").read_bytes()[:held] == data[:held]
+    served = hub.bytes_served(FILE)
+    throttle.remove()
+    [res] = fetch_files([(rf, dest)], partial, FetchOptions(connections=CONN, quiet=True))
+    hub.wait_idle()
+    assert dest.read_bytes() == data
+    assert hub.bytes_served(FILE) - served == size - held == res.bytes_downloaded
     assert list(partial.iterdir()) == []
