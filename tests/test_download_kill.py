@@ -26,8 +26,11 @@ SIZE = 32 * MIB - 777  # 1 MiB segments with 4 connections
 CONN = 4
 RATE = 1 * MIB  # per connection: the whole file takes ~8 s, so each kill lands mid-file
 
+# The child takes Ctrl-C as a terminal would deliver it, even when started from a shell that ignores SIGINT (a
+# background job without job control: the ignore would be inherited and the SIGINT trial would prove nothing).
 CHILD = """
-import json, sys
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from bootstrap.download import FetchOptions, Mirror, RemoteFile, fetch_files
 spec = json.loads(sys.argv[1])
