@@ -670,12 +670,14 @@ def test_a_wildcard_host_warns_and_shows_the_address_clients_use(world: World, t
 
 
 def _default_route_interface() -> str | None:
-    """The interface of the IPv4 default route, as the kernel lists it (``/proc/net/route``: destination 0)."""
+    """The interface of the IPv4 default route the kernel uses, as it lists them (``/proc/net/route``: destination
+    0; with several, the lowest metric wins)."""
     try:
-        rows = Path("/proc/net/route").read_text().splitlines()[1:]
+        rows = [r.split() for r in Path("/proc/net/route").read_text().splitlines()[1:]]
     except OSError:
         return None
-    return next((r.split()[0] for r in rows if len(r.split()) > 2 and r.split()[1] == "00000000"), None)
+    defaults = [r for r in rows if len(r) > 6 and r[1] == "00000000" and r[6].isdigit()]
+    return min(defaults, key=lambda r: int(r[6]))[0] if defaults else None
 
 
 def test_the_lan_address_is_the_default_routes_interface() -> None:
