@@ -41,7 +41,8 @@ class LogRecord:
     status: int
     bytes: int
     file: str | None
-    time: float
+    time: float  # when the answer was complete (a cut response: after the cut)
+    started: float = 0.0  # when the request arrived: causal order between requests of one client
 
 
 def parse_range(header: str | None, size: int) -> tuple[str, int, int]:
@@ -150,6 +151,7 @@ class BaseHandler(BaseHTTPRequestHandler):
         return self.server.hub
 
     def _dispatch(self, method: str) -> None:
+        started = time.time()
         self.method = method
         self.sent = 0
         self.status = 0
@@ -186,6 +188,7 @@ class BaseHandler(BaseHTTPRequestHandler):
                         self.sent,
                         self.file_key,
                         time.time(),
+                        started,
                     )
                 )
             self.hub._busy(-1)
