@@ -2,7 +2,7 @@
 
     python build_installer.py [--onedir] [--dist DIR] [--work DIR]
 
-One file by default (templates/ and payload/ inside, found by ``bootstrap.resources``); ``--onedir`` gives a
+One file by default (templates/ and payload/ inside, found by ``bootstrap.core.resources``); ``--onedir`` gives a
 folder that starts faster and trips fewer antivirus heuristics (``reference/field-notes.md``). It must be built on
 the OS it targets: a Windows setup is built on Windows (docs/windows-setup.md). On Linux PyInstaller needs
 ``objdump`` (binutils). A Windows build carries a version resource (Explorer's Properties → Details) generated from
@@ -25,7 +25,7 @@ NAME = "QwenClientKit-Setup"
 # time; PyInstaller's analysis follows optional imports (numpy via huggingface_hub.inference, pytest, pygments,
 # cryptography via urllib3.contrib.pyopenssl, hf_xet for Xet transfers we do not use, fsspec/click for the
 # huggingface_hub filesystem and CLI) and would bundle them all. huggingface_hub itself, httpx2, anyio, yaml,
-# filelock, requests, truststore, jinja2, tqdm, psutil, pynvml and cpuinfo ARE imported (bootstrap/source_hf.py,
+# filelock, requests, truststore, jinja2, tqdm, psutil, pynvml and cpuinfo ARE imported (bootstrap/fetch/source_hf.py,
 # source_common.py, probes/). Check with ``grep -rn "import X" bootstrap/`` before adding a name.
 EXCLUDED_MODULES = (
     "numpy", "pytest", "_pytest", "pygments", "gguf", "modelscope", "tkinter", "_tkinter", "hf_xet", "fsspec",
@@ -97,7 +97,7 @@ def pyinstaller_args(onedir: bool, dist: Path, work: Path, version_file: Path,
                      platform: str = sys.platform) -> list[str]:
     """PyInstaller's command line for this build (kept apart from running it, so it can be read and tested)."""
     args = [
-        str(ROOT / "bootstrap" / "setup_main.py"),
+        str(ROOT / "bootstrap" / "app" / "setup_main.py"),
         "--name", NAME,
         "--onedir" if onedir else "--onefile",
         "--noconfirm",

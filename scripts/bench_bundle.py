@@ -41,9 +41,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bootstrap import verified_copy  # noqa: E402
-from bootstrap.download import sha256_file  # noqa: E402
-from bootstrap.verified_copy import copy_hashing, copy_verified  # noqa: E402
+from bootstrap.fetch import verified_copy  # noqa: E402
+from bootstrap.fetch.download import sha256_file  # noqa: E402
+from bootstrap.fetch.verified_copy import copy_hashing, copy_verified  # noqa: E402
 from tests.support import testbed  # noqa: E402
 
 MIB = 1 << 20

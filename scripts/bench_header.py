@@ -1,4 +1,4 @@
-"""Benchmark: bootstrap.gguf_header.read_header vs gguf.GGUFReader on a file with Qwen's 248,320-token vocabulary.
+"""Benchmark: bootstrap.plan.gguf_header.read_header vs gguf.GGUFReader on a file with Qwen's 248,320-token vocabulary.
 
 The file is a tiny-weight qwen35moe with the full Qwen-size tokenizer (tokens, ~247k merges, token types) and real
 (zero) tensor data, so GGUFReader can load it (tests/support/header_only.py, cached under the test bed).
@@ -39,7 +39,7 @@ def peak_rss() -> int:
 
 path = Path(sys.argv[2])
 if sys.argv[1] == "ours":
-    from bootstrap.gguf_header import read_header
+    from bootstrap.plan.gguf_header import read_header
     t0 = time.perf_counter()
     header = read_header(path)
     seconds = time.perf_counter() - t0

@@ -2,7 +2,7 @@
 
 Runs the test bed's real llama-server (CPU only, ``-lv 4 --fit off -ngl 0``) on the four tiny architectures and,
 unless ``--no-gemma``, the real Gemma 3 270M file, at each grid point; compares every buffer with
-``bootstrap.memory.estimate``. Output (stdout, one line)::
+``bootstrap.plan.memory.estimate``. Output (stdout, one line)::
 
     {"bench": "memory", "engine": …, "points": N, "archs": {arch: {"points": n,
      "max_rel_err": {"weights": …, "kv": …, "recurrent": …, "compute": …, "output_mib_abs": …, "repack": …},
@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bootstrap.gguf_header import read_header
-from bootstrap.memory import LaunchSettings, MemoryEstimate, estimate, model_profile
+from bootstrap.plan.gguf_header import read_header
+from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, estimate, model_profile
 from tests.support import testbed
 from tests.support.memory_grid import Reported, label, run_point
 from tests.support.tiny_gguf import ARCHES, write_model

@@ -9,7 +9,7 @@ all alike:
 - ``noop``: ``qwenkit install --yes --no-service --no-venv``: records checked (stat, no byte read, no request);
 - ``verify``: the same with ``--verify``: every file hashed again and the pipeline run (what a no-op avoids);
 - ``status``: ``qwenkit status``, a baseline CLI call that also reads ``state.json`` and asks ``/health``;
-- ``import_floor``: ``python -c "import bootstrap.cli"``: the interpreter and import cost no CLI call can beat.
+- ``import_floor``: ``python -c "import bootstrap.app.cli"``: the interpreter and import cost no CLI call can beat.
 
 Then N no-op reruns in this process (``installer.install``), timed without the interpreter start, with
 ``sha256_file`` counted (calls and bytes) and the hub's request log cleared before: a no-op must hash nothing and
@@ -35,10 +35,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from demo import demo_source  # noqa: E402
 
-from bootstrap import download, installer, model_fetch  # noqa: E402
-from bootstrap.home import Home  # noqa: E402
-from bootstrap.service import FallbackManager  # noqa: E402
-from bootstrap.state import load_state  # noqa: E402
+from bootstrap.core.home import Home  # noqa: E402
+from bootstrap.fetch import download  # noqa: E402
+from bootstrap.install import fetch_plan, installer  # noqa: E402
+from bootstrap.record.state import load_state  # noqa: E402
+from bootstrap.register import FallbackManager  # noqa: E402
 from tests.support import testbed  # noqa: E402
 from tests.support.install_bed import InstallBed  # noqa: E402
 from tests.support.llama import free_port  # noqa: E402
@@ -66,7 +67,7 @@ class HashCounter:
         self._saved: list[tuple[object, Callable[[Path], str]]] = []
 
     def __enter__(self) -> HashCounter:
-        for module in (model_fetch, download):
+        for module in (fetch_plan, download):
             original = module.sha256_file
             self._saved.append((module, original))
             module.sha256_file = self._wrap(original)  # type: ignore[assignment]
@@ -115,7 +116,7 @@ def measure(bed: InstallBed, runs: int) -> dict[str, float | int]:
         "noop": [*cli, *NOOP],
         "verify": [*cli, *NOOP, "--verify"],
         "status": [*cli, "status"],
-        "import_floor": [sys.executable, "-c", "import bootstrap.cli"],
+        "import_floor": [sys.executable, "-c", "import bootstrap.app.cli"],
     }
     for cmd in commands.values():
         timed(cmd, env)

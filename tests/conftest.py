@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import console
+from bootstrap.core import console
 from tests.support import testbed
 
 pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures", "tests.support.wheelhouse"]
@@ -35,7 +35,7 @@ def llama_server(engine_bin_dir: Path) -> Path:
 def engine_build(llama_server: Path) -> int | None:
     """The build number the test bed's llama-server reports: tests compare with it, never with a constant, so they
     pass whichever engine the test bed accepted on this CPU (prebuilt wheel or source build)."""
-    from bootstrap.engine_probe import probe_version
+    from bootstrap.place.engine_probe import probe_version
 
     return probe_version(llama_server)[1]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import api_key
-from bootstrap.api_key import ensure_api_key, read_api_key, rotate_api_key
-from bootstrap.errors import ExitCode, UsageError, exit_code_for
-from bootstrap.home import Home
+from bootstrap.core.errors import ExitCode, UsageError, exit_code_for
+from bootstrap.core.home import Home
+from bootstrap.place import api_key
+from bootstrap.place.api_key import ensure_api_key, read_api_key, rotate_api_key
 
 KEY_RE = re.compile(r"sk-qwenkit-[A-Za-z0-9_-]{43}")  # token_urlsafe(32): 32 bytes -> 43 base64url characters
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.archive import ArchiveLimits, extract_archive, member_parts
-from bootstrap.errors import ExitCode, IntegrityError
+from bootstrap.core.errors import ExitCode, IntegrityError
+from bootstrap.place.archive import ArchiveLimits, extract_archive, member_parts
 
 pytestmark = pytest.mark.usefixtures("english")
 
@@ -273,8 +273,8 @@ def _mount_prefix(mount_point: Path, options: str) -> list[str]:
 _EXTRACT = """
 import sys
 from pathlib import Path
-from bootstrap.archive import extract_archive
-from bootstrap.errors import QwenKitError
+from bootstrap.place.archive import extract_archive
+from bootstrap.core.errors import QwenKitError
 dest = Path(sys.argv[2]) / "engine"
 dest.mkdir()
 try:

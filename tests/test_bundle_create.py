@@ -21,19 +21,19 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import bundle_manifest
-from bootstrap.bundle_create import PARTIAL, CreateRequest, CreateResult, create
-from bootstrap.bundle_drive import FAT32_MAX_FILE, fits, mount_fstype, too_large_for
-from bootstrap.bundle_platforms import PLATFORMS
-from bootstrap.bundle_reuse import RECORD, VerifiedRecord
-from bootstrap.bundle_root import setup_platform
-from bootstrap.bundle_selection import Want, restrict_catalog, restrict_engines
-from bootstrap.bundle_wheels import missing_requirements, target_markers
-from bootstrap.catalog import parse_catalog
-from bootstrap.engine_pins import parse_pins
-from bootstrap.home import Home
-from bootstrap.partial import resumable_bytes
-from bootstrap.state import EngineRecord, FileRecord, InstallState, ServerRecord, save_state
+from bootstrap.bundle.create import PARTIAL, CreateRequest, CreateResult, create
+from bootstrap.bundle.drive import FAT32_MAX_FILE, fits, mount_fstype, too_large_for
+from bootstrap.bundle.reuse import RECORD, VerifiedRecord
+from bootstrap.bundle.root_files import setup_platform
+from bootstrap.bundle.selection import Want, restrict_catalog, restrict_engines
+from bootstrap.bundle.wheels import missing_requirements, target_markers
+from bootstrap.catalog import bundle_manifest
+from bootstrap.catalog.bundle_platforms import PLATFORMS
+from bootstrap.catalog.engine_pins import parse_pins
+from bootstrap.catalog.models import parse_catalog
+from bootstrap.core.home import Home
+from bootstrap.fetch.partial import resumable_bytes
+from bootstrap.record.state import EngineRecord, FileRecord, InstallState, ServerRecord, save_state
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import ENGINE_TAG, serve_engine
@@ -362,7 +362,7 @@ def test_reuse_from_an_install_home_hard_links(bed: Bed, bundle: tuple[Path, Cre
     assert (out / "payload" / "models" / GEMMA_REPO / GEMMA_FILE).stat().st_ino == st.st_ino
     assert result.reused_bytes >= GEMMA_SIZE
 
-    if importlib.util.find_spec("bootstrap.bundle_verify") is None:
+    if importlib.util.find_spec("bootstrap.bundle.verify") is None:
         return
     intact = qwenkit(bed, "bundle", "verify", str(out))
     assert intact.returncode == 0 and "is intact" in intact.stderr, intact.stderr

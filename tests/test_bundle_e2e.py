@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import bundle_manifest
-from bootstrap.bundle_verify import verify_bundle
-from bootstrap.errors import ExitCode, IntegrityError
-from bootstrap.home import Home
-from bootstrap.service import FallbackManager
+from bootstrap.bundle.verify import verify_bundle
+from bootstrap.catalog import bundle_manifest
+from bootstrap.core.errors import ExitCode, IntegrityError
+from bootstrap.core.home import Home
+from bootstrap.register import FallbackManager
 from tests.support.bundle_bed import (
     GEMMA_ID,
     GEMMA_REPO,

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bootstrap import bundle_manifest
-from bootstrap.bundle_create import PARTIAL
+from bootstrap.bundle.create import PARTIAL
+from bootstrap.catalog import bundle_manifest
 from tests.support.bundle_bed import clean_env
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine, write_chat_model

@@ -14,19 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import bundle_manifest, settings
-from bootstrap.bundle_install import commit_records, open_bundle
-from bootstrap.bundle_manifest import BundleFile, Manifest
-from bootstrap.catalog import load_catalog
-from bootstrap.engine import fetch_winsw
-from bootstrap.engine_pins import parse_pins
-from bootstrap.errors import IntegrityError, UnsupportedMachine, UsageError
-from bootstrap.file_formats import tomllib
-from bootstrap.hardware import load_profile
-from bootstrap.home import Home
-from bootstrap.model_facts import catalog_candidates
-from bootstrap.planner import choose
-from bootstrap.setup_main import with_bundle_beside
+from bootstrap.app.setup_main import with_bundle_beside
+from bootstrap.catalog import bundle_manifest
+from bootstrap.catalog.bundle_manifest import BundleFile, Manifest
+from bootstrap.catalog.engine_pins import parse_pins
+from bootstrap.catalog.models import load_catalog
+from bootstrap.core import settings
+from bootstrap.core.errors import IntegrityError, UnsupportedMachine, UsageError
+from bootstrap.core.file_formats import tomllib
+from bootstrap.core.home import Home
+from bootstrap.detect.hardware import load_profile
+from bootstrap.install.from_bundle import commit_records, open_bundle
+from bootstrap.place.engine import fetch_winsw
+from bootstrap.plan.model_facts import catalog_candidates
+from bootstrap.plan.planner import choose
 from tests.support.bundle_files import model_bundle
 
 HARDWARE = Path(__file__).parent / "data" / "hardware"

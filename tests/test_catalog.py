@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import catalog as catalog_mod
-from bootstrap.catalog import load_catalog
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.model_ref import CatalogRef, HubFileRef, LocalFileRef, parse_model_ref
+from bootstrap.catalog import models as catalog_mod
+from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, LocalFileRef, parse_model_ref
+from bootstrap.catalog.models import load_catalog
+from bootstrap.core.errors import ExitCode, UsageError
 
 
 def test_shipped_catalog_has_the_default_model_with_exact_facts() -> None:

@@ -9,8 +9,10 @@ import types
 
 import pytest
 
-from bootstrap import __version__, cli, console
-from bootstrap.errors import (
+from bootstrap import __version__
+from bootstrap.app import cli
+from bootstrap.core import console
+from bootstrap.core.errors import (
     ExitCode,
     IntegrityError,
     NotAvailableYet,
@@ -21,7 +23,7 @@ from bootstrap.errors import (
     UsageError,
     exit_code_for,
 )
-from bootstrap.messages import MESSAGES
+from bootstrap.core.messages import MESSAGES
 
 CONTRACT = ["doctor", "plan", "download", "install", "status", "service", "bundle", "uninstall"]
 # A minimal invocation of each command that parses (its arguments are part of the contract).
@@ -151,13 +153,13 @@ def test_exit_codes_match_design() -> None:
 
 def _fake_command(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
     """A command module that raises ``exc``: exercises the entry point's error boundary end to end."""
-    module = types.ModuleType("bootstrap.commands._raises")
+    module = types.ModuleType("bootstrap.app.commands._raises")
 
     def run(args: object) -> int:
         raise exc
 
     module.run = run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bootstrap.commands._raises", module)
+    monkeypatch.setitem(sys.modules, "bootstrap.app.commands._raises", module)
     monkeypatch.setitem(cli.COMMANDS, "status", "_raises")
 
 

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import cli, console
-from bootstrap.commands import doctor
-from bootstrap.doctor_checks import DEFAULT_MODEL_BYTES, run_checks
-from bootstrap.engine_variant import choose_variant, driver_major
-from bootstrap.errors import UnsupportedMachine
-from bootstrap.hardware import Check, HardwareProfile, load_profile
+from bootstrap.app import cli
+from bootstrap.app.commands import doctor
+from bootstrap.core import console
+from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.detect.checks import DEFAULT_MODEL_BYTES, run_checks
+from bootstrap.detect.hardware import Check, HardwareProfile, load_profile
+from bootstrap.plan.engine_variant import choose_variant, driver_major
 from tests.test_hardware import MACHINES, recorded_profile
 
 GIB = 1 << 30
@@ -189,7 +190,7 @@ def _env(lang: str, home: Path) -> dict[str, str]:
 
 def _run_doctor(args: str, lang: str, home: Path) -> subprocess.CompletedProcess[str]:
     """The doctor command in a fresh interpreter (its module's run(), as cli.dispatch calls it)."""
-    code = ("import argparse, sys; from bootstrap.commands import doctor; "
+    code = ("import argparse, sys; from bootstrap.app.commands import doctor; "
             f"sys.exit(doctor.run(argparse.Namespace(json={args == '--json'})))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(lang, home),
                           cwd=REPO, timeout=120)
@@ -212,7 +213,7 @@ def test_doctor_human_output_in_chinese(tmp_path: Path) -> None:
     assert "体检" in proc.stderr and "内存" in proc.stderr and "退出码为 0" in proc.stderr
 
 
-@pytest.mark.skipif(cli.COMMANDS.get("doctor") is None, reason="bootstrap/cli.py COMMANDS['doctor'] not wired yet")
+@pytest.mark.skipif(cli.COMMANDS.get("doctor") is None, reason="bootstrap/app/cli.py COMMANDS['doctor'] not wired yet")
 def test_qwenkit_doctor_json_through_the_cli(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "bootstrap", "doctor", "--json"], capture_output=True, text=True,
                           env=_env("en", tmp_path / "home"), cwd=REPO, timeout=120)

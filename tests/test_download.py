@@ -13,17 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bootstrap import download
-from bootstrap.disk_space import ensure_space
-from bootstrap.download import FetchOptions, Mirror, RemoteFile, fetch_files
-from bootstrap.errors import ExitCode, IntegrityError, SourceError, UnsupportedMachine
-from bootstrap.http_session import (
-    linked_sha256,
-    parse_content_range,
-    retry_after_seconds,
-    same_origin,
-)
-from bootstrap.partial import plan_segment_size
+from bootstrap.core.disk_space import ensure_space
+from bootstrap.core.errors import ExitCode, IntegrityError, SourceError, UnsupportedMachine
+from bootstrap.fetch import download
+from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile, fetch_files
+from bootstrap.fetch.http_session import linked_sha256, parse_content_range, retry_after_seconds, same_origin
+from bootstrap.fetch.partial import plan_segment_size
 from tests.support.download_fixtures import FAST, FILE, MIB, REPO, hf_mirror, ms_mirror, remote
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes

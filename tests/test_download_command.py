@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import cli
-from bootstrap.commands import download as download_command
-from bootstrap.download import FetchOptions, fetch_files
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.home import Home
-from bootstrap.sources import remote_files, resolve_files, sources_for
+from bootstrap.app import cli
+from bootstrap.app.commands import download as download_command
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.core.home import Home
+from bootstrap.fetch.download import FetchOptions, fetch_files
+from bootstrap.fetch.sources import remote_files, resolve_files, sources_for
 from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT, seeded_bytes

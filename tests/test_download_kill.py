@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from bootstrap.download import FetchOptions, fetch_files
-from bootstrap.partial import plan_segment_size
+from bootstrap.fetch.download import FetchOptions, fetch_files
+from bootstrap.fetch.partial import plan_segment_size
 from tests.support.download_fixtures import FILE, MIB, REPO, hf_mirror, remote, state_of
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT, sdk_env, seeded_bytes
@@ -32,7 +32,7 @@ CHILD = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
-from bootstrap.download import FetchOptions, Mirror, RemoteFile, fetch_files
+from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile, fetch_files
 spec = json.loads(sys.argv[1])
 rf = RemoteFile(spec["name"], spec["size"], spec["sha256"], tuple(Mirror(**m) for m in spec["mirrors"]))
 try:

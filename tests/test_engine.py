@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import console, engine_variant
-from bootstrap.download import FetchOptions, fetch_files
-from bootstrap.engine import MARKER, asset_url, install_engine, release_api_url, resolve_assets
-from bootstrap.engine_pins import EnginePins, assets_for, cuda_toolkit_hint, load_pins
-from bootstrap.engine_probe import parse_devices, probe_engine
-from bootstrap.errors import ExitCode, IntegrityError, UsageError
-from bootstrap.hardware import load_profile
-from bootstrap.home import Home
+from bootstrap.catalog.engine_pins import EnginePins, assets_for, cuda_toolkit_hint, load_pins
+from bootstrap.core import console
+from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
+from bootstrap.core.home import Home
+from bootstrap.detect.hardware import load_profile
+from bootstrap.fetch.download import FetchOptions, fetch_files
+from bootstrap.place.engine import MARKER, asset_url, install_engine, release_api_url, resolve_assets
+from bootstrap.place.engine_probe import parse_devices, probe_engine
+from bootstrap.plan import engine_variant
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import run_python
 
@@ -196,10 +197,10 @@ def test_sigkill_during_extraction_then_rerun(
     code = (
         "import os, signal\n"
         "from bootstrap import archive\n"
-        "from bootstrap.download import FetchOptions\n"
-        "from bootstrap.engine import install_engine\n"
+        "from bootstrap.fetch.download import FetchOptions\n"
+        "from bootstrap.place.engine import install_engine\n"
         "from pathlib import Path\n"
-        "from bootstrap.home import Home\n"
+        "from bootstrap.core.home import Home\n"
         "real = archive._Writer.file\n"
         "def file(self, *a, **k):\n"
         "    real(self, *a, **k)\n"

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.console import set_language, t
-from bootstrap.engine_failure import (
+from bootstrap.core.console import set_language, t
+from bootstrap.core.errors import ExitCode
+from bootstrap.core.home import Home
+from bootstrap.place.engine_failure import (
     CAUSES,
     ENGINE_CAUSES,
     EXIT_CODES,
@@ -27,12 +29,10 @@ from bootstrap.engine_failure import (
     classify,
     gpu_missing,
 )
-from bootstrap.engine_selftest import run_selftest, selftest_engine
-from bootstrap.errors import ExitCode
-from bootstrap.gguf_header import read_header
-from bootstrap.home import Home
-from bootstrap.selftest_model import SELFTEST_SHA256, SELFTEST_SIZE, selftest_bytes, write_selftest_model
-from bootstrap.service import LaunchdManager, SystemdManager
+from bootstrap.place.engine_selftest import run_selftest, selftest_engine
+from bootstrap.place.selftest_model import SELFTEST_SHA256, SELFTEST_SIZE, selftest_bytes, write_selftest_model
+from bootstrap.plan.gguf_header import read_header
+from bootstrap.register import LaunchdManager, SystemdManager
 from tests.support import standin
 from tests.support.tiny_gguf import write_model
 

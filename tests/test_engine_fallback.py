@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import requests
 
-from bootstrap.console import t
-from bootstrap.home import Home
-from bootstrap.service import FallbackManager
-from bootstrap.working_engine import who
+from bootstrap.core.console import t
+from bootstrap.core.home import Home
+from bootstrap.place.working_engine import who
+from bootstrap.register import FallbackManager
 from tests.support import standin
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import engine_flags
-from bootstrap.console import t
-from bootstrap.engine_failure import EngineFailed
-from bootstrap.engine_flags import filter_by_help
-from bootstrap.engine_probe import (
+from bootstrap.core.console import t
+from bootstrap.core.errors import ExitCode, ServerError
+from bootstrap.place.engine_failure import EngineFailed
+from bootstrap.place.engine_probe import (
     EngineDevice,
     child_env,
     parse_devices,
@@ -20,7 +19,8 @@ from bootstrap.engine_probe import (
     parse_version,
     probe_engine,
 )
-from bootstrap.errors import ExitCode, ServerError
+from bootstrap.plan import engine_flags
+from bootstrap.plan.engine_flags import filter_by_help
 
 # --list-devices on a CUDA build, in the format of reference/llama-server.md ("Flags"): the name, the
 # description, then total and free MiB. (Not captured on this CPU-only machine: no NVIDIA GPU here.)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.display_text import masked_url, printable, shown
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.file_formats import (
+from bootstrap.core.display_text import masked_url, printable, shown
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.core.file_formats import (
     MAX_DEPTH,
     load_document,
     load_json,
@@ -22,7 +22,7 @@ from bootstrap.file_formats import (
     read_record,
     read_regular,
 )
-from bootstrap.fs_errors import os_error
+from bootstrap.core.fs_errors import os_error
 
 pytestmark = pytest.mark.usefixtures("english")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import file_swap
-from bootstrap.home import Home
+from bootstrap.core.home import Home
+from bootstrap.install import file_swap
 
 
 def _home(tmp_path: Path) -> tuple[Home, list[file_swap.Move]]:

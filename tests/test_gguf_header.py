@@ -19,9 +19,10 @@ import requests
 from gguf import GGUFReader, GGUFValueType
 from gguf.constants import GGML_QUANT_SIZES
 
-from bootstrap import console
-from bootstrap.errors import ExitCode, SourceError
-from bootstrap.gguf_header import (
+from bootstrap.core import console
+from bootstrap.core.errors import ExitCode, SourceError
+from bootstrap.fetch.gguf_remote import read_remote_header
+from bootstrap.plan.gguf_header import (
     GGML_TYPES,
     GGUFHeader,
     GGUFHeaderError,
@@ -30,7 +31,6 @@ from bootstrap.gguf_header import (
     parse_header,
     read_header,
 )
-from bootstrap.gguf_remote import read_remote_header
 from tests.support.header_only import (
     QWEN36_35B_A3B,
     RawGGUF,
@@ -445,7 +445,7 @@ def test_hostile_headers_stay_within_a_small_address_space() -> None:
     code = textwrap.dedent(
         """
         import json, resource, struct, sys
-        from bootstrap.gguf_header import GGUFHeaderError, NeedMoreData, parse_header
+        from bootstrap.plan.gguf_header import GGUFHeaderError, NeedMoreData, parse_header
         from tests.test_gguf_header import HOSTILE
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))  # after imports: numpy maps a lot
         results = {}

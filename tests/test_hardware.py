@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from bootstrap import console
-from bootstrap.errors import UsageError
-from bootstrap.hardware import HardwareProfile, detect, load_profile, profile_from_readings, save_profile
-from bootstrap.probes import Readings, apple, cpu, disk, memory, network, nvidia, pythons, system
+from bootstrap.core import console
+from bootstrap.core.errors import UsageError
+from bootstrap.detect.hardware import HardwareProfile, detect, load_profile, profile_from_readings, save_profile
+from bootstrap.detect.probes import Readings, apple, cpu, disk, memory, network, nvidia, pythons, system
 
 DATA = Path(__file__).parent / "data" / "hardware"
 MACHINES = ("no_gpu_16gb", "rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from bootstrap.home import Home, default_home, resolve_home
+from bootstrap.core.home import Home, default_home, resolve_home
 
 
 def test_windows_default_is_localappdata() -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.home import Home
-from bootstrap.home_lock import HomeLocked, home_lock
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import HomeLocked, home_lock
 
 pytestmark = pytest.mark.usefixtures("english")
 
@@ -26,8 +26,8 @@ READY_LIMIT_S = 60  # a guard against a hung child, not a speed assertion
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from bootstrap.home import Home
-from bootstrap.home_lock import home_lock
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import home_lock
 with home_lock(Home(Path(sys.argv[1])), sys.argv[2]):
     print("locked", flush=True)
     time.sleep(300)

@@ -36,10 +36,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import bundle_manifest
-from bootstrap.home import Home
-from bootstrap.launch_spec import lan_address
-from bootstrap.service import FallbackManager
+from bootstrap.catalog import bundle_manifest
+from bootstrap.core.home import Home
+from bootstrap.plan.launch_spec import lan_address
+from bootstrap.register import FallbackManager
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import download, installer, model_fetch, verify
-from bootstrap.deploy import _with_free_port
-from bootstrap.home import Home
-from bootstrap.home_lock import home_lock
-from bootstrap.launch_spec import LaunchSpec
-from bootstrap.service import FallbackManager
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import home_lock
+from bootstrap.fetch import download
+from bootstrap.install import fetch_plan as model_fetch
+from bootstrap.install import installer
+from bootstrap.install.deploy import _with_free_port
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register import FallbackManager
+from bootstrap.verify import chat as verify
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model

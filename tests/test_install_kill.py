@@ -2,7 +2,7 @@
 rerun completes and the home is exactly one verified, serving install, with nothing left over.
 
 Two ways to kill: ``QWENKIT_KILL_AT=<point>`` makes the installer SIGKILL itself at a named step
-(``bootstrap/checkpoints.py``): a run that exits instead of dying there means the step is never reached, and fails
+(``bootstrap/core/checkpoints.py``): a run that exits instead of dying there means the step is never reached, and fails
 the case. Random-time kills SIGKILL the installer's process group after a seeded delay within a normal run's
 duration (the seed and delay are in the test id's table row, so a failure reproduces).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.checkpoints import POINTS
+from bootstrap.core.checkpoints import POINTS
 from tests.support import kill_harness as kh
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed

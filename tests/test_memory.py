@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from gguf import GGUFWriter
 
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.gguf_header import read_header
-from bootstrap.memory import LaunchSettings, ModelProfile, estimate, kv_bytes_per_token, model_profile
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.plan.gguf_header import read_header
+from bootstrap.plan.memory import LaunchSettings, ModelProfile, estimate, kv_bytes_per_token, model_profile
 from tests.support.llama_log import MIB
 from tests.support.memory_grid import label, parse_memory, run_point
 

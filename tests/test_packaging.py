@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import __version__
-from bootstrap.resources import resource_dir
+from bootstrap.core.resources import resource_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,7 @@ def test_wheel_carries_templates_and_payload(wheel: Path) -> None:
         repo_files = {p.relative_to(ROOT / top).as_posix() for p in (ROOT / top).rglob("*") if p.is_file()}
         packed = {n.split(f"bootstrap/_data/{top}/", 1)[1] for n in names if n.startswith(f"bootstrap/_data/{top}/")}
         assert repo_files and repo_files == packed, top
-    assert "bootstrap/cli.py" in names
+    assert "bootstrap/app/cli.py" in names
     assert not any(n.startswith("tests/") for n in names)
 
 

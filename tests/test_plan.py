@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import engine_flags, planner
-from bootstrap.catalog import load_catalog
-from bootstrap.errors import ExitCode, UnsupportedMachine
-from bootstrap.hardware import HardwareProfile, load_profile
-from bootstrap.model_facts import catalog_candidates, file_candidate
-from bootstrap.planner import Candidate, Plan, choose
+from bootstrap.catalog.models import load_catalog
+from bootstrap.core.errors import ExitCode, UnsupportedMachine
+from bootstrap.detect.hardware import HardwareProfile, load_profile
+from bootstrap.plan import engine_flags, planner
+from bootstrap.plan.model_facts import catalog_candidates, file_candidate
+from bootstrap.plan.planner import Candidate, Plan, choose
 from tests.support.header_only import qwen36_35b_a3b_header
 from tests.support.llama import LlamaServer
 

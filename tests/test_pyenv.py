@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import __version__, pyenv
-from bootstrap.console import set_language
-from bootstrap.errors import ExitCode, SourceError, UnsupportedMachine
-from bootstrap.hardware import PythonInfo
-from bootstrap.home import Home
-from bootstrap.pyenv import (
+from bootstrap import __version__
+from bootstrap.core.console import set_language
+from bootstrap.core.errors import ExitCode, SourceError, UnsupportedMachine
+from bootstrap.core.home import Home
+from bootstrap.detect.hardware import PythonInfo
+from bootstrap.place import runtime_venv as pyenv
+from bootstrap.place.runtime_venv import (
     LOG_NAME,
     STAMP_NAME,
     VenvResult,
@@ -37,7 +38,7 @@ from bootstrap.pyenv import (
     venv_python,
     venv_script,
 )
-from bootstrap.render import render_template
+from bootstrap.render.templating import render_template
 from tests.support.llama import LlamaServer, free_port
 from tests.support.wheelhouse import REPO, kit_wheel, provide_wheelhouse
 

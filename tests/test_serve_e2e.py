@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import service
-from bootstrap.deploy import DeployOptions, DeployResult, PlacedFile, deploy
-from bootstrap.download import sha256_file
-from bootstrap.hardware import detect
-from bootstrap.home import Home
-from bootstrap.model_facts import file_candidate
-from bootstrap.planner import choose
+from bootstrap import register as service
+from bootstrap.core.home import Home
+from bootstrap.detect.hardware import detect
+from bootstrap.fetch.download import sha256_file
+from bootstrap.install.deploy import DeployOptions, DeployResult, PlacedFile, deploy
+from bootstrap.plan.model_facts import file_candidate
+from bootstrap.plan.planner import choose
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.llama import free_port

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap.commands import service as service_command
-from bootstrap.console import set_language
-from bootstrap.engine_failure import ExitInfo, classify
-from bootstrap.errors import ExitCode, QwenKitError, ServerError, UnsupportedMachine
-from bootstrap.home import Home
-from bootstrap.launch_spec import LaunchSpec
-from bootstrap.service import (
+from bootstrap.app.commands import service as service_command
+from bootstrap.core.console import set_language
+from bootstrap.core.errors import ExitCode, QwenKitError, ServerError, UnsupportedMachine
+from bootstrap.core.home import Home
+from bootstrap.place.engine_failure import ExitInfo, classify
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register import (
     FallbackManager,
     HostProbe,
     LaunchdManager,
@@ -37,7 +37,7 @@ from bootstrap.service import (
     recorded_manager,
     uninstall_service,
 )
-from bootstrap.service.base import run_command
+from bootstrap.register.base import run_command
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 
@@ -372,7 +372,7 @@ def real_install(tmp_path: Path, engine_bin_dir: Path) -> tuple[Home, LaunchSpec
                       args=("-c", "256", "-np", "1", "-t", "2"), alias="tiny", api_key_file=home.api_key_file,
                       port=free_port())
     try:
-        from bootstrap.start_scripts import render_start_scripts
+        from bootstrap.render.start_scripts import render_start_scripts
     except ImportError:  # the render stage's module is another part's; a minimal equivalent keeps this test honest
         import shlex
 

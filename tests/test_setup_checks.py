@@ -1,7 +1,7 @@
 """The frozen setup's own logic: first-start checks (pass on this checkout, fail when each thing is missing), the
 "press Enter" pause decision for a double-clicked Windows console, and the Windows version resource.
 
-Resource lookup is pointed at a temporary package folder (``bootstrap.resources._PACKAGE_DIR``), the layout an
+Resource lookup is pointed at a temporary package folder (``bootstrap.core.resources._PACKAGE_DIR``), the layout an
 installed wheel has, so the real ``resource_dir`` runs. The TLS check reads a real, empty trust store through
 OpenSSL's own ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``. Windows console process counts come from real Windows runs.
 """
@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 import build_installer
-from bootstrap import __version__, resources
-from bootstrap.setup_checks import Problem, check_payload, check_templates, check_tls, first_start_checks
-from bootstrap.setup_main import command_of, console_process_count, own_process_count, should_pause
+from bootstrap import __version__
+from bootstrap.app.setup_checks import Problem, check_payload, check_templates, check_tls, first_start_checks
+from bootstrap.app.setup_main import command_of, console_process_count, own_process_count, should_pause
+from bootstrap.core import resources
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
 
@@ -162,7 +163,7 @@ def setup_env(**extra: str) -> dict[str, str]:
 
 # The setup entry point with ``sys.frozen`` set, as PyInstaller's bootloader sets it (resources still come from
 # this checkout, since there is no _MEIPASS).
-FROZEN_SNIPPET = ("import sys; sys.frozen = True; from bootstrap.setup_main import setup_main; "
+FROZEN_SNIPPET = ("import sys; sys.frozen = True; from bootstrap.app.setup_main import setup_main; "
                   "sys.exit(setup_main(sys.argv[1:]))")
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import source_modelscope
-from bootstrap.catalog import ModelFile, RepoRef
-from bootstrap.errors import ExitCode, IntegrityError, QwenKitError, SourceError, UsageError
-from bootstrap.source_common import Source, new_session
-from bootstrap.sources import resolve_files, sources_for
+from bootstrap.catalog.models import ModelFile, RepoRef
+from bootstrap.core.errors import ExitCode, IntegrityError, QwenKitError, SourceError, UsageError
+from bootstrap.fetch import source_modelscope
+from bootstrap.fetch.records import Source, new_session
+from bootstrap.fetch.sources import resolve_files, sources_for
 from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes

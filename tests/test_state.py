@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.home import Home
-from bootstrap.state import (
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.core.home import Home
+from bootstrap.record.state import (
     AssetRecord,
     EngineRecord,
     FileRecord,

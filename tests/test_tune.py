@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.console import t
-from bootstrap.hardware import HardwareProfile, detect, load_profile
-from bootstrap.tune import (
+from bootstrap.core.console import t
+from bootstrap.detect.hardware import HardwareProfile, detect, load_profile
+from bootstrap.tune.fit import (
     FIT_MARGIN_MIB,
     MIB,
     FitAdvice,

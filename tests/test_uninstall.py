@@ -16,12 +16,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bootstrap.commands import uninstall
-from bootstrap.errors import ExitCode, UsageError
-from bootstrap.home import Home
-from bootstrap.home_lock import HomeLocked
-from bootstrap.service import FallbackManager, HostProbe
-from bootstrap.service.systemd import UNIT
+from bootstrap.app.commands import uninstall
+from bootstrap.core.errors import ExitCode, UsageError
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import HomeLocked
+from bootstrap.register import FallbackManager, HostProbe
+from bootstrap.register.systemd import UNIT
 from tests.test_home_lock import REPO, hold_lock
 
 pytestmark = pytest.mark.usefixtures("english")
@@ -161,7 +161,7 @@ def test_without_yes_and_without_a_terminal_nothing_is_deleted(home: Home, outsi
 
 def _run_on_a_terminal(home: Home, answer: bytes) -> subprocess.CompletedProcess[str]:
     """``uninstall`` in a child whose stdin is a real pseudo-terminal, answering the prompt with ``answer``."""
-    code = ("import argparse, sys; from bootstrap.commands.uninstall import run; "
+    code = ("import argparse, sys; from bootstrap.app.commands.uninstall import run; "
             "sys.exit(run(argparse.Namespace(yes=False, keep_models=False)))")
     env = dict(os.environ, QWENKIT_HOME=str(home.root), QWENKIT_LANG="en", PYTHONPATH=str(REPO))
     controller, terminal = pty.openpty()

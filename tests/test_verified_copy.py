@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.errors import ExitCode, IntegrityError, UnsupportedMachine, UsageError
-from bootstrap.verified_copy import BLOCK, copy_hashing, copy_verified
+from bootstrap.core.errors import ExitCode, IntegrityError, UnsupportedMachine, UsageError
+from bootstrap.fetch.verified_copy import BLOCK, copy_hashing, copy_verified
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 2 * BLOCK + 12_345  # spans several blocks and ends mid-block
@@ -168,8 +168,8 @@ def test_other_write_errors_surface_without_hanging(tmp_path: Path, bundle: tupl
     script = textwrap.dedent(f"""
         import errno, resource, signal, sys
         from pathlib import Path
-        from bootstrap.errors import UnsupportedMachine
-        from bootstrap.verified_copy import copy_verified
+        from bootstrap.core.errors import UnsupportedMachine
+        from bootstrap.fetch.verified_copy import copy_verified
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({BLOCK + 1}, {BLOCK + 1}))
         try:

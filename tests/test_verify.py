@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap import verify as verify_mod
-from bootstrap.console import t
-from bootstrap.engine_failure import EngineFailed
-from bootstrap.errors import ExitCode, ServerError
-from bootstrap.launch_spec import LaunchSpec
-from bootstrap.verify import (
+from bootstrap.core.console import t
+from bootstrap.core.errors import ExitCode, ServerError
+from bootstrap.place.engine_failure import EngineFailed
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.verify import chat as verify_mod
+from bootstrap.verify.chat import (
     VerifyReport,
     last_log_line,
     open_web_ui,

@@ -9,8 +9,9 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from bootstrap import __version__, bundle_manifest
-from bootstrap.bundle_manifest import BundleFile, Manifest
+from bootstrap import __version__
+from bootstrap.catalog import bundle_manifest
+from bootstrap.catalog.bundle_manifest import BundleFile, Manifest
 
 
 def model_bundle(root: Path, repo: str, files: Sequence[tuple[str, bytes]], *, tamper: bool = False) -> Manifest:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bootstrap.download import FetchOptions, Mirror, RemoteFile
+from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile
 from tests.support.hub import LoopbackHub
 
 MIB = 1 << 20

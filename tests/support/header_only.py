@@ -3,7 +3,8 @@
 1. Header-only files (``write_header_only``, ``qwen36_35b_a3b_header``, ``qwen36_27b_header``): the metadata, the full
    248,320-token tokenizer and every tensor info with the real shape and a quant-type mix near the published files,
    but no tensor data: the file ends after the header and its alignment padding. They set ``qwenkit.header_only``
-   (``bootstrap.gguf_header.HEADER_ONLY_KEY``) so the product's reader waives its "tensor data inside the file" check.
+   (``bootstrap.plan.gguf_header.HEADER_ONLY_KEY``) so the product's reader waives its "tensor data inside the file"
+   check.
    llama-server cannot load them, and ``gguf.GGUFReader`` refuses them (it maps tensor data); they are for readers
    and planners. ``with_data=True`` writes zero-filled tensor data instead (a loadable file for small specs: the
    benchmark's tiny-weight model with a full Qwen tokenizer).
@@ -34,7 +35,7 @@ from gguf import GGMLQuantizationType, GGUFValueType, GGUFWriter, TokenType
 
 from tests.support import testbed
 
-HEADER_ONLY_KEY = "qwenkit.header_only"  # mirrors bootstrap.gguf_header.HEADER_ONLY_KEY
+HEADER_ONLY_KEY = "qwenkit.header_only"  # mirrors bootstrap.plan.gguf_header.HEADER_ONLY_KEY
 QWEN_VOCAB = 248_320
 QWEN_MERGES = 247_000  # "~247k merges" (field-notes): the count that makes GGUFReader slow, not the exact one
 

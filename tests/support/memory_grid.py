@@ -1,8 +1,8 @@
 """Run the real llama-server at one point of a settings grid and read back the memory it reports.
 
 Shared by ``tests/test_memory.py`` (a small grid) and ``scripts/bench_memory.py`` (a larger one): both compare
-``bootstrap.memory.estimate`` with what llama-server itself allocates. The server runs CPU-only here, so only
-host buffers are seen; GPU placement is modelled in ``bootstrap.memory``, never validated by this harness.
+``bootstrap.plan.memory.estimate`` with what llama-server itself allocates. The server runs CPU-only here, so only
+host buffers are seen; GPU placement is modelled in ``bootstrap.plan.memory``, never validated by this harness.
 
 Buffer lines (``reference/llama-server.md`` "Memory log lines", printed at ``-lv 4``):
 ``load_tensors: <buft> model buffer size``, ``llama_kv_cache: size = …``, ``llama_memory_recurrent: size = …``,
@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bootstrap.memory import LaunchSettings
+from bootstrap.plan.memory import LaunchSettings
 from tests.support.llama import LlamaServer
 from tests.support.llama_log import KV_LINE, MIB
 

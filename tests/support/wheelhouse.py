@@ -31,7 +31,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from bootstrap.bundle_platforms import PLATFORMS
+from bootstrap.catalog.bundle_platforms import PLATFORMS
 from tests.support import testbed
 
 REPO = Path(__file__).resolve().parents[2]

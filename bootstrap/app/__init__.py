@@ -1,0 +1,2 @@
+"""The top: the command line, one module per command, and the frozen setup's entry point.
+"""

@@ -1,0 +1,181 @@
+"""The ``qwenkit`` command line (DESIGN.md §2): parsing, dispatch, and the one place errors become exit codes.
+
+Each command is a thin layer over the pipeline stages and lives in ``bootstrap/app/commands/<name>.py`` with a
+``run(args) -> int``; ``COMMANDS`` maps names to those modules. A command of the contract whose module has not
+been written yet answers "not available yet" (exit 2), so scripts can rely on the whole contract today.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from bootstrap import __version__
+from bootstrap.core import console
+from bootstrap.core.console import t
+from bootstrap.core.errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_code_for
+from bootstrap.core.fs_errors import os_error
+
+# command name → module under bootstrap.app.commands implementing run(args); None = not built yet.
+COMMANDS: dict[str, str | None] = {
+    "doctor": "doctor",
+    "plan": "plan",
+    "download": "download",
+    "install": "install",
+    "status": "status",
+    "service": "service",
+    "bundle": "bundle",
+    "uninstall": "uninstall",
+    "selfcheck": "selfcheck",
+}
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help text whose "usage:" prefix follows the UI language."""
+
+    def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                  groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, t("cli.usage_prefix") if prefix is None else prefix)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse in the UI language that reports bad usage as a ``UsageError`` (one line + hint, exit 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs["add_help"] = False
+        super().__init__(*args, **kwargs)
+        self._positionals.title = t("cli.positionals")
+        self._optionals.title = t("cli.options")
+        self.add_argument("-h", "--help", action="help", help=t("cli.help"))
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, t("hint.usage"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command-line contract, including commands not built yet (their help is already true)."""
+    parser = _Parser(prog="qwenkit", description=t("cli.description"), epilog=t("cli.epilog"))
+    parser.add_argument("-V", "--version", action="version", version=f"qwenkit {__version__}",
+                        help=t("cli.version"))
+    parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command_help(name: str) -> str:
+        text = t(f"cmd.{name}")
+        return text if COMMANDS.get(name) else f"{text} {t('label.not_yet')}"
+
+    doctor = sub.add_parser("doctor", help=command_help("doctor"), description=t("cmd.doctor"))
+    doctor.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    plan = sub.add_parser("plan", help=command_help("plan"), description=t("cmd.plan"))
+    plan.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
+    plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
+    plan.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    download = sub.add_parser("download", help=command_help("download"), description=t("cmd.download"))
+    download.add_argument("model", metavar="MODEL", help=t("arg.model"))
+    download.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    download.add_argument("--dest", metavar="DIR", help=t("arg.dest"))
+
+    install = sub.add_parser("install", help=command_help("install"), description=t("cmd.install"))
+    install.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
+    install.add_argument("--source", metavar="SRC", help=t("arg.source"))
+    install.add_argument("--bundle", metavar="DIR|URL", help=t("arg.bundle"))
+    install.add_argument("--home", metavar="DIR", help=t("arg.home"))
+    install.add_argument("--host", default="127.0.0.1", metavar="H", help=t("arg.host"))
+    install.add_argument("--port", type=int, metavar="P", help=t("arg.port"))
+    install.add_argument("--no-service", action="store_true", help=t("arg.no_service"))
+    install.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+    install.add_argument("--answers", metavar="FILE", help=t("arg.answers"))
+    install.add_argument("--verify", action="store_true", help=t("arg.verify"))
+    install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
+    install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
+
+    status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
+    status.add_argument("--json", action="store_true", help=t("cli.json"))
+    status.add_argument("--open", action="store_true", help=t("arg.open_web"))
+
+    service = sub.add_parser("service", help=command_help("service"), description=t("cmd.service"))
+    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],
+                         help=t("arg.service_action"))
+
+    bundle = sub.add_parser("bundle", help=command_help("bundle"), description=t("cmd.bundle"))
+    bundle_sub = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True,
+                                       parser_class=_Parser, help=t("arg.bundle_action"))
+    create = bundle_sub.add_parser("create", help=t("cmd.bundle"))
+    create.add_argument("models", nargs="*", metavar="MODEL", help=t("arg.bundle_models"))
+    create.add_argument("--out", required=True, metavar="DIR", help=t("arg.out"))
+    create.add_argument("--platform", action="append", metavar="P", help=t("arg.platform"))
+    create.add_argument("--quant", action="append", metavar="Q", help=t("arg.bundle_quant"))
+    create.add_argument("--setup", action="append", metavar="FILE", help=t("arg.bundle_setup"))
+    create.add_argument("--python", action="append", metavar="X.Y", help=t("arg.bundle_python"))
+    create.add_argument("--reuse", action="append", metavar="DIR", help=t("arg.bundle_reuse"))
+    create.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
+    create.add_argument("--home", metavar="DIR", help=t("arg.home"))
+    verify = bundle_sub.add_parser("verify", help=t("cmd.bundle"))
+    verify.add_argument("dir", metavar="DIR|URL", help=t("arg.dir"))
+    verify.add_argument("--json", action="store_true", help=t("cli.json"))
+
+    uninstall = sub.add_parser("uninstall", help=command_help("uninstall"), description=t("cmd.uninstall"))
+    uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))
+    uninstall.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+
+    # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
+    sub.add_parser("selfcheck")
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "selfcheck"]
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command's module, or say it is not available yet."""
+    module_name = COMMANDS.get(args.command)
+    if module_name is None:
+        raise NotAvailableYet(t("err.not_available", command=args.command, version=__version__),
+                              t("hint.not_available"))
+    module = importlib.import_module(f"bootstrap.app.commands.{module_name}")
+    return int(module.run(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``qwenkit`` and ``python -m bootstrap``: never lets a traceback reach the user."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            raise UsageError(t("err.no_command"), t("hint.usage"))
+        return dispatch(args)
+    except QwenKitError as exc:
+        if debug:
+            traceback.print_exc()
+        console.error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        console.error(t("err.interrupted"))
+        return int(ExitCode.INTERRUPTED)
+    except OSError as exc:  # a filesystem failure no stage mapped: still the user's disk, not a bug
+        mapped = os_error(exc)
+        if mapped is None:
+            return _internal(exc, debug)
+        if debug:
+            traceback.print_exc()
+        console.error(mapped.message, mapped.hint)
+        return int(mapped.exit_code)
+    except Exception as exc:  # the last line of defence: a bug, reported in one line unless --debug
+        return _internal(exc, debug)
+
+
+def _internal(exc: BaseException, debug: bool) -> int:
+    """A bug: one line (the traceback only with ``--debug``), exit 1."""
+    if debug:
+        traceback.print_exc()
+    console.error(t("err.internal", detail=f"{type(exc).__name__}: {exc}"), t("hint.internal"))
+    return int(exit_code_for(exc))

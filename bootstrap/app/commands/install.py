@@ -1,0 +1,149 @@
+"""``qwenkit install [MODEL] …``: the product as a user meets it (the frozen setup runs this on a double-click).
+
+Interactive from a console: the doctor summary and the plan (model, quant, download size, predicted memory,
+expected speed), one question (default yes), then the pipeline with progress and the verify report. Unattended with
+``--yes`` or ``--answers FILE`` (a TOML file with the same options). A rerun upgrades in place, or with nothing
+changed only makes sure the server answers. Exit codes per DESIGN.md §2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from bootstrap.app.commands.doctor import render_table
+from bootstrap.app.commands.service import is_admin
+from bootstrap.catalog.source_names import is_url
+from bootstrap.core import console, settings
+from bootstrap.core.console import t
+from bootstrap.core.errors import UsageError
+from bootstrap.core.file_formats import load_toml
+from bootstrap.core.home import resolve_home
+from bootstrap.core.input_checks import check_text
+from bootstrap.install.installer import InstallRequest, Proposal, install
+from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
+
+GIB = 1 << 30
+# answers-file key → (type, InstallRequest field or a CLI-only key)
+_ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
+                             "service": bool, "venv": bool, "verify": bool}
+
+
+_KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
+
+
+MAX_ANSWERS_BYTES = 1 << 20  # a handful of options; anything larger is not an answers file
+_RELATIVE_TO_FILE = ("home", "bundle")  # folders named in the file are where the file says, wherever it is run
+
+
+def read_answers(path: str) -> dict[str, Any]:
+    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …).
+
+    A relative ``home`` or ``bundle`` folder is taken relative to the file's own folder (a rollout script runs
+    from anywhere), as a relative path inside any configuration file is read.
+    """
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("install.err_answers_read", path=path, detail=detail))
+
+    doc = load_toml(Path(path), MAX_ANSWERS_BYTES, bad)
+    for key, value in doc.items():
+        kind = _ANSWERS.get(key)
+        if kind is None:
+            raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
+    for key in _RELATIVE_TO_FILE:
+        value = doc.get(key)
+        if value and not is_url(value) and not Path(value).expanduser().is_absolute():
+            doc[key] = str(Path(path).absolute().parent / value)
+    return doc
+
+
+def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[InstallRequest, str | None]:
+    """Command-line values win over the answers file; the file fills in what was not given. Every value is
+    checked here, before a lock is taken or a byte downloaded (the home by ``resolve_home``)."""
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(args, name, None)
+        return value if value not in (None, default) else answers.get(name, default)
+
+    def text(name: str, option: str) -> str | None:
+        value = pick(name, None)
+        return None if value is None else check_text(option, value)
+
+    bundle = text("bundle", "--bundle")
+    source = text("source", "--source")  # None: this home's recorded source (a bundle stays the source), else auto
+    if bundle and source is not None:
+        raise UsageError(t("install.err_bundle_and_source"))
+    port = pick("port", None)
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(t("install.err_port", port=port))
+    host = parse_host(pick("host", DEFAULT_HOST))
+    if not is_loopback(host):
+        where = t("input.every_interface") if host in WILDCARD_HOSTS else t("input.that_address")
+        console.warn(t("input.exposed", host=host, where=where))
+    wheels = settings.wheels_dir()
+    request = InstallRequest(
+        model=text("model", "MODEL"), source=bundle or source, host=host, port=port,
+        service=not args.no_service and answers.get("service", True),
+        venv=not getattr(args, "no_venv", False) and answers.get("venv", True),
+        verify_files=bool(getattr(args, "verify", False) or answers.get("verify", False)),
+        wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(), admin=is_admin(),
+        hardware_file=Path(args.hardware) if getattr(args, "hardware", None) else None,
+    )
+    return request, pick("home", None)
+
+
+def show_proposal(p: Proposal, home: Path) -> None:
+    """The doctor summary and the plan in a few lines: what will happen, before anything does."""
+    for line in render_table(p.hardware.checks):
+        console.info(line)
+    plan = p.plan
+    where = plan.budget.gpu_name or t("plan.label_cpu")
+    console.info("")
+    console.info(t("install.proposal_title", title=plan.title, quant=plan.quant, where=where))
+    if p.previous is not None:
+        console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
+    console.info(t("install.proposal_download", size=console.human_size(p.download_bytes),
+                   files=", ".join(p.changed_files) or "-"))
+    est = plan.estimate
+    console.info(t("install.proposal_memory", gpu=f"{est.gpu_total / GIB:.1f}",
+                   gpu_budget=f"{plan.budget.gpu_bytes / GIB:.1f}", ram=f"{est.host_total / GIB:.1f}",
+                   ram_budget=f"{plan.budget.ram_bytes / GIB:.1f}"))
+    console.info("  " + t(f"plan.speed_{plan.speed_class}"))
+    console.info(t("install.proposal_home", home=home))
+    for warning in plan.warnings:
+        console.warn(warning)
+
+
+def _ask(question: str) -> bool:
+    """One yes/no question, default yes; Ctrl-D counts as no."""
+    try:
+        answer = input(question + " ").strip().lower()
+    except EOFError:
+        return False
+    return answer in ("", "y", "yes", "是", "好", "确定")
+
+
+def run(args: argparse.Namespace) -> int:
+    answers = read_answers(args.answers) if getattr(args, "answers", None) else {}
+    request, home_arg = _request(args, answers)
+    home = resolve_home(home_arg)
+    unattended = bool(args.yes or getattr(args, "answers", None))
+    interactive = not unattended and sys.stdin.isatty()
+
+    def confirm(proposal: Proposal) -> bool:
+        if unattended:
+            return True
+        if not interactive:
+            raise UsageError(t("install.err_no_tty"), t("install.hint_no_tty"))
+        show_proposal(proposal, home.root)
+        return _ask(t("install.question"))
+
+    outcome = install(home, request, confirm)
+    if outcome.kind == "cancelled":
+        console.info(t("install.cancelled"))
+    elif outcome.kind in ("installed", "upgraded", "verified"):
+        console.ok(t(f"install.done_{outcome.kind}", home=home.root))
+    return 0

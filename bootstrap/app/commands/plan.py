@@ -1,0 +1,68 @@
+"""``qwenkit plan [MODEL] [--hardware FILE.json] [--ctx N] [--json]``: what would run here, and how.
+
+Glue only: the hardware profile (``--hardware`` or detected), the candidates (catalog quants, a local file, or a
+hub file whose header is read with a few ranged requests), then the plan stage. Exit 3 when nothing fits.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
+from bootstrap.catalog.models import load_catalog
+from bootstrap.core import console
+from bootstrap.core.console import t
+from bootstrap.core.errors import UsageError
+from bootstrap.core.home import resolve_home
+from bootstrap.detect.hardware import HardwareProfile, detect, load_profile
+from bootstrap.install import candidates
+from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
+
+MIN_CTX, MAX_CTX = 512, 1 << 20
+GIB = 1 << 30
+
+
+def _hardware(path: str | None) -> HardwareProfile:
+    if path:
+        return load_profile(Path(path))
+    return detect(resolve_home().root)
+
+
+def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:
+    """(candidates in preference order, fallbacks) for MODEL (the catalog's default when None)."""
+    ref = parse_model_ref(model) if model else CatalogRef(load_catalog().default_model)
+    return candidates.candidates_for(ref, resolve_home().models_dir)
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def print_plan(plan: Plan) -> None:
+    """The human plan on stderr: what, why, predicted memory, and the command line."""
+    where = plan.budget.gpu_name or t("plan.label_cpu")
+    console.info(t("plan.title", title=plan.title, quant=plan.quant, size=_gib(plan.file_size), where=where))
+    width = max(len(r.topic) for r in plan.reasons)
+    for reason in plan.reasons:
+        console.info(f"  {reason.topic.ljust(width)}  {reason.text}")
+    est = plan.estimate
+    console.info(t("plan.memory", gpu=_gib(est.gpu_total), gpu_budget=_gib(plan.budget.gpu_bytes),
+                   ram=_gib(est.host_total), ram_budget=_gib(plan.budget.ram_bytes)))
+    console.info(t(f"plan.speed_{plan.speed_class}"))
+    for warning in plan.warnings:
+        console.warn(warning)
+    console.info("llama-server -m " + plan.file + " " + " ".join(plan.args))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.ctx is not None and not MIN_CTX <= args.ctx <= MAX_CTX:
+        raise UsageError(t("plan.err_ctx", ctx=args.ctx, low=MIN_CTX, high=MAX_CTX))
+    hardware = _hardware(args.hardware)
+    candidates, fallbacks = candidates_for(args.model)
+    plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
+    if args.json:
+        console.emit_json(plan_to_json(plan))
+    else:
+        print_plan(plan)
+    return 0

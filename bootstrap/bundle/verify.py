@@ -1,0 +1,183 @@
+"""``qwenkit bundle verify DIR|URL``: rehash a whole bundle against its manifest and name every problem.
+
+An install reads only the files it uses (and hashes each as it copies it); this command checks everything, so an
+admin can vouch for a USB copy or a web server's folder before a rollout. Problems, each named with its path:
+``missing`` (listed, absent), ``link`` (listed, but a link, or reached through one leaving the folder: a bundle
+holds its files itself), ``size`` (listed, other size), ``altered`` (same size, other sha256), ``extra`` (under
+``payload/`` but not listed; over HTTP a folder cannot be listed, so extras are only found on disk).
+The manifest pair itself is checked first (``bundle_manifest.parse``): a change there fails before any hashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from bootstrap.catalog.bundle_manifest import BundleFile, Manifest, file_state, read_dir, read_url, unlisted
+from bootstrap.core.console import t
+from bootstrap.core.display_text import masked_url
+from bootstrap.core.errors import IntegrityError, SourceError
+from bootstrap.core.progress import Progress
+from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, new_session
+from bootstrap.fetch.source_bundle import is_url
+
+BLOCK = 4 << 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: str  # "missing" | "size" | "altered" | "extra"
+    message: str  # localized, one line
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    where: str
+    manifest: Manifest
+    checked_files: int
+    checked_bytes: int
+    problems: tuple[Problem, ...]
+    extras_checked: bool  # False over HTTP: a web server cannot list a folder
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"where": masked_url(self.where), "ok": self.ok, "created": self.manifest.created,
+                "tool_version": self.manifest.tool_version, "platforms": list(self.manifest.platforms),
+                "models": list(self.manifest.models), "files": self.checked_files, "bytes": self.checked_bytes,
+                "extras_checked": self.extras_checked,
+                "problems": [{"path": p.path, "kind": p.kind} for p in self.problems]}
+
+
+def _problem(path: str, kind: str, **fields: Any) -> Problem:
+    return Problem(path, kind, t(f"bundle.problem_{kind}", path=path, **fields))
+
+
+def _hash_local(path: Path, bar: Any) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while block := fh.read(BLOCK):
+            digest.update(block)
+            size += len(block)
+            bar.update(len(block))
+    return size, digest.hexdigest()
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was looked at
+        return None
+
+
+def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem | None:
+    path = root / entry.path
+    state = file_state(root, entry.path)
+    size = _size(path) if state is None else None
+    if state is not None or size is None:
+        progress.skip(entry.size)
+        return _problem(entry.path, state or "missing")
+    if size != entry.size:
+        progress.skip(entry.size)
+        return _problem(entry.path, "size", expected=entry.size, actual=size)
+    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0)
+    try:
+        read, actual = _hash_local(path, bar)
+    finally:
+        bar.close()
+    if read != entry.size:  # changed while being read
+        return _problem(entry.path, "size", expected=entry.size, actual=read)
+    return None if actual == entry.sha256 else _problem(entry.path, "altered", expected=entry.sha256[:12],
+                                                        actual=actual[:12])
+
+
+def stat_problems(root: Path, manifest: Manifest) -> list[Problem]:
+    """What ``stat`` alone shows: listed files missing, links (``bundle_manifest.file_state``) or of another size,
+    unlisted files under ``payload/``."""
+    problems = []
+    for entry in manifest.files:
+        state = file_state(root, entry.path)
+        size = _size(root / entry.path) if state is None else None
+        if state is not None or size is None:
+            problems.append(_problem(entry.path, state or "missing"))
+        elif size != entry.size:
+            problems.append(_problem(entry.path, "size", expected=entry.size, actual=size))
+    return problems + _extras(root, {f.path for f in manifest.files})
+
+
+def _extras(root: Path, listed: set[str]) -> list[Problem]:
+    """Files (or links, or anything not a folder) under ``payload/`` that the manifest does not list."""
+    return [_problem(rel, "extra") for rel in sorted(unlisted(root, listed))]
+
+
+def _check_url(base: str, entry: BundleFile, session: requests.Session, progress: Progress) -> Problem | None:
+    url = f"{base}/{quote(entry.path)}"
+    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0)
+    digest = hashlib.sha256()
+    read = 0
+    try:
+        with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
+            if response.status_code == 404:
+                return _problem(entry.path, "missing")
+            if response.status_code != 200:
+                raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
+                                  t("bundle.hint_http"))
+            for block in response.iter_content(1 << 20):
+                read += len(block)
+                if read > entry.size:
+                    break
+                digest.update(block)
+                bar.update(len(block))
+    except TRANSPORT_ERRORS as exc:
+        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise SourceError(t("bundle.err_http", url=url, detail=detail), t("bundle.hint_http")) from exc
+    finally:
+        bar.close()
+    if read != entry.size:
+        return _problem(entry.path, "size", expected=entry.size, actual=read)
+    actual = digest.hexdigest()
+    return None if actual == entry.sha256 else _problem(entry.path, "altered", expected=entry.sha256[:12],
+                                                        actual=actual[:12])
+
+
+def verify_bundle(where: str, *, quiet: bool = False) -> VerifyReport:
+    """Check every file of the bundle at ``where`` (folder or URL). Manifest-level failures raise (exit 5)."""
+    remote = is_url(where)
+    session = new_session() if remote else None
+    try:
+        manifest = read_url(where, session) if session is not None else read_dir(Path(where))
+        total = sum(f.size for f in manifest.files)
+        progress = Progress(total, quiet=quiet)
+        problems: list[Problem] = []
+        try:
+            for entry in manifest.files:
+                if session is not None:
+                    problem = _check_url(where.rstrip("/"), entry, session, progress)
+                else:
+                    problem = _check_local(Path(where), entry, progress)
+                if problem is not None:
+                    problems.append(problem)
+        finally:
+            progress.close()
+        if session is None:
+            problems += _extras(Path(where), {f.path for f in manifest.files})
+    finally:
+        if session is not None:
+            session.close()
+    return VerifyReport(where, manifest, len(manifest.files), total, tuple(problems), session is None)
+
+
+def raise_for(report: VerifyReport) -> None:
+    """Exit 5 when anything is wrong: the bundle must not be used as it is."""
+    if report.problems:
+        raise IntegrityError(t("bundle.err_verify", count=len(report.problems), where=report.where),
+                             t("bundle.hint_recopy"))

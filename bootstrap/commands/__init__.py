@@ -1,4 +1,0 @@
-"""One module per ``qwenkit`` command, each a thin ``run(args) -> int`` over the pipeline stages.
-
-``bootstrap.cli.COMMANDS`` names the module of every command that exists.
-"""

@@ -1,0 +1,115 @@
+"""The only module that reads environment variables (DESIGN.md §2), each with its default and meaning.
+
+Values are read when a function is called, not at import, so tests and the frozen setup can set them first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+HF_DEFAULT_ENDPOINT = "https://huggingface.co"
+MODELSCOPE_DEFAULT_ENDPOINT = "https://modelscope.cn"
+ENGINE_DEFAULT_URL = "https://github.com/ggml-org/llama.cpp/releases/download"
+
+
+def first_set(env: Mapping[str, str], *names: str) -> str | None:
+    """The first non-empty value among ``names`` (also used on recorded environments, e.g. the network probe)."""
+    for name in names:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def hf_endpoint(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_HF_ENDPOINT``, else ``HF_ENDPOINT`` (mirrors such as hf-mirror), else huggingface.co."""
+    return (first_set(env, "QWENKIT_HF_ENDPOINT", "HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
+
+
+def modelscope_endpoint(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_MODELSCOPE_ENDPOINT``, else ``MODELSCOPE_ENDPOINT``, else modelscope.cn."""
+    return (first_set(env, "QWENKIT_MODELSCOPE_ENDPOINT", "MODELSCOPE_ENDPOINT")
+            or MODELSCOPE_DEFAULT_ENDPOINT).rstrip("/")
+
+
+def engine_url(env: Mapping[str, str] = os.environ) -> str:
+    """``QWENKIT_ENGINE_URL``: base URL of llama.cpp release assets (``…/releases/download`` on GitHub)."""
+    return (first_set(env, "QWENKIT_ENGINE_URL") or ENGINE_DEFAULT_URL).rstrip("/")
+
+
+def home_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_HOME``: the install home, overriding the per-OS default."""
+    return first_set(env, "QWENKIT_HOME")
+
+
+def catalog_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_CATALOG``: a catalog.toml to use instead of the shipped one (intranet catalogs, tests, the demo)."""
+    return first_set(env, "QWENKIT_CATALOG")
+
+
+def engines_override(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_ENGINES``: an engines.toml to use instead of the shipped one (a mirror's pinned sha256, tests)."""
+    return first_set(env, "QWENKIT_ENGINES")
+
+
+def pip_index_url(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_PIP_INDEX_URL``, else ``PIP_INDEX_URL``: the package index for the runtime venv (a domestic mirror)."""
+    return first_set(env, "QWENKIT_PIP_INDEX_URL", "PIP_INDEX_URL")
+
+
+def engine_child_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment for llama.cpp processes: without ``LLAMA_ARG_*`` and ``LLAMA_API_KEY``, which llama.cpp
+    reads for every flag not given on the command line (reference/llama-server.md), so a stray one would silently
+    change the server we start or probe."""
+    return {k: v for k, v in env.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
+
+
+def cuda_toolkit_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``CUDA_PATH`` / ``CUDA_HOME`` (NVIDIA's installers set one): where a CUDA toolkit may live."""
+    return {name: env[name] for name in ("CUDA_PATH", "CUDA_HOME") if env.get(name, "").strip()}
+
+
+def hf_token(env: Mapping[str, str] = os.environ) -> str | None:
+    """``HF_TOKEN`` for gated or private repos; sent only to the Hugging Face endpoint."""
+    return first_set(env, "HF_TOKEN")
+
+
+def no_color(env: Mapping[str, str] = os.environ) -> bool:
+    """``NO_COLOR`` (any value, https://no-color.org) turns colour off."""
+    return "NO_COLOR" in env
+
+
+def language_hint(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_LANG`` (``zh`` or ``en``) forces the UI language; else the POSIX locale variables."""
+    return first_set(env, "QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")
+
+
+def kill_at(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_KILL_AT``: a test hook: the installer kills itself (SIGKILL) when it reaches the named step, so the
+    crash-safety harness can interrupt it at exact points (``bootstrap/core/checkpoints.py``). Never set by users."""
+    return first_set(env, "QWENKIT_KILL_AT")
+
+
+def wheels_dir(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_WHEELS``: a folder of wheels to build the runtime venv from with no package index (offline
+    machines; a bundle points it at its own ``wheels/<platform>``)."""
+    return first_set(env, "QWENKIT_WHEELS")
+
+
+@contextmanager
+def overridden(values: Mapping[str, str]) -> Iterator[None]:
+    """Set variables for the duration of one run, then restore them: an install from an offline bundle makes the
+    bundle's catalog, engine pins and engine folder the ones in force (``QWENKIT_CATALOG``, ``QWENKIT_ENGINES``,
+    ``QWENKIT_ENGINE_URL``) for itself and the processes it starts, exactly as an admin's own files would be."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,128 @@
+"""The doctor's verdicts: each check reads the profile and answers ok / warn / fail with a reason and a next step.
+
+Verdicts inform; they never stop anything (``install`` decides what a ``fail`` means for it). Thresholds:
+- RAM below 8 GiB fails: even the smallest catalog fallback plus the OS does not fit (reference/qwen36.md sizes).
+- Free disk below the default model (Qwen3.6-35B-A3B UD-Q4_K_M 22,134,528,992 B + mmproj-F16 899,283,680 B,
+  reference/qwen36.md) warns: a smaller quant may still fit.
+- An NVIDIA driver below the CUDA build's floor warns loudly (engine check) instead of letting llama.cpp fall
+  back to the CPU in silence (field-notes failure mode 4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bootstrap.core.console import language, t
+from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.detect.hardware import Check, HardwareProfile, gib
+from bootstrap.plan.engine_variant import choose_variant
+
+GIB = 1 << 30
+MIN_RAM_BYTES = 8 * GIB
+DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (reference/qwen36.md)
+SUPPORTED_SYSTEMS = ("Linux", "Windows", "Darwin")
+CHECK_IDS = ("os", "cpu", "ram", "disk", "gpu", "engine", "python", "network")
+
+
+def _join(*sentences: str) -> str:
+    """Sentences in one line: space-separated in English, run together after Chinese full stops."""
+    return ("" if language() == "zh" else " ").join(sentences)
+
+
+def _check(check_id: str, verdict: str, reason: str, hint: str = "") -> Check:
+    return Check(id=check_id, verdict=verdict, reason=reason, hint=hint)
+
+
+def check_os(p: HardwareProfile) -> Check:
+    o = p.os
+    text = t("doctor.os_reason", system=o.system, release=o.release, machine=o.machine)
+    if o.system not in SUPPORTED_SYSTEMS:
+        return _check("os", "fail", text, t("doctor.os_hint_unsupported"))
+    if o.container:
+        return _check("os", "warn", t("doctor.os_reason_container", base=text), t("doctor.os_hint_container"))
+    if o.wsl:
+        return _check("os", "warn", t("doctor.os_reason_wsl", base=text), t("doctor.os_hint_wsl"))
+    return _check("os", "ok", text)
+
+
+def check_cpu(p: HardwareProfile) -> Check:
+    c = p.cpu
+    flags = [name.upper() for name in ("avx2", "avx512", "amx", "neon") if getattr(c.flags, name)]
+    text = t("doctor.cpu_reason", brand=c.brand, physical=c.physical_cores, logical=c.logical_cores,
+             flags=" ".join(flags) or "-")
+    if c.arch == "x86_64" and not c.flags.avx2:
+        return _check("cpu", "warn", text, t("doctor.cpu_hint_no_avx2"))
+    return _check("cpu", "ok", text)
+
+
+def check_ram(p: HardwareProfile) -> Check:
+    m = p.memory
+    text = t("doctor.ram_reason", total=f"{gib(m.total_bytes):.1f}", available=f"{gib(m.available_bytes):.1f}")
+    if m.total_bytes < MIN_RAM_BYTES:
+        return _check("ram", "fail", text, t("doctor.ram_hint_low", minimum=MIN_RAM_BYTES // GIB))
+    return _check("ram", "ok", text)
+
+
+def check_disk(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES) -> Check:
+    d = p.disk
+    text = t("doctor.disk_reason", free=f"{gib(d.free_bytes):.1f}", path=d.path)
+    if d.free_bytes < model_bytes:
+        return _check("disk", "warn", text, t("doctor.disk_hint_low", need=f"{gib(model_bytes):.1f}"))
+    return _check("disk", "ok", text)
+
+
+def check_gpu(p: HardwareProfile) -> Check:
+    if not p.gpus:
+        return _check("gpu", "ok", t("doctor.gpu_none"), t("doctor.gpu_hint_none"))
+    parts = []
+    for g in p.gpus:
+        if g.vendor == "nvidia":
+            parts.append(t("doctor.gpu_nvidia", name=g.name, total=f"{gib(g.vram_total_bytes):.1f}",
+                           free=f"{gib(g.vram_free_bytes):.1f}", driver=g.driver_version or "?",
+                           cuda=g.cuda_driver_version or "?", cc=g.compute_capability or "?"))
+        elif g.unified_memory:
+            parts.append(t("doctor.gpu_unified", name=g.name, total=f"{gib(g.vram_total_bytes):.1f}"))
+        else:
+            parts.append(t("doctor.gpu_other", name=g.name, vendor=g.vendor))
+    return _check("gpu", "ok", "; ".join(parts))
+
+
+def check_engine(p: HardwareProfile) -> Check:
+    try:
+        choice = choose_variant(p)
+    except UnsupportedMachine as exc:
+        return _check("engine", "fail", exc.message, exc.hint or "")
+    reason = t("doctor.engine_reason", variant=choice.name, why=choice.reason)
+    if choice.warnings:
+        driver_too_old = choice.name == "win-vulkan" and choice.min_driver is not None
+        hint = t("doctor.engine_hint_driver", minimum=choice.min_driver) if driver_too_old \
+            else t("doctor.engine_hint_jit")
+        return _check("engine", "warn", _join(reason, *choice.warnings), hint)
+    return _check("engine", "ok", reason)
+
+
+def check_python(p: HardwareProfile) -> Check:
+    if not p.pythons:
+        return _check("python", "warn", t("doctor.python_none"), t("doctor.python_hint_none"))
+    listed = ", ".join(f"{py.version} ({py.path})" for py in p.pythons[:3])
+    more = len(p.pythons) - 3
+    return _check("python", "ok", listed + (t("doctor.python_more", count=more) if more > 0 else ""))
+
+
+def check_network(p: HardwareProfile) -> Check:
+    n = p.network
+    proxy = n.https_proxy or n.http_proxy
+    text = t("doctor.net_proxy", proxy=proxy) if proxy else t("doctor.net_direct")
+    if n.ca_bundle:
+        text = _join(text, t("doctor.net_ca", path=n.ca_bundle))
+        if not Path(n.ca_bundle).is_file():
+            return _check("network", "warn", text, t("doctor.net_hint_ca_missing", path=n.ca_bundle))
+    if not n.truststore:
+        return _check("network", "warn", _join(text, t("doctor.net_no_truststore")), t("doctor.net_hint_truststore"))
+    return _check("network", "ok", _join(text, t("doctor.net_truststore")))
+
+
+def run_checks(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES) -> tuple[Check, ...]:
+    """Every check, in ``CHECK_IDS`` order."""
+    return (check_os(p), check_cpu(p), check_ram(p), check_disk(p, model_bytes), check_gpu(p), check_engine(p),
+            check_python(p), check_network(p))

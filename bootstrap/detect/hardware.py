@@ -1,0 +1,263 @@
+"""The hardware profile (detect stage, DESIGN.md §1): immutable records, their JSON form, and strict loading.
+
+The JSON document is exactly what ``qwenkit doctor --json`` prints and what ``plan``/``install --hardware FILE.json``
+read, so a plan can be made for another machine. Loading is strict because the file may come from anywhere: every
+field is type- and range-checked and a bad one is reported as one line naming it (``UsageError``, exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bootstrap import __version__
+from bootstrap.core.atomic_file import write_atomic
+from bootstrap.core.console import t
+from bootstrap.core.errors import UsageError
+from bootstrap.core.file_formats import load_json
+from bootstrap.core.json_fields import FieldReader
+
+if TYPE_CHECKING:
+    from bootstrap.detect.probes import Readings
+
+SCHEMA_VERSION = 1
+# A profile is a few KiB; refusing anything far larger keeps a hostile --hardware file from costing memory.
+MAX_PROFILE_BYTES = 1 << 20
+VERDICTS = ("ok", "warn", "fail")
+GPU_VENDORS = ("nvidia", "apple", "amd", "intel", "unknown")
+
+
+@dataclass(frozen=True)
+class OsInfo:
+    system: str  # platform.system(): Linux | Windows | Darwin
+    release: str
+    version: str
+    machine: str  # platform.machine() as reported: x86_64 | AMD64 | arm64 | aarch64
+    wsl: bool
+    container: bool
+
+
+@dataclass(frozen=True)
+class CpuFlags:
+    avx2: bool
+    avx512: bool  # AVX-512 Foundation
+    amx: bool  # Intel AMX tiles (llama.cpp's AMX repack buffer)
+    neon: bool  # Arm Advanced SIMD (ASIMD)
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    brand: str
+    arch: str  # normalized: x86_64 | arm64 | other as reported
+    physical_cores: int
+    logical_cores: int
+    flags: CpuFlags
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    total_bytes: int
+    available_bytes: int
+
+
+@dataclass(frozen=True)
+class DiskInfo:
+    path: str  # the install home, or its nearest existing parent when the home is not created yet
+    free_bytes: int
+    total_bytes: int
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    vendor: str  # one of GPU_VENDORS
+    name: str
+    vram_total_bytes: int  # Apple: the unified memory (hw.memsize)
+    vram_free_bytes: int
+    driver_version: str | None = None  # NVIDIA: "550.54.14"
+    cuda_driver_version: str | None = None  # NVIDIA: highest CUDA the driver supports, "12.4"
+    compute_capability: str | None = None  # NVIDIA: "8.6"
+    unified_memory: bool = False
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    path: str
+    version: str  # "3.11.7"
+
+
+@dataclass(frozen=True)
+class NetworkInfo:
+    https_proxy: str | None  # credentials redacted
+    http_proxy: str | None
+    no_proxy: str | None
+    ca_bundle: str | None  # SSL_CERT_FILE / REQUESTS_CA_BUNDLE when set
+    truststore: bool  # whether truststore could build a context over the OS certificate store
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    verdict: str  # ok | warn | fail
+    reason: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    schema: int
+    kit_version: str
+    created: str  # ISO 8601 UTC, "2026-11-30T10:00:00Z"
+    os: OsInfo
+    cpu: CpuInfo
+    memory: MemoryInfo
+    disk: DiskInfo
+    gpus: tuple[GpuInfo, ...]
+    pythons: tuple[PythonInfo, ...]
+    network: NetworkInfo
+    checks: tuple[Check, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The profile document (plain dicts/lists, key order as documented)."""
+        return {
+            "schema": self.schema,
+            "kit_version": self.kit_version,
+            "created": self.created,
+            "os": _fields(self.os),
+            "cpu": {**_fields(self.cpu), "flags": _fields(self.cpu.flags)},
+            "memory": _fields(self.memory),
+            "disk": _fields(self.disk),
+            "gpus": [_fields(g) for g in self.gpus],
+            "pythons": [_fields(p) for p in self.pythons],
+            "network": _fields(self.network),
+            "checks": [_fields(c) for c in self.checks],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> HardwareProfile:
+        """Validate and build a profile; raises ``UsageError`` naming the first bad field."""
+        r = FieldReader(doc, "", _bad)
+        schema = r.integer("schema", minimum=0)
+        if schema != SCHEMA_VERSION:
+            raise _bad("schema", t("doctor.err_schema", found=schema, expected=SCHEMA_VERSION))
+        return cls(
+            schema=schema,
+            kit_version=r.text("kit_version"),
+            created=r.text("created"),
+            os=_read_os(r.obj("os")),
+            cpu=_read_cpu(r.obj("cpu")),
+            memory=_read_memory(r.obj("memory")),
+            disk=_read_disk(r.obj("disk")),
+            gpus=tuple(_read_gpu(g) for g in r.items("gpus")),
+            pythons=tuple(PythonInfo(path=p.text("path"), version=p.text("version")) for p in r.items("pythons")),
+            network=_read_network(r.obj("network")),
+            checks=tuple(_read_check(c) for c in r.items("checks")),
+        )
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in record.__dataclass_fields__ if name != "flags"}
+
+
+def _bad(field: str, detail: str) -> UsageError:
+    return UsageError(t("doctor.err_field", field=field or "(document)", detail=detail), t("doctor.hint_profile"))
+
+
+
+def _read_os(r: FieldReader) -> OsInfo:
+    return OsInfo(system=r.text("system"), release=r.text("release"), version=r.text("version"),
+                  machine=r.text("machine"), wsl=r.flag("wsl"), container=r.flag("container"))
+
+
+def _read_cpu(r: FieldReader) -> CpuInfo:
+    f = r.obj("flags")
+    return CpuInfo(brand=r.text("brand"), arch=r.text("arch"), physical_cores=r.integer("physical_cores", minimum=1),
+                   logical_cores=r.integer("logical_cores", minimum=1),
+                   flags=CpuFlags(avx2=f.flag("avx2"), avx512=f.flag("avx512"), amx=f.flag("amx"),
+                                  neon=f.flag("neon")))
+
+
+def _read_memory(r: FieldReader) -> MemoryInfo:
+    return MemoryInfo(total_bytes=r.integer("total_bytes"), available_bytes=r.integer("available_bytes"))
+
+
+def _read_disk(r: FieldReader) -> DiskInfo:
+    return DiskInfo(path=r.text("path"), free_bytes=r.integer("free_bytes"), total_bytes=r.integer("total_bytes"))
+
+
+def _read_gpu(r: FieldReader) -> GpuInfo:
+    return GpuInfo(index=r.integer("index"), vendor=r.choice("vendor", GPU_VENDORS), name=r.text("name"),
+                   vram_total_bytes=r.integer("vram_total_bytes"), vram_free_bytes=r.integer("vram_free_bytes"),
+                   driver_version=r.opt_text("driver_version"), cuda_driver_version=r.opt_text("cuda_driver_version"),
+                   compute_capability=r.opt_text("compute_capability"), unified_memory=r.flag("unified_memory"))
+
+
+def _read_network(r: FieldReader) -> NetworkInfo:
+    return NetworkInfo(https_proxy=r.opt_text("https_proxy"), http_proxy=r.opt_text("http_proxy"),
+                       no_proxy=r.opt_text("no_proxy"), ca_bundle=r.opt_text("ca_bundle"),
+                       truststore=r.flag("truststore"))
+
+
+def _read_check(r: FieldReader) -> Check:
+    return Check(id=r.text("id"), verdict=r.choice("verdict", VERDICTS), reason=r.text("reason"), hint=r.text("hint"))
+
+
+def load_profile(path: str | Path) -> HardwareProfile:
+    """Read a ``doctor --json`` document (``--hardware FILE.json``); any defect is one ``UsageError`` line."""
+    path = Path(path)
+
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("doctor.err_read", path=path, detail=detail), t("doctor.hint_profile"))
+
+    doc = load_json(path, MAX_PROFILE_BYTES, bad)
+    try:
+        return HardwareProfile.from_json(doc)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc.message}", exc.hint) from exc
+
+
+def save_profile(profile: HardwareProfile, path: str | Path) -> None:
+    """Write the profile atomically (temp file in the same folder, fsync, rename)."""
+    path = Path(path)
+    data = json.dumps(profile.to_json(), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    write_atomic(path, data)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def detect(home: Path, env: Mapping[str, str] | None = None) -> HardwareProfile:
+    """Run every probe on this machine and the doctor's checks; the result is the profile document.
+
+    ``env`` defaults to the process environment (proxy and CA variables, Windows install dirs); it is passed down
+    as data, like ``home.default_home`` does, so probes stay testable.
+    """
+    from bootstrap.detect.probes import read_all
+
+    return profile_from_readings(read_all(home, os.environ if env is None else env), created=utc_now())
+
+
+def profile_from_readings(readings: Readings, created: str, kit_version: str = __version__) -> HardwareProfile:
+    """The full profile (records + the doctor's checks) from a ``probes.Readings``: live or recorded."""
+    from bootstrap.detect import checks as doctor_checks  # late: both build on these records
+    from bootstrap.detect.probes import probe_all
+
+    profile = probe_all(readings, created=created, kit_version=kit_version)
+    return with_checks(profile, doctor_checks.run_checks(profile))
+
+
+def with_checks(profile: HardwareProfile, checks: tuple[Check, ...]) -> HardwareProfile:
+    """The same profile with its checks set (the doctor computes them from the rest)."""
+    return replace(profile, checks=checks)
+
+
+def gib(n: int) -> float:
+    """Bytes → GiB, for messages."""
+    return n / float(1 << 30)
+

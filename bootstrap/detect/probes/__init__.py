@@ -1,0 +1,54 @@
+"""Hardware probes (detect stage): one module per subject, each split into ``read_*`` (asks this machine for raw
+readings) and ``probe_*`` (turns readings into profile records). Tests feed the ``probe_*`` functions readings
+recorded from real machines (``probe_all``); ``read_all`` reads this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bootstrap.detect.hardware import SCHEMA_VERSION, GpuInfo, HardwareProfile
+from bootstrap.detect.probes import apple, cpu, disk, memory, network, nvidia, pythons, system
+
+
+def merge_gpus(*groups: tuple[GpuInfo, ...]) -> tuple[GpuInfo, ...]:
+    """All GPUs, renumbered 0..n-1 in probe order (NVIDIA first, then Apple)."""
+    flat = [gpu for group in groups for gpu in group]
+    return tuple(replace(gpu, index=i) for i, gpu in enumerate(flat))
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Everything the probes read from one machine, as data (recorded machines are stored in this shape)."""
+
+    os: system.OsReadings
+    cpu: cpu.CpuReadings
+    memory: memory.MemoryReadings
+    disk: disk.DiskReadings
+    nvml: nvidia.NvmlReadings
+    sysctl: Mapping[str, str]
+    pythons: tuple[tuple[str, str | None], ...]
+    network: network.NetworkReadings
+
+
+def read_all(home: Path, env: Mapping[str, str]) -> Readings:
+    """Read this machine. AMD/Intel GPUs are not probed here: the engine lists them (``--list-devices``)."""
+    os_readings = system.read_os()
+    sysctl = apple.read_sysctl() if os_readings.system == "Darwin" else {}
+    return Readings(os=os_readings, cpu=cpu.read_cpu(sysctl or None), memory=memory.read_memory(),
+                    disk=disk.read_disk(home), nvml=nvidia.read_nvml(), sysctl=sysctl,
+                    pythons=tuple(pythons.read_pythons(os_readings.system, env)),
+                    network=network.read_network(env))
+
+
+def probe_all(r: Readings, *, created: str, kit_version: str) -> HardwareProfile:
+    """Readings → the profile, without the doctor's checks (pure: no I/O)."""
+    os_info = system.probe_os(r.os)
+    mem = memory.probe_memory(r.memory)
+    gpus = merge_gpus(nvidia.probe_nvidia(r.nvml),
+                      apple.probe_apple(r.sysctl, os_info.system, os_info.machine, mem.available_bytes))
+    return HardwareProfile(schema=SCHEMA_VERSION, kit_version=kit_version, created=created, os=os_info,
+                           cpu=cpu.probe_cpu(r.cpu), memory=mem, disk=disk.probe_disk(r.disk), gpus=gpus,
+                           pythons=pythons.probe_pythons(r.pythons), network=network.probe_network(r.network))

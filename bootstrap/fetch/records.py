@@ -1,0 +1,155 @@
+"""Records and HTTP helpers shared by the source resolvers (Hugging Face, ModelScope, bundle) and the probe.
+
+A resolver turns "this path in this repo" into a ``ResolvedFile``: a URL pinned to one commit, the exact size and
+the sha256 the hub publishes, so the download engine can verify every byte and never mixes revisions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from bootstrap.core.console import t
+from bootstrap.core.errors import SourceError
+from bootstrap.fetch.http_session import make_session
+
+# Metadata requests: connect fast or give up; a hub that answers slower than this is treated as unreachable.
+API_TIMEOUT = (5.0, 15.0)
+# A regular (non-LFS) file has no published sha256; we fetch it to hash it ourselves, but only when small
+# (git-stored text: configs, templates). Model files are always LFS on both hubs.
+SMALL_FILE_LIMIT = 16 << 20
+MAX_JSON_BYTES = 64 << 20  # a listing larger than this is not a hub answering
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+# Exceptions meaning "the network or the server failed" (not "the file does not exist").
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (requests.RequestException, OSError)
+try:  # huggingface_hub >= 1.0 speaks httpx (2.x ships it as ``httpx2``); 0.36 uses requests.
+    import httpx2 as _httpx
+
+    TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
+except ImportError:  # pragma: no cover - depends on the installed huggingface_hub
+    try:
+        import httpx as _httpx  # type: ignore[no-redef]
+
+        TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
+    except ImportError:
+        pass
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place files can come from.
+
+    ``kind`` is ``hf`` (any HF-compatible endpoint), ``modelscope`` or ``bundle``; ``name`` is what users read
+    ("hf", "modelscope", "hf-mirror.com", "bundle"); ``endpoint`` a base URL or, for a bundle, a directory or URL;
+    ``repo``/``revision`` say which repo and branch/tag/commit on that source (``aliases``: other names the same
+    repo has, which a bundle may use). ``token`` goes only to this endpoint.
+    """
+
+    kind: str
+    name: str
+    endpoint: str
+    repo: str
+    revision: str | None = None
+    token: str | None = field(default=None, repr=False)
+    aliases: tuple[str, ...] = ()
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+@dataclass(frozen=True)
+class ResolvedFile:
+    """A file located on one source: bytes at ``url`` are ``size`` long with this ``sha256``, at ``revision``."""
+
+    source: str
+    repo: str
+    path: str
+    revision: str
+    url: str
+    size: int
+    sha256: str
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+
+def new_session() -> requests.Session:
+    """The product's HTTP session (OS trust store, env proxies) sized for a few parallel metadata requests."""
+    return make_session(pool_size=4)
+
+
+def unreachable(source: Source, exc: BaseException) -> SourceError:
+    """The one error for "this source did not answer usefully" (exit 4; a rerun retries)."""
+    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return SourceError(t("sources.err_unreachable", source=source.name, endpoint=source.endpoint, detail=detail),
+                       t("sources.hint_unreachable"))
+
+
+@contextmanager
+def transport_guard(source: Source) -> Iterator[None]:
+    """Turn network failures inside the block into ``SourceError`` for ``source``."""
+    try:
+        yield
+    except TRANSPORT_ERRORS as exc:
+        raise unreachable(source, exc) from exc
+
+
+def read_json(response: requests.Response, source: Source) -> Any:
+    """The JSON body of a metadata answer, bounded in size; anything else means this is not a hub."""
+    try:
+        length = int(response.headers.get("Content-Length") or 0)
+    except ValueError:
+        length = 0
+    if length > MAX_JSON_BYTES:
+        raise unreachable(source, ValueError(f"{length} B of metadata"))
+    body = bytearray()
+    for chunk in response.iter_content(1 << 16):
+        body += chunk
+        if len(body) > MAX_JSON_BYTES:
+            raise unreachable(source, ValueError("metadata too large"))
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise unreachable(source, ValueError(f"not JSON: {bytes(body[:60])!r}")) from exc
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The git object id of a file's bytes: sha1 of ``blob <size>\\0`` + bytes (how HF names regular files)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def hash_small_file(session: requests.Session, source: Source, url: str, size: int, git_sha1: str | None) -> str:
+    """sha256 of a regular (non-LFS) file, which hubs do not publish: fetch it (small, bounded) and hash it.
+
+    When the listing gives the git blob id, the bytes are checked against it first, so the sha256 we hand the
+    download engine is as trustworthy as a published one.
+    """
+    if size > SMALL_FILE_LIMIT:
+        raise unreachable(source, ValueError(f"no sha256 published for a {size} B file"))
+    with transport_guard(source), session.get(url, headers=source.auth_headers(), timeout=API_TIMEOUT,
+                                              stream=True) as response:
+        if response.status_code != 200:
+            raise unreachable(source, ValueError(f"HTTP {response.status_code} for {url}"))
+        data = bytearray()
+        for chunk in response.iter_content(1 << 16):
+            data += chunk
+            if len(data) > size:
+                break
+    if len(data) != size or (git_sha1 and git_blob_sha1(bytes(data)) != git_sha1):
+        raise unreachable(source, ValueError(f"{url} does not match its listing"))
+    return hashlib.sha256(data).hexdigest()
+
+
+def retry_after(headers: Mapping[str, str], cap: float = 5.0) -> float:
+    """Seconds to wait from an integer ``Retry-After`` (bounded: a metadata request never waits long)."""
+    try:
+        return min(cap, max(0.0, float(headers.get("Retry-After", "1"))))
+    except ValueError:
+        return 1.0

@@ -1,0 +1,380 @@
+"""The installer: one run of the whole pipeline (DESIGN.md §1), which is also how reruns upgrade in place.
+
+    lock → recover → [up to date? keep serving] → detect → plan → (confirm) → engine (fetch, place, self-test,
+    next build if it cannot run) → fetch → place → tune → render → register → verify → record → clean
+
+- **lock**: one installer per home (``home_lock``); a kill drops it with the process.
+- **recover**: a swap journal left by a killed upgrade is undone (or, when ``state.json`` already records the new
+  files, finished), so the home is again exactly the last verified install.
+- **up to date**: same request, kit, engine and files (stat only, no byte read) → no stage runs; the server is
+  started if it is not answering. ``--verify`` skips this and hashes every file.
+- **detect → plan → engine → fetch**: here. The engine comes first and is run once on a tiny quantized model
+  (``working_engine``): a build that cannot run here is found in seconds, before any model byte and before the live
+  server is stopped, and the next build this machine can run replaces it (the plan follows). Fetch downloads only
+  what changed, into staging when the live install uses the path. **place … record**: ``deploy.deploy``, which
+  swaps, verifies (a first start that runs out of memory is replanned once, ``_oom_replanner``) and rolls back.
+- A failure with a named cause (``engine_failure``) is kept in ``logs/last-failure.json`` for ``status``.
+Every step is a named checkpoint (``checkpoints.POINTS``) so the crash harness can kill the run there.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bootstrap.catalog.model_ref import wanted_model
+from bootstrap.catalog.source_names import is_hub_source
+from bootstrap.core import settings
+from bootstrap.core.checkpoints import checkpoint
+from bootstrap.core.console import info, t, warn
+from bootstrap.core.errors import QwenKitError, UsageError
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import home_lock
+from bootstrap.install import cleanup, file_swap, freshness
+from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT
+from bootstrap.record.state import InstallState, RequestRecord, launch_spec, load_state
+
+# The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
+# the network, planner and deploy code (about a second of imports on a slow machine, scripts/bench_rerun.py).
+if TYPE_CHECKING:
+    from bootstrap.detect.hardware import HardwareProfile
+    from bootstrap.install.deploy import DeployOptions, DeployResult
+    from bootstrap.install.from_bundle import OpenedBundle
+    from bootstrap.place.engine_failure import EngineFailure
+    from bootstrap.place.working_engine import WorkingEngine
+    from bootstrap.plan.engine_variant import VariantChoice
+    from bootstrap.plan.planner import Candidate, Plan
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    """Everything ``qwenkit install`` was asked (command line or answers file)."""
+
+    model: str | None = None
+    source: str | None = None  # None: the recorded source of this home, else "auto"
+    host: str = DEFAULT_HOST
+    port: int | None = None  # None: the recorded port, else 8080 (or the next free one)
+    service: bool = True
+    venv: bool = True
+    verify_files: bool = False  # hash every file instead of trusting size + mtime + inode
+    admin: bool = False
+    wheels_dir: Path | None = None
+    pip_index_url: str | None = None
+    verify_timeout: float = 300.0
+    hardware_file: Path | None = None  # plan for the memory, GPUs and CPU this profile states (install --hardware)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the confirmation prompt shows before anything is downloaded or changed."""
+
+    hardware: HardwareProfile
+    plan: Plan
+    previous: InstallState | None
+    download_bytes: int
+    changed_files: tuple[str, ...]
+    reasons: tuple[str, ...]  # why a rerun is not a no-op (empty on a first install)
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    kind: str  # "installed" | "upgraded" | "verified" | "unchanged" | "restarted" | "cancelled"
+    state: InstallState | None
+    result: DeployResult | None = None
+
+
+Confirm = Callable[[Proposal], bool]
+
+
+def install(home: Home, request: InstallRequest, confirm: Confirm | None = None) -> InstallOutcome:
+    """Run the pipeline into ``home``; ``confirm`` (interactive runs) sees the plan before anything changes."""
+    with home_lock(home, "install"):
+        checkpoint("locked")
+        recovered = recover(home)
+        checkpoint("recovered")
+        previous = load_state(home)
+        request = replace(request, source=request.source or _recorded_source(previous))
+        bundle = None
+        if not is_hub_source(request.source):  # an offline bundle (or a mirror URL): its catalog and pins in force
+            from bootstrap.install.from_bundle import open_bundle
+
+            bundle = open_bundle(request.source, home)
+            if bundle is not None and bundle.root is not None:  # recorded as found: absolute, no trailing "/"
+                request = replace(request, source=bundle.root)
+        try:
+            with settings.overridden(bundle.env() if bundle is not None else {}):
+                outcome = _install(home, request, confirm, previous, recovered, bundle)
+        except BaseException as exc:
+            if isinstance(exc, QwenKitError):
+                _record_failure(home, exc)
+            if bundle is not None:  # refused or failed: the new bundle's records go, the home's stay
+                _settle_records(bundle, home, keep=False)
+            raise
+        if bundle is not None:  # every check passed: its records are the home's (not when cancelled)
+            _settle_records(bundle, home, keep=outcome.kind != "cancelled")
+        return outcome
+
+
+def _settle_records(bundle: OpenedBundle, home: Home, *, keep: bool) -> None:
+    from bootstrap.install.from_bundle import commit_records, discard_records
+
+    (commit_records if keep else discard_records)(bundle, home)
+
+
+def _record_failure(home: Home, exc: QwenKitError) -> None:
+    """A failure with a named engine cause (itself, or the cause of a rollback) goes to logs/last-failure.json."""
+    from bootstrap.place.engine_failure import EngineFailed
+    from bootstrap.record.failure_record import save_failure
+
+    for err in (exc, exc.__cause__):
+        if isinstance(err, EngineFailed) and home.root.is_dir():
+            save_failure(home, err, int(exc.exit_code))
+            return
+
+
+def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
+             recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
+    source = request.source or "auto"
+    wanted = wanted_model(request.model, previous)
+    reasons: tuple[str, ...] = ()
+    if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
+        fresh = freshness.check(home, previous, wanted, source)
+        for note in fresh.notes:
+            warn(note)
+        if fresh.up_to_date:
+            return _keep_serving(home, previous, request)
+        reasons = fresh.reasons
+        for reason in reasons:
+            info(t("install.change", reason=reason))
+    if bundle is not None and bundle.root is None:  # the bundle is gone and the install needs its files
+        raise UsageError(t("bundle.err_gone", where=source), t("bundle.hint_gone"))
+
+    from bootstrap.install.candidates import candidates_for
+    from bootstrap.install.deploy import deploy
+    from bootstrap.install.fetch_plan import fetch, plan_fetch
+    from bootstrap.plan.planner import choose
+
+    # detect
+    hardware = _hardware(home, request)
+    # plan (from a bundle: only what it carries)
+    candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source)
+    plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
+    checkpoint("planned")
+    # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
+    fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
+                        tuple(j.final.name for j in fetch_plan.changed), reasons)
+    if confirm is not None and not confirm(proposal):
+        return InstallOutcome("cancelled", previous)
+    archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
+    # From a bundle every file is held until all are verified, so one bad file leaves nothing placed (the engine
+    # included). Online the engine comes first: a build that cannot run here is found in seconds, before any
+    # model byte is downloaded. Either way the next build this machine can run takes the place of one that cannot,
+    # and the plan follows (a CPU build plans for RAM only).
+    hold = home.staging_dir / "held" if bundle is not None else None
+    placed = fetch(fetch_plan, hold=hold) if bundle is not None else None
+    working = _place_engine(home, plan, hardware, bundle, previous, archives)
+    if working.variant != plan.variant.name:
+        replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=_fallback_choice(working))
+        if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
+            fetch_plan = plan_fetch(wanted, replanned, source, home, previous,
+                                                rehash=request.verify_files)
+            placed = None
+        plan = replanned
+    if placed is None:
+        placed = fetch(fetch_plan, hold=hold)
+    checkpoint("fetched")
+
+    # place → tune → render → register → verify → record (→ clean)
+    options = _deploy_options(plan, request, previous, wanted.text)
+    options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware))
+    if bundle is not None:  # no index at all: the bundle's wheels, or no venv
+        options = replace(options, wheels_dir=wheels, venv=wheels is not None,
+                          python_versions=bundle.manifest.python_versions, winsw=winsw)
+    result = deploy(home, plan, placed, hardware, options, previous=previous, working=working)
+    if bundle is not None:
+        shutil.rmtree(home.wheels_cache, ignore_errors=True)
+        if winsw is not None:  # copied next to its service definition by now
+            winsw.unlink(missing_ok=True)
+        shutil.rmtree(home.staging_dir / "held", ignore_errors=True)
+    if previous is None:
+        kind = "installed"
+    elif reasons or fetch_plan.changed or recovered:
+        kind = "upgraded"
+    else:
+        kind = "verified"  # --verify (or another host/port) with the same files and engine
+    return InstallOutcome(kind, result.state, result)
+
+
+def _hardware(home: Home, request: InstallRequest) -> HardwareProfile:
+    """This machine; with ``--hardware``, its memory, GPUs and CPU as the file states them (the OS, Pythons, disk
+    and network stay this machine's: the engine and venv are installed here)."""
+    from bootstrap.detect.hardware import detect, load_profile
+
+    found = detect(home.root)
+    if request.hardware_file is None:
+        return found
+    given = load_profile(request.hardware_file)
+    if (given.os.system, given.cpu.arch) != (found.os.system, found.cpu.arch):
+        raise UsageError(t("install.err_hardware_other", system=given.os.system, arch=given.cpu.arch,
+                           here=f"{found.os.system} {found.cpu.arch}"), t("install.hint_hardware_other"))
+    return replace(found, cpu=given.cpu, memory=given.memory, gpus=given.gpus)
+
+
+def _place_engine(home: Home, plan: Plan, hardware: HardwareProfile, bundle: OpenedBundle | None,
+                  previous: InstallState | None, archives: tuple[Path, ...] | None) -> WorkingEngine:
+    """The planned engine build, self-tested, or the next one this machine can run (``working_engine``).
+    Builds recorded as failing here with this same engine release are not downloaded again."""
+    from bootstrap.place.working_engine import place_working_engine, request_for
+    from bootstrap.record.state import resolve_in_home
+
+    skip: tuple[str, ...] = ()
+    live = None
+    if previous is not None:
+        live = resolve_in_home(home, previous.engine.dir)
+        from bootstrap.catalog.engine_pins import load_pins
+
+        if previous.engine.build == load_pins().build:
+            skip = tuple(g.variant for g in previous.engine.given_up)
+    return place_working_engine(home, plan.variant.name, request_for(
+        plan, hardware, allowed=None if bundle is None else bundle.variants, skip=skip, live_dir=live,
+        fetched=archives))
+
+
+def _fallback_choice(working: WorkingEngine) -> VariantChoice:
+    """The plan's engine line when a preferred build could not run here: which one runs, and why."""
+    from bootstrap.place.working_engine import who
+    from bootstrap.plan.engine_variant import VariantChoice
+
+    last = working.given_up[-1] if working.given_up else None
+    if last is None:  # skipped from the record: say what was recorded
+        return VariantChoice(working.variant, t("failure.fallback", used=working.variant, failed="-", reason="-"))
+    return VariantChoice(working.variant, t("failure.fallback", used=working.variant, failed=last.variant,
+                                             reason=last.failure.message(who(last.variant))))
+
+
+def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile) -> Callable[[EngineFailure, Plan],
+                                                                                        Plan | None]:
+    """A smaller plan for a first start that ran out of memory: a smaller context when RAM ran out; less on the
+    GPU (more experts or layers in RAM) when VRAM did. Same model file and quant: it is already in place."""
+    from bootstrap.plan.planner import CTX_LADDER, GPU_MARGIN, choose
+
+    def replan(failure: EngineFailure, plan: Plan) -> Plan | None:
+        same = [c for c in candidates if (c.model_id, c.quant, c.file) == (plan.model_id, plan.quant, plan.file)]
+        if not same:
+            return None
+        profile, ctx = hardware, plan.settings.ctx
+        if failure.on_gpu and plan.estimate.gpu_total > 0:
+            wanted = failure.wanted_bytes or plan.estimate.gpu_total // 4
+            fits = max(0, plan.estimate.gpu_total - wanted) + GPU_MARGIN
+            profile = replace(hardware, gpus=tuple(replace(g, vram_free_bytes=min(g.vram_free_bytes or fits, fits))
+                                                   for g in hardware.gpus))
+        else:
+            smaller = [c for c in CTX_LADDER if c < ctx]
+            if not smaller:
+                return None
+            ctx = smaller[0]
+        try:
+            return choose(same, profile, requested_ctx=ctx, variant=plan.variant)
+        except QwenKitError:
+            return None
+
+    return replan
+
+
+def _recorded_source(previous: InstallState | None) -> str:
+    """A rerun that names no source uses the one the install came from (a bundle stays the source)."""
+    return previous.request.source if previous is not None and previous.request is not None else "auto"
+
+
+def _fetch_bundle_parts(bundle: OpenedBundle | None, home: Home, plan: Plan, hardware: HardwareProfile,
+                        request: InstallRequest) -> tuple[tuple[Path, ...] | None, Path | None, Path | None]:
+    """From a bundle, the engine's assets, this machine's wheels and (Windows, admin) WinSW, each verified, before
+    any model file is placed."""
+    if bundle is None:
+        return None, None, None
+    from bootstrap.install.from_bundle import fetch_wheels
+    from bootstrap.place import engine
+
+    fetched = engine.fetch_engine(home, plan.variant.name)
+    wheels = fetch_wheels(bundle, home, hardware.os.system, hardware.os.machine) if request.venv else None
+    wants_winsw = hardware.os.system == "Windows" and request.admin and request.service
+    winsw = engine.fetch_winsw(home) if wants_winsw else None
+    return fetched, wheels, winsw
+
+
+def recover(home: Home) -> bool:
+    """Finish or undo what a killed upgrade left (its journal); True when the home had to be rolled back.
+
+    When ``state.json`` already records the new install, the kill came after the commit: only the previous
+    install's leftovers remain to be deleted. Otherwise the swapped files go back, and the home is again exactly
+    the last verified install (whose server the rerun then starts again).
+    """
+    journal = file_swap.read_journal(home)
+    if journal is None:
+        return False
+    state = load_state(home)
+    if state is not None and {(f.path, f.sha256) for f in state.files} == set(journal.new_files) \
+            and state.engine.dir == journal.new_engine:
+        cleanup.after_success(home, state, journal)
+        return False
+    warn(t("install.recovering"))
+    file_swap.undo(journal.moves)
+    file_swap.discard(home)
+    return True
+
+
+def _same_server(previous: InstallState, request: InstallRequest) -> bool:
+    """A rerun that asks for another host, port or service kind is a change, not a no-op."""
+    if request.port is not None and request.port != previous.server.port:
+        return False
+    if request.host != previous.server.host:
+        return False
+    wants_script = not request.service
+    has_script = previous.service is not None and previous.service.manager == "script"
+    return not wants_script or has_script
+
+
+def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState | None, wanted: str) -> DeployOptions:
+    from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
+    from bootstrap.catalog.models import load_catalog
+    from bootstrap.install.deploy import DeployOptions
+
+    extra: tuple[str, ...] = ()
+    if isinstance(parse_model_ref(wanted), CatalogRef):
+        extra = load_catalog().model(plan.model_id).server_args
+    port = request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
+    return DeployOptions(
+        host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
+        admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
+        extra_args=extra, verify_timeout=request.verify_timeout,
+        request=RequestRecord(wanted, request.source or "auto"),
+    )
+
+
+def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
+    """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
+    from bootstrap import register
+    from bootstrap.place.api_key import read_api_key, repair_modes
+    from bootstrap.register.server_health import check_health
+    from bootstrap.verify.chat import wait_healthy
+
+    repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
+    spec = launch_spec(state, home)
+    health = check_health(spec, read_api_key(home))
+    if health.state == "ok":
+        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
+        return InstallOutcome("unchanged", state)
+    info(t("install.starting", state=health.state))
+    manager = register.choose_manager(register.this_system(), home, admin=request.admin)
+    try:
+        manager.start()
+        wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,
+                     log_path=manager.log_file, evidence=manager.evidence)
+    except QwenKitError as exc:
+        raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
+    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
+    return InstallOutcome("restarted", state)

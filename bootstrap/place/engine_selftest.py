@@ -1,0 +1,139 @@
+"""The engine self-test: run a newly placed llama-server once on a tiny quantized model — load, one token, stop.
+
+``--version`` proves only that the binary starts. A build made for other CPU instructions dies at the first quantized
+matrix multiplication (SIGILL), a GPU backend can fail to start, a library can be missing: all of that shows up
+here in a second or two, before the model is downloaded and before a working server is stopped for an upgrade.
+The model is written by ``selftest_model`` (pinned bytes); the server listens on a free loopback port only for the
+test, and its log stays in ``<home>/logs/selftest-<variant>.log`` for the user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from bootstrap.core import settings
+from bootstrap.core.console import t
+from bootstrap.place.engine_failure import EngineFailure, ExitInfo, classify, read_log_tail
+from bootstrap.register.server_health import local_session
+
+SELFTEST_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 5.0
+_POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class SelfTest:
+    """The outcome: ``failure`` is None when the engine loaded the model and produced a token."""
+
+    seconds: float
+    failure: EngineFailure | None
+    log: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(server: Path) -> dict[str, str]:
+    """What the start script gives the server: no ``LLAMA_ARG_*``, the engine folder on the library path."""
+    env = settings.engine_child_env()
+    if os.name != "nt":
+        folder = str(server.parent)
+        env["LD_LIBRARY_PATH"] = folder + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+def _one_token(session: requests.Session, base: str, timeout: float) -> bool:
+    """``/completion`` with ``n_predict`` 1 (no chat template needed): did a token come back?"""
+    resp = session.post(f"{base}/completion", json={"prompt": "hello", "n_predict": 1, "temperature": 0},
+                        timeout=timeout)
+    if resp.status_code != 200:
+        return False
+    body = resp.json()
+    return isinstance(body, dict) and int(body.get("tokens_predicted") or 0) >= 1
+
+
+def _await(proc: subprocess.Popen[bytes], base: str, deadline: float) -> str | None:
+    """Poll until the server answered one token (None), or say why not ("exited", "timeout")."""
+    with local_session() as session:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return "exited"
+            with contextlib.suppress(requests.RequestException, ValueError):
+                if session.get(f"{base}/health", timeout=2).status_code == 200:
+                    remaining = max(1.0, deadline - time.monotonic())
+                    if _one_token(session, base, remaining):
+                        return None
+                    return "exited" if proc.poll() is not None else "no-token"
+            time.sleep(_POLL_S)
+    return "timeout"
+
+
+def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = (),
+                 timeout: float = SELFTEST_TIMEOUT_S) -> SelfTest:
+    """Start ``server`` on ``model`` with the backend flags ``args`` (threads, GPU layers…), ask for one token,
+    stop it. A failure is classified from the exit status and the log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    base = f"http://127.0.0.1:{_free_port()}"
+    port = base.rpartition(":")[2]
+    argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", port, "-c", "256", "-np", "1", *args]
+    flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+    start = time.monotonic()
+    with open(log, "wb") as out:
+        try:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=_env(server), creationflags=flags)
+        except OSError as exc:
+            return SelfTest(0.0, classify(None, f"{exc.strerror or exc}", log_path=str(log)), log)
+        try:
+            why = _await(proc, base, start + timeout)
+        finally:
+            if proc.poll() is None:
+                _stop(proc)
+                stopped_by_us = True
+            else:
+                stopped_by_us = False
+    seconds = time.monotonic() - start
+    if why is None:
+        return SelfTest(seconds, None, log)
+    exit_info = None if stopped_by_us else ExitInfo.from_returncode(proc.returncode)
+    failure = classify(exit_info, read_log_tail(log), log_path=str(log))
+    if why == "timeout" and failure.cause == "unknown":
+        failure = EngineFailure("unknown", t("failure.selftest_no_answer", seconds=int(timeout)), log=str(log))
+    return SelfTest(seconds, failure, log)
+
+
+def selftest_engine(server: Path, log: Path, *, args: Sequence[str] = (),
+                    timeout: float = SELFTEST_TIMEOUT_S) -> SelfTest:
+    """Write the pinned self-test model into a temporary folder and run ``run_selftest`` on it."""
+    from bootstrap.place.selftest_model import write_selftest_model
+
+    with tempfile.TemporaryDirectory(prefix="qwenkit-selftest-") as tmp:
+        model = write_selftest_model(Path(tmp))
+        return run_selftest(server, model, log, args=args, timeout=timeout)

@@ -1,0 +1,124 @@
+"""Which llama.cpp release build a machine needs (DESIGN.md §4 variant names), and the NVIDIA driver floors.
+
+Facts (reference/llama-server.md "Release assets", field-notes driver table): the Windows CUDA 12.4 build wants
+driver ≥ 550; the CUDA 13 build wants driver ≥ 580 and compute capability ≥ 7.5; upstream ships no Linux CUDA
+tarball, so NVIDIA on Linux runs the Vulkan build; the CUDA builds carry SASS only for sm_86/sm_89 (+sm_120a/121a),
+other GPUs JIT-compile PTX on the first run. A driver below the floor makes the CUDA build fall back to the CPU
+silently (field-notes failure mode 4), so that case picks Vulkan and says so loudly instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bootstrap.core.console import t
+from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+
+CUDA12_MIN_DRIVER = 550  # CUDA 12.4 runtime (Ollama's gate; NVIDIA's table says 525+ for 12.0)
+CUDA13_MIN_DRIVER = 580  # CUDA 13 (Jan/NVIDIA compatibility table)
+CUDA13_MIN_CC = (7, 5)
+SASS_CC = {(8, 6), (8, 9), (12, 0), (12, 1)}
+
+VARIANTS = ("win-cuda-12.4", "win-cuda-13", "win-vulkan", "win-cpu", "ubuntu-x64", "ubuntu-vulkan-x64",
+            "macos-arm64", "macos-x64")
+
+
+@dataclass(frozen=True)
+class VariantChoice:
+    name: str  # one of VARIANTS
+    reason: str  # one line, in the UI language
+    warnings: tuple[str, ...] = ()
+    min_driver: str | None = None  # the NVIDIA driver floor that applies (for the CUDA build, or to reach it)
+
+
+def driver_major(version: str | None) -> int | None:
+    """``"550.54.14"`` → 550, ``"591.86"`` → 591; None when absent or unreadable."""
+    if not version:
+        return None
+    head = version.strip().split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def parse_cc(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    major, _, minor = text.strip().partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+def _arch(profile: HardwareProfile) -> str:
+    return profile.cpu.arch
+
+
+def _jit_warnings(nvidia: list[GpuInfo]) -> tuple[str, ...]:
+    out = []
+    for gpu in nvidia:
+        cc = parse_cc(gpu.compute_capability)
+        if cc is not None and cc not in SASS_CC:
+            out.append(t("doctor.variant_jit", name=gpu.name, cc=gpu.compute_capability))
+    return tuple(out)
+
+
+def _windows(profile: HardwareProfile) -> VariantChoice:
+    nvidia = [g for g in profile.gpus if g.vendor == "nvidia"]
+    others = [g for g in profile.gpus if g.vendor in ("amd", "intel")]
+    if nvidia:
+        driver = nvidia[0].driver_version
+        major = driver_major(driver)
+        ccs = [parse_cc(g.compute_capability) for g in nvidia]
+        min_cc = min((cc for cc in ccs if cc is not None), default=None)
+        if major is None:
+            return VariantChoice("win-vulkan", t("doctor.variant_win_vulkan_nodriver"),
+                                 (t("doctor.variant_driver_unknown", minimum=CUDA12_MIN_DRIVER),),
+                                 str(CUDA12_MIN_DRIVER))
+        if major >= CUDA13_MIN_DRIVER and min_cc is not None and min_cc >= CUDA13_MIN_CC:
+            return VariantChoice("win-cuda-13", t("doctor.variant_win_cuda13", driver=driver),
+                                 _jit_warnings(nvidia), str(CUDA13_MIN_DRIVER))
+        if major >= CUDA12_MIN_DRIVER:
+            return VariantChoice("win-cuda-12.4", t("doctor.variant_win_cuda12", driver=driver),
+                                 _jit_warnings(nvidia), str(CUDA12_MIN_DRIVER))
+        return VariantChoice("win-vulkan", t("doctor.variant_win_vulkan_old", driver=driver),
+                             (t("doctor.variant_driver_old", driver=driver, minimum=CUDA12_MIN_DRIVER),),
+                             str(CUDA12_MIN_DRIVER))
+    if others:
+        return VariantChoice("win-vulkan", t("doctor.variant_vulkan_other", name=others[0].name))
+    return VariantChoice("win-cpu", t("doctor.variant_cpu"))
+
+
+def _linux(profile: HardwareProfile) -> VariantChoice:
+    if _arch(profile) != "x86_64":
+        raise UnsupportedMachine(t("doctor.variant_unsupported", system="Linux", arch=_arch(profile)),
+                                 t("doctor.hint_variant_unsupported"))
+    nvidia = [g for g in profile.gpus if g.vendor == "nvidia"]
+    others = [g for g in profile.gpus if g.vendor in ("amd", "intel")]
+    if nvidia:
+        return VariantChoice("ubuntu-vulkan-x64", t("doctor.variant_linux_nvidia", name=nvidia[0].name))
+    if others:
+        return VariantChoice("ubuntu-vulkan-x64", t("doctor.variant_vulkan_other", name=others[0].name))
+    return VariantChoice("ubuntu-x64", t("doctor.variant_cpu"))
+
+
+def _macos(profile: HardwareProfile) -> VariantChoice:
+    if _arch(profile) == "arm64":
+        return VariantChoice("macos-arm64", t("doctor.variant_metal"))
+    if _arch(profile) == "x86_64":
+        return VariantChoice("macos-x64", t("doctor.variant_macos_x64"))
+    raise UnsupportedMachine(t("doctor.variant_unsupported", system="macOS", arch=_arch(profile)),
+                             t("doctor.hint_variant_unsupported"))
+
+
+def choose_variant(profile: HardwareProfile) -> VariantChoice:
+    """The release variant for this profile; ``UnsupportedMachine`` (exit 3) for an OS/CPU with no build."""
+    system = profile.os.system
+    if system == "Windows":
+        if _arch(profile) not in ("x86_64", "arm64"):  # arm64 Windows runs the x64 builds under emulation
+            raise UnsupportedMachine(t("doctor.variant_unsupported", system="Windows", arch=_arch(profile)),
+                                     t("doctor.hint_variant_unsupported"))
+        return _windows(profile)
+    if system == "Linux":
+        return _linux(profile)
+    if system == "Darwin":
+        return _macos(profile)
+    raise UnsupportedMachine(t("doctor.variant_unsupported", system=system, arch=_arch(profile)),
+                             t("doctor.hint_variant_unsupported"))

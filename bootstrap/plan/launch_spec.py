@@ -1,0 +1,185 @@
+"""What it takes to start this install's llama-server: the record the render, register and verify stages share.
+
+The start scripts, the service definitions and the verify stage all start the same server; they read it from one
+``LaunchSpec`` so a flag can never differ between them. Paths are absolute; the API key is referenced by its file
+(``--api-key-file``), never by value, so no script or unit file ever holds the secret.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bootstrap.core.console import t
+from bootstrap.core.errors import UsageError
+from bootstrap.core.input_checks import check_text
+
+DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
+# llama-server's default 8080 is about to become 9931 (PR #26508, reference/llama-server.md), so we always pass
+# --port; 8080 is what OpenAI-compatible clients for llama.cpp expect by default.
+DEFAULT_PORT = 8080
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - recognised, never chosen by default
+# A host name: dot-separated labels of letters, digits and inner hyphens, 1-63 characters each, 253 in all, the
+# last one not all digits (RFC 1123 §2.1; RFC 1035 §2.3.4 for the lengths).
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+MAX_HOST_NAME = 253
+
+
+def parse_host(text: str) -> str:
+    """``--host`` as llama-server will bind it: an IP address (an IPv6 one with or without brackets) or a host
+    name; anything else (``127.0.0.1; touch x``, ``bad host``) is ``UsageError`` (exit 2) before any download."""
+    check_text("--host", text, MAX_HOST_NAME + 2)
+    value = text.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    labels = value.rstrip(".").split(".")
+    if (0 < len(value) <= MAX_HOST_NAME and all(_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit()):
+        return value
+    raise UsageError(t("input.bad_host", host=text), t("input.hint_host"))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach a server bound to ``host`` (127.0.0.0/8, ::1, ``localhost``)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        name = host.lower().rstrip(".")
+        return name == "localhost" or name.endswith(".localhost")  # RFC 6761 §6.3
+
+
+# Documentation ranges (RFC 5737, RFC 3849): a UDP "connect" to them only asks the routing table, nothing is sent.
+_ROUTE_PROBE = {False: "192.0.2.1", True: "2001:db8::1"}
+
+
+def routed_address(ipv6: bool = False) -> str | None:
+    """The source address this machine's routing table picks for the outside world (the default route's
+    interface), or ``None`` without a route. A datagram socket's ``connect`` sends nothing."""
+    import socket
+
+    family = socket.AF_INET6 if ipv6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((_ROUTE_PROBE[ipv6], 9))
+            ip = ipaddress.ip_address(sock.getsockname()[0].split("%")[0])
+    except (OSError, ValueError):
+        return None
+    return None if _unreachable(ip) else str(ip)
+
+
+def _unreachable(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
+
+
+def lan_address(ipv6: bool = False) -> str | None:
+    """An address of this machine that other machines can reach, or ``None`` without one: IPv4 for an IPv4
+    wildcard bind, IPv6 then IPv4 for ``::`` (a dual-stack socket takes both).
+
+    The default route's interface first: the first interface listed may be a container or VM bridge (docker0,
+    virbr0, vEthernet) that no other machine reaches. Without a default route (an isolated intranet segment), the
+    first non-loopback, non-link-local address of an interface that is up (``psutil``)."""
+    import socket
+
+    import psutil
+
+    for want_v6 in (True, False) if ipv6 else (False,):
+        routed = routed_address(want_v6)
+        if routed is not None:
+            return routed
+    families = (socket.AF_INET6, socket.AF_INET) if ipv6 else (socket.AF_INET,)
+    stats = psutil.net_if_stats()
+    found: dict[int, str] = {}
+    for name, addresses in psutil.net_if_addrs().items():
+        if name in stats and not stats[name].isup:
+            continue
+        for address in addresses:
+            if address.family not in families or address.family in found:
+                continue
+            try:
+                ip = ipaddress.ip_address(address.address.split("%")[0])
+            except ValueError:
+                continue
+            if not _unreachable(ip):
+                found[address.family] = str(ip)
+    return next((found[f] for f in families if f in found), None)
+
+
+def url_host(host: str) -> str:
+    """``host`` as it goes into a URL (IPv6 literals bracketed, RFC 3986 §3.2.2)."""
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host  # a host name
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One llama-server start: binary, model, tuned flags, address and key file."""
+
+    home: Path
+    system: str  # platform.system() of the target: "Linux", "Darwin" or "Windows"
+    engine_dir: Path
+    server: Path  # llama-server (``.exe`` on Windows) inside engine_dir
+    model: Path
+    mmproj: Path | None
+    args: tuple[str, ...]  # tuned plan flags, without -m/--mmproj/--alias/--host/--port/--api-key-file
+    alias: str  # the model name clients see in /v1/models and send as "model"
+    api_key_file: Path
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+
+    @property
+    def connect_host(self) -> str:
+        """Where a local client connects: a wildcard bind is reached through loopback."""
+        if self.host in WILDCARD_HOSTS:
+            return "::1" if self.host == "::" else DEFAULT_HOST
+        return self.host
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` where this machine reaches the server (the installer's own checks)."""
+        return f"http://{url_host(self.connect_host)}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The ``base_url`` an OpenAI SDK client on this machine takes."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def exposed(self) -> bool:
+        """Whether other machines can reach the server (a host other than loopback)."""
+        return not is_loopback(self.host)
+
+    @property
+    def client_base_url(self) -> str:
+        """Where clients should connect: this machine's LAN address for a wildcard bind (``0.0.0.0``, ``::``),
+        else the bound host. Reports, ``status`` and the snippets show this one."""
+        host = self.connect_host
+        if self.host in WILDCARD_HOSTS:
+            host = lan_address(ipv6=self.host == "::") or host
+        return f"http://{url_host(host)}:{self.port}"
+
+    @property
+    def client_openai_url(self) -> str:
+        """The OpenAI ``base_url`` clients should use (``client_base_url`` + ``/v1``)."""
+        return f"{self.client_base_url}/v1"
+
+    def server_args(self) -> list[str]:
+        """llama-server's arguments after the binary, in the order the start scripts write them."""
+        out = ["-m", str(self.model)]
+        if self.mmproj is not None:
+            out += ["--mmproj", str(self.mmproj)]
+        out += list(self.args)
+        out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
+                "--api-key-file", str(self.api_key_file)]
+        return out
+
+    def argv(self) -> list[str]:
+        """The whole command as a list (never a string: no shell, no quoting)."""
+        return [str(self.server), *self.server_args()]

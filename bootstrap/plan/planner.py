@@ -1,0 +1,424 @@
+"""The plan stage: from a hardware profile and model profiles, the quant, engine variant and launch parameters.
+
+Knows nothing about the network. Every choice carries a one-line reason (``Reason``), and the plan predicts RAM and
+VRAM with the memory model, so a user learns before downloading 20 GB whether and how the model will run.
+
+Placement follows what works for mixture-of-experts models on small GPUs (reference/qwen36.md, "Low-VRAM
+recipes"): every layer on the GPU and only the routed-expert tensors that do not fit kept in RAM (``--n-cpu-moe N``,
+experts of the first N layers); dense models get the most layers that fit (``-ngl``). The search is monotone: for a
+given quant, more memory never gives a smaller context or more experts on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+
+from bootstrap.catalog.bundle_platforms import host_platform, usable_variant
+from bootstrap.core.console import t
+from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+from bootstrap.plan import engine_flags
+from bootstrap.plan.engine_variant import VariantChoice, choose_variant
+from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
+
+GIB = 1 << 30
+MIB = 1 << 20
+# llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, reference/llama-server.md); so do we.
+GPU_MARGIN = 1024 * MIB
+# Host RAM kept for the OS and other apps on top of what is in use now: the larger of 2 GiB and 1/8 of RAM.
+RAM_RESERVE_MIN = 2 * GIB
+RAM_RESERVE_SHARE = 0.125
+# macOS lets the GPU wire about 2/3 of unified memory on machines up to 36 GB (recommendedMaxWorkingSetSize).
+APPLE_GPU_SHARE = 0.66
+DEFAULT_CTX = 32768  # long enough for agent tool prompts; llama.cpp pads contexts to 256
+MIN_CTX = 4096  # the smallest context llama.cpp's own fit will pick (-fitc)
+GOOD_CTX = 16384  # below this an agent conversation runs out quickly: try smaller quants first
+CTX_LADDER = (262144, 131072, 65536, 32768, 16384, 8192, 4096)
+DEFAULT_UBATCH = 512
+DEFAULT_BATCH = 2048
+MAX_SLOTS = 4  # llama-server's auto -np
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model file the planner may choose: a quant of a catalog model, or a single given file."""
+
+    model_id: str
+    title: str
+    quant: str
+    file: str
+    size: int
+    profile: ModelProfile
+    mmproj_bytes: int = 0
+    thinking_default: bool = False
+    sampling: tuple[tuple[str, float], ...] = ()
+    facts: str = "header"  # where the profile came from: "header", "remote-header" or "catalog"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why one parameter has its value; ``topic`` is stable for scripts, ``text`` is in the UI language."""
+
+    topic: str
+    value: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much memory the plan may use on this machine."""
+
+    gpu_bytes: int
+    ram_bytes: int
+    unified: bool
+    gpu_name: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The result of the plan stage."""
+
+    model_id: str
+    title: str
+    quant: str
+    file: str
+    file_size: int
+    variant: VariantChoice
+    settings: LaunchSettings
+    estimate: MemoryEstimate
+    budget: Budget
+    args: tuple[str, ...]
+    dropped_flags: tuple[str, ...]
+    reasons: tuple[Reason, ...]
+    warnings: tuple[str, ...]
+    speed_class: str
+    fallback_from: str | None = None
+
+
+CPU_VARIANTS = frozenset({"win-cpu", "ubuntu-x64", "macos-x64"})
+
+
+def uses_gpu(variant: VariantChoice) -> bool:
+    """Whether the chosen engine build offloads to a GPU at all."""
+    return variant.name not in CPU_VARIANTS
+
+
+def budget_for(hardware: HardwareProfile, variant: VariantChoice) -> Budget:
+    """Usable VRAM (free minus llama.cpp's margin) and RAM (available minus a reserve for the OS and apps)."""
+    memory = hardware.memory
+    reserve = max(RAM_RESERVE_MIN, int(memory.total_bytes * RAM_RESERVE_SHARE))
+    ram = max(0, min(memory.available_bytes, memory.total_bytes - reserve) - GIB // 2)
+    gpu = _main_gpu(hardware) if uses_gpu(variant) else None
+    if gpu is None:
+        return Budget(0, ram, False, None)
+    if gpu.unified_memory:
+        # One pool: the GPU share is capped by what macOS lets Metal wire, and counts against RAM too.
+        return Budget(min(int(memory.total_bytes * APPLE_GPU_SHARE), ram), ram, True, gpu.name)
+    free = gpu.vram_free_bytes if gpu.vram_free_bytes else gpu.vram_total_bytes
+    return Budget(max(0, free - GPU_MARGIN), ram, False, gpu.name)
+
+
+def _main_gpu(hardware: HardwareProfile) -> GpuInfo | None:
+    """The GPU with the most memory the engine can use (llama.cpp puts everything on one device by default)."""
+    usable = [g for g in hardware.gpus if g.vendor != "unknown" and g.vram_total_bytes > 0]
+    return max(usable, key=lambda g: g.vram_total_bytes, default=None)
+
+
+def _fits(est: MemoryEstimate, budget: Budget) -> bool:
+    if budget.unified:
+        return est.gpu_total <= budget.gpu_bytes and est.gpu_total + est.host_total <= budget.ram_bytes
+    return est.gpu_total <= budget.gpu_bytes and est.host_total <= budget.ram_bytes
+
+
+def _smallest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Smallest n in [lo, hi] with ok(n), for ok monotone (False…False True…True); None if none."""
+    if not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Largest n in [lo, hi] with ok(n), for ok monotone (True…True False…False); None if none."""
+    if not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _place(profile: ModelProfile, base: LaunchSettings, budget: Budget) -> LaunchSettings | None:
+    """The placement with the most work on the GPU that fits the budget, or None."""
+    n_layer = profile.n_layer
+    all_layers = profile.n_layer_all + 1  # -ngl counts every block (nextn ones too) and the output layer
+    if budget.gpu_bytes <= 0:
+        cpu = replace(base, n_gpu_layers=0, n_cpu_moe=0, mmproj_on_gpu=False)
+        return cpu if _fits(estimate(profile, cpu), budget) else None
+
+    def gpu_fits(settings: LaunchSettings) -> bool:
+        return estimate(profile, settings).gpu_total <= budget.gpu_bytes
+
+    if profile.is_moe:
+        full = replace(base, n_gpu_layers=all_layers, mmproj_on_gpu=False)
+        n = _smallest(0, n_layer, lambda k: gpu_fits(replace(full, n_cpu_moe=k)))
+        if n is not None:
+            chosen = replace(full, n_cpu_moe=n)
+            return chosen if _fits(estimate(profile, chosen), budget) else None
+        # Not even the dense part fits on the GPU: offload whole layers with every expert in RAM.
+        base = replace(base, n_cpu_moe=n_layer)
+    gpu_layers = _largest(0, all_layers, lambda j: gpu_fits(replace(base, n_gpu_layers=j, mmproj_on_gpu=False)))
+    gpu_layers = gpu_layers or 0
+    chosen = replace(base, n_gpu_layers=gpu_layers, mmproj_on_gpu=False)
+    return chosen if _fits(estimate(profile, chosen), budget) else None
+
+
+def _offload_score(profile: ModelProfile, settings: LaunchSettings) -> tuple[int, int]:
+    """Higher is more work on the GPU: (layers on GPU, layers whose experts are on the GPU)."""
+    return settings.n_gpu_layers, profile.n_layer - settings.n_cpu_moe if profile.is_moe else 0
+
+
+def _fully_on_gpu(profile: ModelProfile, settings: LaunchSettings) -> bool:
+    return settings.n_gpu_layers == profile.n_layer_all + 1 and settings.n_cpu_moe == 0
+
+
+def _fit_at_ctx(candidate: Candidate, ctx: int, budget: Budget) -> LaunchSettings | None:
+    """Best placement at this context: f16 KV unless q8_0 KV moves more onto the GPU or makes it fit."""
+    profile = candidate.profile
+    base = LaunchSettings(ctx=ctx, ubatch=DEFAULT_UBATCH, batch=DEFAULT_BATCH, n_parallel=1, kv_unified=True,
+                          flash_attn=True, mmproj_bytes=candidate.mmproj_bytes, mmproj_on_gpu=False)
+    best = _place(profile, base, budget)
+    if best is None or not _fully_on_gpu(profile, best):
+        q8 = _place(profile, replace(base, cache_type_k="q8_0", cache_type_v="q8_0"), budget)
+        if q8 is not None and (best is None or _offload_score(profile, q8) > _offload_score(profile, best)):
+            best = q8
+    return None if best is None else _with_extras(profile, best, budget)
+
+
+def _with_extras(profile: ModelProfile, settings: LaunchSettings, budget: Budget) -> LaunchSettings:
+    """Spend leftover memory on comfort: the projector on the GPU, then more parallel slots."""
+    if settings.mmproj_bytes and budget.gpu_bytes > 0:
+        on_gpu = replace(settings, mmproj_on_gpu=True)
+        if _fits(estimate(profile, on_gpu), budget):
+            settings = on_gpu
+    if _fully_on_gpu(profile, settings) or budget.gpu_bytes <= 0:
+        slots = replace(settings, n_parallel=MAX_SLOTS)
+        if _fits(estimate(profile, slots), budget):
+            settings = slots
+    return settings
+
+
+def _ctx_ladder(profile: ModelProfile, requested: int | None) -> list[int]:
+    if requested is not None:
+        return [requested]
+    top = min(DEFAULT_CTX, profile.n_ctx_train or DEFAULT_CTX)
+    return [c for c in CTX_LADDER if c <= top and c >= MIN_CTX] or [max(256, top)]
+
+
+def _first_fit(candidates: Sequence[Candidate], budget: Budget, requested_ctx: int | None,
+               min_ctx: int) -> tuple[Candidate, LaunchSettings] | None:
+    for candidate in candidates:
+        for ctx in _ctx_ladder(candidate.profile, requested_ctx):
+            if requested_ctx is None and ctx < min_ctx:
+                break
+            settings = _fit_at_ctx(candidate, ctx, budget)
+            if settings is not None:
+                return candidate, settings
+    return None
+
+
+def _available(variant: VariantChoice, variants: Collection[str], hardware: HardwareProfile) -> VariantChoice:
+    """The chosen variant, or the next one down that still runs here when it is not at hand (bundle_platforms)."""
+    used = usable_variant(variant.name, frozenset(variants))
+    if used == variant.name:
+        return variant
+    if used is None:  # this machine cannot run what the bundle carries (exit 3, as README's rollout codes say)
+        platform = host_platform(hardware.os.system, hardware.os.machine) or hardware.os.system
+        available = ", ".join(sorted(variants)) or "-"
+        raise UnsupportedMachine(t("bundle.err_no_variant", wanted=variant.name, available=available),
+                                 t("bundle.hint_no_variant", platform=platform))
+    return VariantChoice(used, t("bundle.variant_fallback", reason=variant.reason, wanted=variant.name, used=used),
+                         variant.warnings)
+
+
+def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, requested_ctx: int | None = None,
+           fallbacks: Sequence[Candidate] = (), engine_build: int = engine_flags.PINNED_BUILD,
+           variants: Collection[str] | None = None, variant: VariantChoice | None = None) -> Plan:
+    """The plan for the first candidate (in preference order) that fits; fallbacks only when none does.
+
+    A context of at least ``GOOD_CTX`` with a smaller quant beats a bigger quant squeezed to 4k; a user-given
+    ``--ctx`` is never reduced. ``variants``: the engine variants at hand (an offline bundle's), when not all are.
+    ``variant``: the build to plan for, when the preferred one was found not to run here (its memory budget
+    follows: a CPU build plans for RAM only).
+    """
+    if variant is None:
+        variant = choose_variant(hardware)
+        if variants is not None:
+            variant = _available(variant, variants, hardware)
+    budget = budget_for(hardware, variant)
+    threads = max(1, hardware.cpu.physical_cores or hardware.cpu.logical_cores or 1)
+    found = None
+    fallback_from = None
+    for pool, is_fallback in ((candidates, False), (fallbacks, True)):
+        for min_ctx in (GOOD_CTX, MIN_CTX):
+            found = _first_fit(pool, budget, requested_ctx, min_ctx)
+            if found:
+                break
+        if found:
+            if is_fallback:
+                fallback_from = candidates[0].title if candidates else None
+            break
+    if found is None:
+        raise _does_not_fit(candidates or fallbacks, hardware, budget, requested_ctx)
+    candidate, settings = found
+    return _build_plan(candidate, settings, hardware, variant, budget, threads, engine_build, fallback_from,
+                       candidates)
+
+
+def _does_not_fit(candidates: Sequence[Candidate], hardware: HardwareProfile, budget: Budget,
+                  requested_ctx: int | None) -> UnsupportedMachine:
+    """Exit 3 naming the smallest candidate's need against what this machine has."""
+    smallest = min(candidates, key=lambda c: c.size)
+    ctx = requested_ctx or MIN_CTX
+    need = estimate(smallest.profile, LaunchSettings(ctx=ctx, cache_type_k="q8_0", cache_type_v="q8_0"))
+    return UnsupportedMachine(
+        t("plan.err_no_fit", title=smallest.title, quant=smallest.quant, ctx=ctx,
+          need=_gib(need.host_total), ram=_gib(budget.ram_bytes), vram=_gib(budget.gpu_bytes)),
+        t("plan.hint_no_fit"),
+    )
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def _speed_class(profile: ModelProfile, settings: LaunchSettings) -> str:
+    if settings.n_gpu_layers == 0:
+        return "cpu"
+    if _fully_on_gpu(profile, settings):
+        return "gpu"
+    return "hybrid"
+
+
+ALL_LAYERS = "999"  # every build clamps -ngl to the model's layers; robust to files counting an MTP block or not
+
+
+def _ngl_value(profile: ModelProfile, settings: LaunchSettings) -> str:
+    """``-ngl``: a count for a partial offload, else "all of them" in a form every build accepts."""
+    return ALL_LAYERS if settings.n_gpu_layers >= profile.n_layer_all + 1 else str(settings.n_gpu_layers)
+
+
+def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Candidate, hardware: HardwareProfile,
+                threads: int) -> list[str]:
+    """llama-server flags of the plan, without model paths, host, port and key (the render stage adds those)."""
+    args = ["-c", str(settings.ctx), "-np", str(settings.n_parallel)]
+    if settings.n_parallel > 1 and settings.kv_unified:
+        args.append("-kvu")
+    args += ["-fa", "on" if settings.flash_attn else "off",
+             "-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v,
+             "-b", str(settings.batch), "-ub", str(settings.ubatch), "-t", str(threads),
+             "-ngl", _ngl_value(profile, settings)]
+    if profile.is_moe and settings.n_cpu_moe:
+        args += ["--n-cpu-moe", str(settings.n_cpu_moe)]
+    if settings.mmproj_bytes and not settings.mmproj_on_gpu:
+        args.append("--no-mmproj-offload")
+    # We placed everything ourselves; llama.cpp's fit would otherwise log an abort for our explicit -ngl.
+    args += ["--fit", "off", "--jinja", "--reasoning", "on" if candidate.thinking_default else "off"]
+    if hardware.cpu.flags.amx:
+        args.append("--no-repack")  # AMX repack crashes with SIGILL on some builds (llama.cpp PR #26954)
+    for name, value in candidate.sampling:
+        args += [f"--{name}", f"{value:g}"]
+    return args
+
+
+def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate, variant: VariantChoice,
+             budget: Budget, threads: int, preferred: Candidate | None) -> list[Reason]:
+    profile = candidate.profile
+    out = [Reason("variant", variant.name, variant.reason)]
+    if preferred is not None and preferred.quant != candidate.quant and preferred.model_id == candidate.model_id:
+        out.append(Reason("quant", candidate.quant, t("plan.why_quant_smaller", quant=candidate.quant,
+                                                     preferred=preferred.quant)))
+    else:
+        out.append(Reason("quant", candidate.quant, t("plan.why_quant", quant=candidate.quant,
+                                                     size=_gib(candidate.size))))
+    out.append(Reason("facts", candidate.facts, t(f"plan.why_facts_{candidate.facts.replace('-', '_')}")))
+    out.append(Reason("ctx", str(settings.ctx), t("plan.why_ctx", ctx=settings.ctx,
+                                                  kv=f"{(est.kv_gpu + est.kv_cpu) / MIB:.0f}")))
+    kv_text = "plan.why_kv_q8" if settings.cache_type_k == "q8_0" else "plan.why_kv_f16"
+    out.append(Reason("cache_type", settings.cache_type_k, t(kv_text)))
+    out.append(Reason("flash_attn", "on", t("plan.why_fa")))
+    out.append(Reason("parallel", str(settings.n_parallel),
+                      t("plan.why_np_many" if settings.n_parallel > 1 else "plan.why_np_one", n=settings.n_parallel)))
+    out.append(Reason("threads", str(threads), t("plan.why_threads", n=threads)))
+    out.append(Reason("batch", f"{settings.batch}/{settings.ubatch}", t("plan.why_batch")))
+    if budget.gpu_bytes <= 0:
+        out.append(Reason("placement", "cpu", t("plan.why_cpu_only")))
+    elif _fully_on_gpu(profile, settings):
+        out.append(Reason("placement", "gpu", t("plan.why_all_gpu", gpu=budget.gpu_name or "GPU")))
+    elif profile.is_moe and settings.n_gpu_layers == profile.n_layer_all + 1:
+        out.append(Reason("placement", f"n-cpu-moe {settings.n_cpu_moe}",
+                          t("plan.why_moe_split", n=settings.n_cpu_moe, total=profile.n_layer,
+                            vram=_gib(budget.gpu_bytes))))
+    else:
+        out.append(Reason("placement", f"ngl {settings.n_gpu_layers}",
+                          t("plan.why_layers", n=settings.n_gpu_layers, total=profile.n_layer_all + 1,
+                            vram=_gib(budget.gpu_bytes))))
+    if settings.mmproj_bytes:
+        out.append(Reason("mmproj", "gpu" if settings.mmproj_on_gpu else "cpu",
+                          t("plan.why_mmproj_gpu" if settings.mmproj_on_gpu else "plan.why_mmproj_cpu")))
+    out.append(Reason("thinking", "on" if candidate.thinking_default else "off",
+                      t("plan.why_thinking_on" if candidate.thinking_default else "plan.why_thinking_off")))
+    return out
+
+
+def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile, variant: VariantChoice,
+                budget: Budget, threads: int, engine_build: int, fallback_from: str | None,
+                preferred: Sequence[Candidate]) -> Plan:
+    est = estimate(candidate.profile, settings)
+    flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads),
+                                     engine_build)
+    reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None)
+    warnings = list(variant.warnings)
+    if fallback_from:
+        reasons.insert(0, Reason("model", candidate.model_id,
+                                 t("plan.why_fallback", preferred=fallback_from, chosen=candidate.title,
+                                   ram=_gib(budget.ram_bytes), vram=_gib(budget.gpu_bytes))))
+    warnings += [t("plan.warn_dropped_flag", flag=f, build=engine_build) for f in flags.dropped]
+    return Plan(
+        model_id=candidate.model_id, title=candidate.title, quant=candidate.quant, file=candidate.file,
+        file_size=candidate.size, variant=variant, settings=settings, estimate=est, budget=budget,
+        args=flags.kept, dropped_flags=flags.dropped, reasons=tuple(reasons), warnings=tuple(warnings),
+        speed_class=_speed_class(candidate.profile, settings), fallback_from=fallback_from,
+    )
+
+
+def plan_to_json(plan: Plan) -> dict[str, object]:
+    """The ``plan --json`` document (also what install records in state.json)."""
+    est = plan.estimate
+    return {
+        "model": {"id": plan.model_id, "title": plan.title, "quant": plan.quant, "file": plan.file,
+                  "size_bytes": plan.file_size, "fallback_from": plan.fallback_from},
+        "engine": {"variant": plan.variant.name, "reason": plan.variant.reason,
+                   "min_driver": plan.variant.min_driver},
+        "settings": {name: getattr(plan.settings, name) for name in plan.settings.__dataclass_fields__},
+        "args": list(plan.args),
+        "dropped_flags": list(plan.dropped_flags),
+        "memory": {
+            "gpu_bytes": est.gpu_total, "host_bytes": est.host_total,
+            "gpu_budget_bytes": plan.budget.gpu_bytes, "ram_budget_bytes": plan.budget.ram_bytes,
+            "unified": plan.budget.unified, "gpu_name": plan.budget.gpu_name,
+            "breakdown": {name: getattr(est, name) for name in est.__dataclass_fields__},
+        },
+        "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],
+        "warnings": list(plan.warnings),
+        "speed_class": plan.speed_class,
+    }

@@ -1,0 +1,243 @@
+"""The record stage: ``<home>/state.json``, what is installed, from where, with which hashes and parameters.
+
+Written atomically as the last step of a successful run, so it only ever describes an install that was verified.
+Paths inside the home are stored relative to it (a home restored to another drive still reads correctly); files
+outside the home (a local ``.gguf`` the user pointed at) stay absolute. ``status`` and ``service`` rebuild the
+``LaunchSpec`` from this record; the start scripts are rendered from the same spec, so they always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bootstrap import __version__
+from bootstrap.core.atomic_file import write_atomic
+from bootstrap.core.console import t
+from bootstrap.core.errors import UsageError
+from bootstrap.core.file_formats import parse_json, read_regular
+from bootstrap.core.home import Home
+from bootstrap.core.json_fields import FieldReader
+from bootstrap.plan.launch_spec import LaunchSpec
+
+SCHEMA_VERSION = 1
+MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
+PRIVATE = 0o600  # the recorded source may be a URL with credentials (https://user:password@intranet/…)
+
+
+@dataclass(frozen=True)
+class AssetRecord:
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class GivenUpRecord:
+    """A build of the engine that could not run on this machine (so a rerun does not download it again)."""
+
+    variant: str
+    cause: str  # engine_failure cause
+    detail: str
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    build: int  # the pinned release build (b<N>)
+    variant: str
+    dir: str  # relative to the home
+    server: str  # relative to the home
+    version: str | None  # what the binary printed for --version
+    assets: tuple[AssetRecord, ...] = ()
+    given_up: tuple[GivenUpRecord, ...] = ()  # preferred builds that failed here, in the order tried
+    selftest_s: float | None = None  # how long the self-test took (None: not run in the run that wrote this)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    role: str  # "model" | "shard" (a split GGUF's other parts) | "mmproj"
+    path: str  # relative to the home (POSIX separators) or absolute when outside it
+    size: int
+    sha256: str
+    source: str  # "hf", "modelscope", "bundle", "local", …
+    revision: str | None = None
+    # What the file looked like when verified: a rerun trusts a file whose size, mtime and inode still match
+    # (no byte read); anything else is hashed again.
+    mtime_ns: int | None = None
+    inode: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    host: str
+    port: int
+    alias: str
+    args: tuple[str, ...]  # the flags the scripts pass (tuned)
+    plan_args: tuple[str, ...]  # what the planner chose, kept to compare on reruns
+    tuned_by: str = "plan"  # "plan" | "fit"
+    fit_args: tuple[str, ...] | None = None  # llama-fit-params' advice, when it ran
+    retried: str | None = None  # the first start ran out of memory: why the recorded plan is smaller
+
+
+@dataclass(frozen=True)
+class ServiceRecord:
+    manager: str  # "systemd-user", "systemd-system", "launchd", "task-scheduler", "winsw", "script"
+    installed: bool
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """What the user asked for, so a rerun with no arguments means "the same again, upgraded"."""
+
+    model: str  # MODEL as understood: a catalog id (no quant unless the user named one), hf:/ms: file, or a path
+    source: str = "auto"
+
+
+@dataclass(frozen=True)
+class InstallState:
+    system: str  # platform.system() the install was made for
+    model_id: str
+    quant: str
+    engine: EngineRecord
+    files: tuple[FileRecord, ...]
+    server: ServerRecord
+    service: ServiceRecord | None = None
+    venv_python: str | None = None  # relative to the home; None when no venv could be made
+    request: RequestRecord | None = None
+    kit_version: str = __version__
+    updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    schema: int = SCHEMA_VERSION
+
+    def file(self, role: str) -> FileRecord | None:
+        return next((f for f in self.files if f.role == role), None)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        return {"schema": doc.pop("schema"), **doc}
+
+
+def file_intact(record: FileRecord, path: Path) -> bool:
+    """The file still looks exactly as when it was verified (size, mtime, inode): trusted without a read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return (st.st_size == record.size and record.mtime_ns is not None and st.st_mtime_ns == record.mtime_ns
+            and record.inode is not None and st.st_ino == record.inode)
+
+
+def relative_to_home(home: Home, path: Path) -> str:
+    """How a path is stored: relative with ``/`` inside the home, absolute outside it."""
+    try:
+        return PurePosixPath(*Path(path).relative_to(home.root).parts).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def resolve_in_home(home: Home, stored: str) -> Path:
+    """The absolute path of a stored path."""
+    candidate = Path(stored)
+    return candidate if candidate.is_absolute() else home.root.joinpath(*PurePosixPath(stored).parts)
+
+
+def save_state(home: Home, state: InstallState) -> None:
+    """Atomically replace ``state.json`` (the record stage)."""
+    home.root.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(state.to_json(), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    write_atomic(home.state_file, data, mode=PRIVATE)
+
+
+def _bad(field_name: str, detail: str) -> UsageError:
+    return UsageError(t("state.err_field", field=field_name, detail=detail), t("state.hint_damaged"))
+
+
+def _read_engine(r: FieldReader) -> EngineRecord:
+    selftest = r.doc.get("selftest_s")
+    return EngineRecord(build=r.integer("build"), variant=r.text("variant"), dir=r.text("dir"),
+                        server=r.text("server"), version=r.opt_text("version"),
+                        assets=tuple(AssetRecord(a.text("name"), a.text("sha256"), a.integer("size"))
+                                     for a in r.items("assets")),
+                        given_up=tuple(GivenUpRecord(g.text("variant"), g.text("cause"), g.text("detail"))
+                                       for g in (r.items("given_up") if "given_up" in r.doc else ())),
+                        selftest_s=float(selftest) if isinstance(selftest, (int, float)) else None)
+
+
+def _read_file(r: FieldReader) -> FileRecord:
+    return FileRecord(role=r.choice("role", ("model", "shard", "mmproj")), path=r.text("path"), size=r.integer("size"),
+                      sha256=r.text("sha256"), source=r.text("source"), revision=r.opt_text("revision"),
+                      mtime_ns=_opt_int(r, "mtime_ns"), inode=_opt_int(r, "inode"))
+
+
+def _opt_int(r: FieldReader, name: str) -> int | None:
+    return None if r.doc.get(name) is None else r.integer(name)
+
+
+def _read_server(r: FieldReader) -> ServerRecord:
+    fit = r.doc.get("fit_args")
+    return ServerRecord(host=r.text("host"), port=r.integer("port", minimum=1), alias=r.text("alias"),
+                        args=r.strings("args"), plan_args=r.strings("plan_args"),
+                        tuned_by=r.choice("tuned_by", ("plan", "fit")),
+                        fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"))
+
+
+def state_from_json(doc: Any) -> InstallState:
+    """Validate a state document; raises ``UsageError`` naming the first bad field."""
+    r = FieldReader(doc, "", _bad)
+    schema = r.integer("schema")
+    if schema > SCHEMA_VERSION:
+        raise UsageError(t("state.err_newer", found=schema, supported=SCHEMA_VERSION), t("state.hint_newer"))
+    service = r.opt_obj("service")
+    request = r.opt_obj("request")
+    return InstallState(
+        schema=schema, kit_version=r.text("kit_version"), updated=r.text("updated"), system=r.text("system"),
+        model_id=r.text("model_id"), quant=r.text("quant"), engine=_read_engine(r.obj("engine")),
+        files=tuple(_read_file(f) for f in r.items("files")), server=_read_server(r.obj("server")),
+        service=None if service is None else ServiceRecord(service.text("manager"), service.flag("installed")),
+        venv_python=r.opt_text("venv_python"),
+        request=None if request is None else RequestRecord(request.text("model"), request.text("source")),
+    )
+
+
+def load_state(home: Home) -> InstallState | None:
+    """The install record, or None when nothing is installed in this home; a damaged record is exit 2."""
+    def bad(detail: str) -> UsageError:
+        return UsageError(t("state.err_field", field="(document)", detail=detail), t("state.hint_damaged"))
+
+    def unreadable(detail: str) -> UsageError:
+        return UsageError(t("state.err_read", path=home.state_file, detail=detail), t("state.hint_damaged"))
+
+    raw = read_regular(home.state_file, MAX_STATE_BYTES, bad, missing_ok=True, unreadable=unreadable)
+    if raw is None:
+        return None
+    doc = parse_json(raw, bad)
+    return state_from_json(doc)
+
+
+def require_state(home: Home) -> InstallState:
+    """The install record; nothing installed is exit 2 with what to run."""
+    state = load_state(home)
+    if state is None:
+        raise UsageError(t("state.err_none", home=home.root), t("state.hint_none"))
+    return state
+
+
+def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
+    """The server start this record describes (what the scripts, the service and verify all use)."""
+    model = state.file("model")
+    if model is None:
+        raise _bad("files", t("state.err_no_model"))
+    mmproj = state.file("mmproj")
+    return LaunchSpec(
+        home=home.root, system=state.system, engine_dir=resolve_in_home(home, state.engine.dir),
+        server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
+        mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
+        alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
+    )
+
+
+def load_launch_spec(home: Home) -> LaunchSpec:
+    """Shortcut for commands that only need to start or check the server."""
+    return launch_spec(require_state(home), home)

@@ -1,0 +1,224 @@
+"""No service manager (containers, WSL without systemd): run ``run_qwen.sh`` detached and track it by a pid file.
+
+Said plainly to the user (``service.no_manager``): nothing restarts the server or starts it at boot. The pid file
+``<home>/run/server.pid`` is the only state; stop signals that pid only while its command line is still ours
+(``llama-server``, or the start script before its ``exec``), so a pid the OS reused is never killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import requests
+
+from bootstrap.core import console
+from bootstrap.core.atomic_file import write_atomic
+from bootstrap.core.console import t
+from bootstrap.core.errors import ServerError, UsageError
+from bootstrap.core.home import Home
+from bootstrap.place.engine_failure import ExitInfo
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register.base import SERVER_LOG, ServiceManager, ServiceStatus
+from bootstrap.register.server_health import local_session
+
+PID_NAME = "server.pid"
+SHELL = "/bin/sh"
+SERVER_NAME = "llama-server"
+
+
+class FallbackManager(ServiceManager):
+    """The start script as a detached process; ``health_url`` (``…/health``) makes ``status`` ask the server too."""
+
+    name = "script"
+
+    def __init__(self, home: Home, *, health_url: str | None = None, stop_timeout: float = 20.0) -> None:
+        super().__init__(home)
+        self.health_url = health_url
+        self.stop_timeout = stop_timeout
+        # The server this manager started, kept so its exit status is ours to read: a dropped Popen is reaped by
+        # subprocess's own clean-up, and a plain waitpid elsewhere would throw the status away.
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home.run_dir / PID_NAME
+
+    @property
+    def log_file(self) -> Path:
+        return self.home.logs_dir / SERVER_LOG
+
+    def last_exit(self) -> ExitInfo | None:
+        """The exit status of the server this manager started, once it has ended."""
+        if self._proc is None:
+            return None
+        return ExitInfo.from_returncode(self._proc.poll())
+
+    def _collect(self, pid: int) -> None:
+        """Reap an exited child: through its Popen when it is the one we started (keeping its status)."""
+        if self._proc is not None and self._proc.pid == pid:
+            self._proc.poll()
+        else:
+            _reap(pid)
+
+    @property
+    def definition_paths(self) -> list[Path]:
+        return [self.pid_file]
+
+    def available(self) -> tuple[bool, str]:
+        if os.name == "nt":
+            return False, "Windows always has Task Scheduler"
+        return Path(SHELL).exists(), SHELL
+
+    def install(self, spec: LaunchSpec) -> None:
+        """Nothing to register: only check that the start script is there."""
+        self._require_script()
+
+    def _require_script(self) -> None:
+        if not self.home.run_sh.is_file():
+            raise UsageError(t("service.err_no_script", path=self.home.run_sh), t("service.hint_install"))
+
+    # -- the recorded process ------------------------------------------------------------------------------
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            return None
+
+    def _ours(self, pid: int) -> psutil.Process | None:
+        """The live process ``pid`` if it is still our server (not a zombie, not a reused pid)."""
+        self._collect(pid)
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            cmdline = proc.cmdline()
+        except (psutil.Error, OSError):
+            return None
+        script = str(self.home.run_sh)
+        if any(Path(word).name.startswith(SERVER_NAME) for word in cmdline[:1]) or script in cmdline:
+            return proc
+        return None
+
+    def start(self) -> None:
+        """(Re)start: an old instance of ours is stopped first (field notes, mode 8)."""
+        self._require_script()
+        self.stop()
+        self.home.run_dir.mkdir(parents=True, exist_ok=True)
+        self.home.logs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(self.log_file, "ab") as log:
+                proc = subprocess.Popen([SHELL, str(self.home.run_sh)], cwd=self.home.root, stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise ServerError(t("service.err_spawn", path=self.home.run_sh, detail=exc)) from exc
+        self._proc = proc
+        write_atomic(self.pid_file, f"{proc.pid}\n".encode("ascii"), mode=0o644)
+
+    def stop(self) -> None:
+        """SIGTERM the recorded server's session, SIGKILL after ``stop_timeout``; a no-op when none runs.
+
+        Also stops a server of this home that no pid file names: an installer killed between starting it and
+        writing the pid file leaves one (the crash harness's review found the window), and it would hold the port.
+        """
+        pid = self._recorded_pid()
+        procs = []
+        if pid is not None:
+            proc = self._ours(pid)
+            if proc is None and psutil.pid_exists(pid) and not _is_zombie(pid):
+                console.warn(t("service.warn_foreign_pid", pid=pid))
+            if proc is not None:
+                procs.append(proc)
+        procs += [p for p in self._unrecorded() if p.pid != pid]
+        for proc in procs:
+            self._end(proc)
+        self.pid_file.unlink(missing_ok=True)
+
+    def _end(self, proc: psutil.Process) -> None:
+        _signal_session(proc, signal.SIGTERM)
+        if not _ended(proc, self.stop_timeout, self._collect):
+            _signal_session(proc, signal.SIGKILL)
+            if not _ended(proc, self.stop_timeout, self._collect):
+                raise ServerError(t("service.err_not_stopped", pid=proc.pid))
+        self._collect(proc.pid)
+
+    def _unrecorded(self) -> list[psutil.Process]:
+        """Servers started from this home's engine folder or start script (no other home's, no other program)."""
+        engines, script = self.home.engines_dir, str(self.home.run_sh)
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = proc.info.get("cmdline") or []
+            if not cmdline or proc.pid == os.getpid():
+                continue
+            first = Path(cmdline[0])
+            ours = (engines in first.parents and first.name.startswith(SERVER_NAME)) or script in cmdline[1:2]
+            if ours and not _is_zombie(proc.pid):
+                found.append(proc)
+        return found
+
+    def status(self) -> ServiceStatus:
+        pid = self._recorded_pid()
+        proc = self._ours(pid) if pid is not None else None
+        detail = f"pid {pid}" if proc is not None else "not running"
+        if proc is not None and self.health_url:
+            detail += f", /health {_health(self.health_url)}"
+        return ServiceStatus(self.name, self.home.run_sh.is_file(), proc is not None, False, detail)
+
+    def uninstall(self) -> None:
+        """Stop, then remove ``run/`` (the pid file) and nothing else: the script belongs to the render stage."""
+        self.stop()
+        self.pid_file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # missing, or holds something that is not ours
+            self.home.run_dir.rmdir()
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child (a test, or a CLI that outlives it) so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):  # not our child, or already collected
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _ended(proc: psutil.Process, timeout: float, collect: Callable[[int], None] = _reap) -> bool:
+    """Whether the process ended within ``timeout``: gone, or a zombie (it ran its last instruction; only its
+    parent, which may be another long-lived program, can collect it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        collect(proc.pid)
+        if not proc.is_running() or _is_zombie(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _signal_session(proc: psutil.Process, sig: signal.Signals) -> None:
+    """Signal the server's whole session (it leads one: ``start_new_session``), else just the process."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        pass
+
+
+def _health(url: str) -> str:
+    """``/health``'s status code, or the error's class (the server may still be loading: 503)."""
+    with local_session() as session:
+        try:
+            return str(session.get(url, timeout=3).status_code)
+        except requests.RequestException as exc:
+            return type(exc).__name__

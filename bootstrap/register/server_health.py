@@ -1,0 +1,58 @@
+"""Is this install's server up, loaded and answering with its key? One quick, side-effect-free look.
+
+Local requests never go through a proxy: ``HTTPS_PROXY``/``HTTP_PROXY`` are for the hubs, and a corporate proxy
+would otherwise receive (and fail) calls to 127.0.0.1 whenever ``NO_PROXY`` does not list it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import requests
+
+from bootstrap.plan.launch_spec import LaunchSpec
+
+HEALTH_STATES = ("ok", "loading", "down", "auth", "no_model")
+
+
+def local_session() -> requests.Session:
+    """A session for the local server: no proxies, no netrc, no environment CA overrides."""
+    session = requests.Session()
+    session.trust_env = False
+    return session
+
+
+@dataclass(frozen=True)
+class Health:
+    state: str  # one of HEALTH_STATES
+    detail: str = ""
+    models: tuple[str, ...] = ()
+
+
+def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Health:
+    """``/health`` (public) then ``/v1/models`` with the key: the alias must be listed."""
+    with local_session() as session:
+        try:
+            resp = session.get(f"{spec.base_url}/health", timeout=timeout)
+        except requests.RequestException as exc:
+            return Health("down", type(exc).__name__)
+        if resp.status_code == 503:
+            return Health("loading", "503")
+        if resp.status_code != 200:
+            return Health("down", f"HTTP {resp.status_code}")
+        try:
+            resp = session.get(f"{spec.base_url}/v1/models", timeout=timeout,
+                               headers={"Authorization": f"Bearer {api_key}"})
+        except requests.RequestException as exc:
+            return Health("down", type(exc).__name__)
+        if resp.status_code in (401, 403):
+            return Health("auth", f"HTTP {resp.status_code}")
+        if resp.status_code != 200:
+            return Health("down", f"HTTP {resp.status_code}")
+        try:
+            ids = tuple(str(m.get("id")) for m in resp.json().get("data", []) if isinstance(m, dict))
+        except (ValueError, AttributeError):
+            return Health("down", "bad /v1/models answer")
+        if spec.alias not in ids:
+            return Health("no_model", ", ".join(ids), ids)
+        return Health("ok", "", ids)

@@ -1,0 +1,2 @@
+"""The render stage: the start scripts (``run_qwen.sh`` / ``run_qwen.bat``) from ``templates/``.
+"""

@@ -1,0 +1,136 @@
+"""Render stage, start scripts: ``run_qwen.sh`` (Linux, macOS) and ``run_qwen.bat`` (Windows) from one LaunchSpec.
+
+The text lives in ``templates/run_qwen.{sh,bat}.j2``; this module only prepares values: the words of the command
+line (grouped one flag per line for people reading the script), which paths lie inside the home (the .bat names
+those relative to its own folder, ``%~dp0``), and the localized error lines. Quoting is the templates' filters'
+job (``bootstrap.render.templating``). Only the script for ``spec.system`` is written; ``render_text`` renders
+either one, for tests and for bundles built for another OS.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PureWindowsPath
+from typing import Literal
+
+from bootstrap import __version__
+from bootstrap.core import console
+from bootstrap.core.home import Home
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.render.templating import QuotingError, render_template, write_rendered
+
+Which = Literal["sh", "bat"]
+SH_TEMPLATE = "run_qwen.sh.j2"
+BAT_TEMPLATE = "run_qwen.bat.j2"
+# The .bat echoes its messages unquoted (quotes would be printed), so they may not hold cmd.exe's special
+# characters; ( ) would end a block if one is ever added around the echo.
+_BAT_ECHO_UNSAFE = frozenset('%&|<>^"!()\r\n')
+# A word starting a new line in the rendered command: a flag, not a negative number ("-1" is a value).
+_FLAG = re.compile(r"-[^\d]")
+
+
+@dataclass(frozen=True)
+class StartScripts:
+    """The start script written for this system (the other one is ``None``)."""
+
+    sh: Path | None
+    bat: Path | None
+
+    @property
+    def script(self) -> Path:
+        """The one script that starts the server on this system."""
+        found = self.sh or self.bat
+        if found is None:  # unreachable: render_start_scripts always writes one
+            raise ValueError("no start script was written")
+        return found
+
+
+@dataclass(frozen=True)
+class BatWord:
+    """One argument of the .bat command line: ``text`` is relative to the home when ``in_home``."""
+
+    text: str
+    in_home: bool
+
+
+def group_words(words: Sequence[str]) -> list[list[str]]:
+    """Split a flat argument list into lines of ``flag value…`` so the script reads like the plan."""
+    lines: list[list[str]] = []
+    for word in words:
+        if not lines or _FLAG.match(word):
+            lines.append([word])
+        else:
+            lines[-1].append(word)
+    return lines
+
+
+def windows_relative(value: str, home: str) -> str | None:
+    """``value`` relative to ``home`` with backslashes, when it is an absolute Windows path inside it, else None.
+
+    Windows paths compare case-insensitively (``PureWindowsPath``); a path equal to the home is not "inside": it
+    would render as ``"%~dp0"``, whose trailing backslash escapes the closing quote for the program's argv parser.
+    """
+    path = PureWindowsPath(value)
+    root = PureWindowsPath(home)
+    if not (path.drive and path.root) or not (root.drive and root.root):
+        return None
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    text = str(rel)
+    return None if text in ("", ".") else text
+
+
+def _bat_word(value: object, home: str) -> BatWord:
+    text = str(value)
+    rel = windows_relative(text, home)
+    return BatWord(rel, True) if rel is not None else BatWord(text, False)
+
+
+def _checked_files(spec: LaunchSpec) -> list[Path]:
+    """Files the script checks before starting: a clear line beats llama-server's own error deep in its log."""
+    files = [spec.server, spec.model]
+    if spec.mmproj is not None:
+        files.append(spec.mmproj)
+    files.append(spec.api_key_file)
+    return files
+
+
+def _messages(which: Which) -> dict[str, str]:
+    texts = {"not_found": console.t("start.not_found"), "reinstall": console.t("start.reinstall")}
+    if which == "bat":
+        for text in texts.values():
+            if _BAT_ECHO_UNSAFE.intersection(text):
+                raise QuotingError(f"bat: a message holds a character cmd.exe would interpret: {text!r}")
+    return texts
+
+
+def render_text(spec: LaunchSpec, which: Which) -> str:
+    """The text of ``run_qwen.sh`` (``"sh"``) or ``run_qwen.bat`` (``"bat"``) for ``spec``, with ``\\n`` endings."""
+    common = {"version": __version__, "base_url": spec.base_url, "system": spec.system, **_messages(which)}
+    lines = group_words(spec.server_args())
+    if which == "sh":
+        return render_template(SH_TEMPLATE, server=str(spec.server), engine_dir=str(spec.engine_dir),
+                               checks=[str(p) for p in _checked_files(spec)], lines=lines, **common)
+    if which == "bat":
+        home = str(spec.home)
+        return render_template(BAT_TEMPLATE, server=_bat_word(spec.server, home),
+                               checks=[_bat_word(p, home) for p in _checked_files(spec)],
+                               lines=[[_bat_word(w, home) for w in line] for line in lines], **common)
+    raise ValueError(f"unknown start script kind: {which!r}")
+
+
+def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
+    """Write this system's start script into the home (atomically) and say where it is.
+
+    ``run_qwen.sh`` is executable (0755) with ``\\n`` endings; ``run_qwen.bat`` is UTF-8 without BOM and has
+    ``\\r\\n`` endings (cmd.exe misreads labels and ``goto`` in LF-only files).
+    """
+    if spec.system == "Windows":
+        write_rendered(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644)
+        return StartScripts(sh=None, bat=home.run_bat)
+    write_rendered(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755)
+    return StartScripts(sh=home.run_sh, bat=None)

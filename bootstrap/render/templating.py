@@ -1,0 +1,102 @@
+"""The render stage's machinery: one Jinja environment over ``templates/`` and the quoting filters templates use.
+
+All script and unit-file text lives in ``templates/``; Python passes values. Each target language has its own
+quoting rules, so each gets a filter, and a value a language cannot carry safely (a newline in a shell word, a
+double quote in a batch value) is refused rather than mangled:
+
+- ``sh``: POSIX shell word (``shlex.quote``: single quotes, ``'`` written as ``'"'"'``).
+- ``systemd``: one ExecStart/Environment word — double-quoted; ``\\`` and ``"`` backslash-escaped; ``%`` doubled
+  (specifier expansion, systemd.unit(5) "Specifiers"); ``$`` doubled (variable expansion, systemd.service(5)
+  "Command lines").
+- ``bat``: text inside a double-quoted cmd.exe argument — ``%`` doubled (batch files expand ``%…%`` even inside
+  quotes); ``"`` cannot be escaped inside quotes and is refused (it is not a legal Windows file-name character
+  anyway); ``!`` is only special with delayed expansion, which the templates switch off; ``&``, ``|``, ``^``, ``<``,
+  ``>`` are literal inside quotes.
+- XML and plist templates are autoescaped (``&``, ``<``, ``>``, quotes).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bootstrap.core.atomic_file import write_atomic
+from bootstrap.core.resources import resource_dir
+
+AUTOESCAPE_SUFFIXES = ("xml", "plist", "xml.j2", "plist.j2")
+
+
+class QuotingError(ValueError):
+    """A value that cannot be written safely in the target language (a bug or hostile input upstream)."""
+
+
+def _no_newline(value: str, language: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise QuotingError(f"{language}: a value holds a line break or NUL: {value!r}")
+    return value
+
+
+def sh_quote(value: object) -> str:
+    """One POSIX shell word."""
+    return shlex.quote(_no_newline(str(value), "sh"))
+
+
+def systemd_quote(value: object) -> str:
+    """One word of a systemd ``ExecStart=`` / ``Environment=`` line."""
+    text = _no_newline(str(value), "systemd")
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{text}"'
+
+
+def bat_text(value: object) -> str:
+    """Text to place between double quotes in a batch file (the template writes the quotes)."""
+    text = _no_newline(str(value), "bat")
+    if '"' in text:
+        raise QuotingError(f'bat: a value holds a double quote: {text!r}')
+    # Backslashes before the closing quote escape it in the Windows argument rules (CommandLineToArgvW): "C:\d\"
+    # reads as C:\d". Doubling a trailing run keeps the value intact.
+    text = re.sub(r"(\\+)$", r"\1\1", text)
+    return text.replace("%", "%%")
+
+
+@lru_cache(maxsize=4)
+def _environment(templates: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        autoescape=jinja2.select_autoescape(enabled_extensions=AUTOESCAPE_SUFFIXES, default_for_string=False),
+        undefined=jinja2.StrictUndefined,  # a missing value is a bug, never an empty string in a script
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    # tojson (Python/JSON literals in agent.py, snippets): keep Chinese readable; astral characters stay intact.
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
+    env.filters["sh"] = sh_quote
+    env.filters["systemd"] = systemd_quote
+    env.filters["bat"] = bat_text
+    return env
+
+
+def environment(templates: Path | None = None) -> jinja2.Environment:
+    """The shared environment (cached per templates folder)."""
+    return _environment(Path(templates) if templates else resource_dir("templates"))
+
+
+def render_template(name: str, templates: Path | None = None, **values: Any) -> str:
+    """Render ``templates/<name>`` with ``values``."""
+    return environment(templates).get_template(name).render(**values)
+
+
+def write_rendered(path: Path, text: str, *, newline: str = "\n", encoding: str = "utf-8",
+                   mode: int = 0o644) -> None:
+    """Write rendered text atomically with the line endings the target wants (``\\r\\n`` for .bat and Windows XML)."""
+    data = text.replace("\r\n", "\n")
+    if newline != "\n":
+        data = data.replace("\n", newline)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data.encode(encoding), mode=mode)

@@ -1,0 +1,312 @@
+"""The verify stage: prove the installed server answers like the OpenAI API, with its key, and measure it.
+
+Order matters: ``/health`` first (llama-server answers 503 ``Loading model`` on every endpoint until the weights
+are in, then 200 ``{"status":"ok"}``), then ``/v1/models`` with the key (the alias must be listed), then a chat
+request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
+the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
+``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
+(reference/llama-server.md, "Endpoints"). The key is sent, never printed: reports name its file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import webbrowser
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bootstrap.core.console import info, t
+from bootstrap.core.errors import ServerError
+from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register.base import Evidence
+from bootstrap.register.server_health import local_session
+from bootstrap.render.templating import render_template
+
+DEFAULT_PROMPT = "Say hello in one short sentence."
+REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay
+_POLL_S = 0.1
+_DEAD_AFTER = 5  # polls in a row without the server process (a start script execs llama-server: a brief gap)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What a person (or ``status --json``) needs to use the server, and how fast it answered."""
+
+    endpoint: str  # OpenAI base_url, http://HOST:PORT/v1
+    model: str  # the alias to send as "model"
+    api_key_file: str
+    health_wait_s: float
+    first_token_s: float  # request sent → first streamed content (or reasoning) delta
+    tokens_per_s: float  # generation speed of the streamed reply (llama-server's timings)
+    completion_tokens: int
+    reply: str
+    stream_ok: bool
+    rejects_without_key: bool
+    curl: str
+    python: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def last_log_line(path: Path) -> str:
+    """The last non-empty line of a log file (ANSI colours stripped), read from its tail only."""
+    lines = clean_lines(read_log_tail(path))
+    return lines[-1] if lines else ""
+
+
+def _failed(evidence: Evidence) -> EngineFailed:
+    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``)."""
+    failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
+    return failure.error(t("failure.who_server"))
+
+
+def _from_log(log_path: Path | None, exit_info: ExitInfo | None = None) -> Evidence:
+    return Evidence(exit_info, read_log_tail(log_path) if log_path is not None else "",
+                    None if log_path is None else str(log_path))
+
+
+def _exited(process: subprocess.Popen[Any], log_path: Path | None) -> EngineFailed:
+    return _failed(_from_log(log_path, ExitInfo.from_returncode(process.returncode)))
+
+
+def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any] | None = None,
+                 log_path: Path | None = None, alive: Callable[[], bool] | None = None,
+                 evidence: Callable[[], Evidence] | None = None) -> float:
+    """Poll ``/health`` until 200; the seconds waited. A dead ``process`` fails at once, not at the timeout, and
+    so does a server that ``alive`` (the service manager's view) reports gone several polls in a row; either way
+    the error names the cause, from ``evidence`` (the manager's exit status and log) or the log file."""
+    start = time.perf_counter()
+    deadline = start + timeout
+    last = t("verify.no_answer")
+    misses = 0
+    with local_session() as session:
+        while True:
+            if process is not None and process.poll() is not None:
+                raise _exited(process, log_path)
+            misses = misses + 1 if alive is not None and not alive() else 0
+            if misses >= _DEAD_AFTER:
+                raise _failed(evidence() if evidence is not None else _from_log(log_path))
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise ServerError(t("verify.err_health_timeout", url=base_url, seconds=f"{timeout:g}", last=last),
+                                  t("verify.hint_health_timeout"))
+            try:
+                resp = session.get(f"{base_url}/health", timeout=min(2.0, max(remaining, 0.1)))
+                if resp.status_code == 200:
+                    return time.perf_counter() - start
+                last = f"HTTP {resp.status_code} {_server_message(resp)}"  # 503 "Loading model": keep waiting
+            except requests.RequestException as exc:
+                last = _one_line(str(exc))
+            time.sleep(min(_POLL_S, max(deadline - time.perf_counter(), 0)))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _server_message(resp: requests.Response) -> str:
+    """llama-server's ``{"error": {"message": …}}`` as one line, else the start of the body."""
+    try:
+        doc = resp.json()
+    except ValueError:
+        return _one_line(resp.text[:300])
+    if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
+        return _one_line(str(doc["error"].get("message", "")))
+    return _one_line(json.dumps(doc)[:300])
+
+
+def _checked(resp: requests.Response, what: str) -> dict[str, Any]:
+    if resp.status_code != 200:
+        raise ServerError(t("verify.err_status", what=what, status=resp.status_code, message=_server_message(resp)),
+                          t("verify.hint_server"))
+    try:
+        doc = resp.json()
+    except ValueError as exc:
+        raise ServerError(t("verify.err_request", what=what, detail=_one_line(resp.text[:300])),
+                          t("verify.hint_server")) from exc
+    if not isinstance(doc, dict):
+        raise ServerError(t("verify.err_request", what=what, detail=_one_line(resp.text[:300])),
+                          t("verify.hint_server"))
+    return doc
+
+
+def _request(session: requests.Session, method: str, url: str, what: str, **kwargs: Any) -> requests.Response:
+    try:
+        return session.request(method, url, **kwargs)
+    except requests.RequestException as exc:
+        raise ServerError(t("verify.err_request", what=what, detail=_one_line(str(exc))),
+                          t("verify.hint_server")) from exc
+
+
+def _listed_models(doc: dict[str, Any]) -> list[str]:
+    """Ids in OpenAI's ``data`` and names in the Ollama-style ``models`` list llama-server also returns."""
+    names = [str(m.get("id")) for m in doc.get("data", []) if isinstance(m, dict)]
+    names += [str(m.get(k)) for m in doc.get("models", []) if isinstance(m, dict) for k in ("name", "model")
+              if m.get(k)]
+    return names
+
+
+def _chat_body(spec: LaunchSpec, prompt: str, max_tokens: int, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": spec.alias, "messages": [{"role": "user", "content": prompt}],
+                            "max_tokens": max_tokens}
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _sse_events(resp: requests.Response, deadline: float, what: str) -> Iterator[str]:
+    """The ``data:`` payloads of a server-sent event stream, bounded by ``deadline``."""
+    for raw in resp.iter_lines():
+        if time.perf_counter() > deadline:
+            raise ServerError(t("verify.err_request", what=what, detail=t("verify.no_answer")),
+                              t("verify.hint_server"))
+        line = raw.decode("utf-8", "replace").strip()
+        if line.startswith("data:"):
+            yield line[5:].strip()
+        elif line.startswith("error:"):  # llama-server reports a failure mid-stream this way
+            raise ServerError(t("verify.err_request", what=what, detail=_one_line(line[6:])), t("verify.hint_server"))
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    first_token_s: float
+    tokens_per_s: float
+    done: bool
+
+
+def _stream(session: requests.Session, spec: LaunchSpec, headers: dict[str, str], prompt: str, max_tokens: int,
+            timeout: float) -> _Streamed:
+    what = "POST /v1/chat/completions (stream)"
+    url = f"{spec.openai_base_url}/chat/completions"
+    sent = time.perf_counter()
+    resp = _request(session, "POST", url, what, json=_chat_body(spec, prompt, max_tokens, True), headers=headers,
+                    timeout=(5, timeout), stream=True)
+    with resp:
+        if resp.status_code != 200:
+            _checked(resp, what)
+        first: float | None = None
+        last_token = sent
+        tokens = 0
+        per_second: float | None = None
+        done = False
+        for payload in _sse_events(resp, sent + timeout, what):
+            if payload == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(payload)
+            except ValueError:
+                continue
+            if isinstance(chunk.get("error"), dict):
+                raise ServerError(t("verify.err_status", what=what, status=chunk["error"].get("code", "?"),
+                                    message=_one_line(str(chunk["error"].get("message", "")))),
+                                  t("verify.hint_server"))
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content") or delta.get("reasoning_content"):
+                    last_token = time.perf_counter()
+                    first = last_token - sent if first is None else first
+            usage = chunk.get("usage") or {}
+            tokens = int(usage.get("completion_tokens") or tokens)
+            timings = chunk.get("timings") or {}
+            if timings.get("predicted_per_second"):
+                per_second = float(timings["predicted_per_second"])
+    if first is None or not done:
+        raise ServerError(t("verify.err_stream"), t("verify.hint_server"))
+    if per_second is None:  # an engine without timings: tokens after the first over the time they took
+        span = last_token - sent - first
+        per_second = (tokens - 1) / span if tokens > 1 and span > 0 else 0.0
+    return _Streamed(first, per_second, done)
+
+
+def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 64) -> tuple[str, str]:
+    """The curl line and the Python snippet for this server (both read the key from its file), addressed where
+    clients should connect (``LaunchSpec.client_openai_url``)."""
+    body = json.dumps(_chat_body(spec, prompt, max_tokens, False), ensure_ascii=False)
+    curl = render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.client_openai_url}/chat/completions",
+                           key_file=str(spec.api_key_file), body=body, body_cmd=body.replace('"', '\\"'))
+    python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url,
+                             key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt)
+    return curl.strip(), python.rstrip()
+
+
+def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, prompt: str = DEFAULT_PROMPT,
+                  max_tokens: int = 32, process: subprocess.Popen[Any] | None = None,
+                  log_path: Path | None = None, alive: Callable[[], bool] | None = None,
+                  evidence: Callable[[], Evidence] | None = None) -> VerifyReport:
+    """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
+    health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive,
+                               evidence=evidence)
+    auth = {"Authorization": f"Bearer {api_key}"}
+    chat_url = f"{spec.openai_base_url}/chat/completions"
+    with local_session() as session:
+        what = "GET /v1/models"
+        models = _checked(_request(session, "GET", f"{spec.openai_base_url}/models", what, headers=auth,
+                                   timeout=timeout), what)
+        listed = _listed_models(models)
+        if spec.alias not in listed:
+            raise ServerError(t("verify.err_alias", alias=spec.alias, listed=", ".join(listed) or "-"),
+                              t("verify.hint_server"))
+
+        what = "POST /v1/chat/completions"
+        anonymous = _request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, 1, False),
+                             timeout=timeout)
+        if anonymous.status_code != 401:
+            raise ServerError(t("verify.err_no_key_check", status=anonymous.status_code),
+                              t("verify.hint_no_key_check"))
+
+        plain = _checked(_request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, max_tokens, False),
+                                  headers=auth, timeout=timeout), what)
+        message = ((plain.get("choices") or [{}])[0].get("message")) or {}
+        reply = str(message.get("content") or message.get("reasoning_content") or "")
+        usage = plain.get("usage") or {}
+        streamed = _stream(session, spec, auth, prompt, max_tokens, timeout)
+
+    curl, python = render_snippets(spec)
+    return VerifyReport(
+        endpoint=spec.client_openai_url,  # where clients connect (a LAN address for --host 0.0.0.0)
+        model=spec.alias,
+        api_key_file=str(spec.api_key_file),
+        health_wait_s=health_wait,
+        first_token_s=streamed.first_token_s,
+        tokens_per_s=streamed.tokens_per_s,
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        reply=_one_line(reply, REPLY_CHARS),
+        stream_ok=streamed.done,
+        rejects_without_key=True,
+        curl=curl,
+        python=python,
+    )
+
+
+def print_report(report: VerifyReport) -> None:
+    """The human report on stderr: where to connect, where the key is, how fast, and how to try it."""
+    info(t("verify.report_title"))
+    info(t("verify.report_endpoint", url=report.endpoint))
+    info(t("verify.report_model", model=report.model))
+    info(t("verify.report_key", path=report.api_key_file))
+    info(t("verify.report_speed", first=report.first_token_s, tps=report.tokens_per_s))
+    if report.reply:
+        info(t("verify.report_reply", reply=report.reply))
+    info("")
+    info(t("verify.report_curl"))
+    info(report.curl)
+    info("")
+    info(t("verify.report_python"))
+    info(report.python)
+
+
+def open_web_ui(spec: LaunchSpec) -> bool:
+    """Open llama-server's own chat page in the browser (only when the user asks for it)."""
+    info(t("verify.opening", url=spec.base_url))
+    return webbrowser.open(spec.base_url)
