@@ -19,7 +19,7 @@ from bootstrap.core import console
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.detect.checks import DEFAULT_MODEL_BYTES, run_checks
 from bootstrap.detect.hardware import Check, HardwareProfile, load_profile
-from bootstrap.plan.engine_variant import choose_variant, driver_major
+from bootstrap.plan.engine_variant import check_engine, choose_variant, driver_major
 from tests.test_hardware import MACHINES, recorded_profile
 
 GIB = 1 << 30
@@ -30,11 +30,11 @@ pytestmark = pytest.mark.usefixtures("english")
 
 
 def verdicts(p: HardwareProfile) -> dict[str, str]:
-    return {c.id: c.verdict for c in run_checks(p)}
+    return {c.id: c.verdict for c in run_checks(p, engine=check_engine)}
 
 
 def check(p: HardwareProfile, check_id: str) -> Check:
-    return next(c for c in run_checks(p) if c.id == check_id)
+    return next(c for c in run_checks(p, engine=check_engine) if c.id == check_id)
 
 
 def with_gpu(p: HardwareProfile, **changes: object) -> HardwareProfile:
@@ -175,7 +175,7 @@ def test_network_verdicts(tmp_path: Path) -> None:
 def test_human_table_is_aligned_in_chinese() -> None:
     console.set_language("zh")
     p = as_windows(recorded_profile("rtx3070_8gb_32gb"))
-    lines = doctor.render_table(run_checks(p))
+    lines = doctor.render_table(run_checks(p, engine=check_engine))
     assert lines[0].startswith("项目")
     rows = [line for line in lines[1:] if not line.lstrip().startswith("→")]
     # the details column starts at the same terminal column on every row (CJK counts double)

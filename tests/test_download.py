@@ -16,9 +16,10 @@ import pytest
 from bootstrap.core.disk_space import ensure_space
 from bootstrap.core.errors import ExitCode, IntegrityError, SourceError, UnsupportedMachine
 from bootstrap.fetch import download
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile, fetch_files
+from bootstrap.fetch.download import FetchOptions, fetch_files
 from bootstrap.fetch.http_session import linked_sha256, parse_content_range, retry_after_seconds, same_origin
 from bootstrap.fetch.partial import plan_segment_size
+from bootstrap.fetch.records import Mirror, RemoteFile
 from tests.support.download_fixtures import FAST, FILE, MIB, REPO, hf_mirror, ms_mirror, remote
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes

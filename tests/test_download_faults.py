@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from bootstrap.core.errors import QwenKitError, SourceError
-from bootstrap.fetch.download import FetchOptions, RemoteFile, fetch_files
+from bootstrap.fetch.download import FetchOptions, fetch_files
 from bootstrap.fetch.partial import plan_segment_size
+from bootstrap.fetch.records import RemoteFile
 from tests.support.download_fixtures import FAST, FILE, MIB, REPO, hf_mirror, ms_mirror, remote
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes

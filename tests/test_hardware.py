@@ -18,8 +18,10 @@ import pytest
 
 from bootstrap.core import console
 from bootstrap.core.errors import UsageError
-from bootstrap.detect.hardware import HardwareProfile, detect, load_profile, profile_from_readings, save_profile
+from bootstrap.detect.hardware import HardwareProfile, load_profile, save_profile
 from bootstrap.detect.probes import Readings, apple, cpu, disk, memory, network, nvidia, pythons, system
+from bootstrap.detect.profile import detect, profile_from_readings
+from bootstrap.plan.engine_variant import check_engine
 
 DATA = Path(__file__).parent / "data" / "hardware"
 MACHINES = ("no_gpu_16gb", "rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb",
@@ -48,7 +50,7 @@ def load_readings(name: str) -> Readings:
 
 
 def recorded_profile(name: str) -> HardwareProfile:
-    return profile_from_readings(load_readings(name), created=CREATED, kit_version="0.1.0")
+    return profile_from_readings(load_readings(name), created=CREATED, kit_version="0.1.0", engine=check_engine)
 
 
 # --- recorded machines -------------------------------------------------------------------------------------------
@@ -220,7 +222,7 @@ def test_cuda_version_encoding() -> None:
 # --- the real probes on this machine -----------------------------------------------------------------------------
 
 def test_real_probes_on_this_machine(tmp_path: Path) -> None:
-    p = detect(tmp_path / "not-created-yet" / "home")
+    p = detect(tmp_path / "not-created-yet" / "home", engine=check_engine)
     assert p.cpu.logical_cores >= 1 and 1 <= p.cpu.physical_cores <= p.cpu.logical_cores
     assert p.memory.total_bytes > p.memory.available_bytes > 0
     assert p.disk.free_bytes > 0 and Path(p.disk.path) == tmp_path  # nearest existing parent of the home

@@ -20,6 +20,7 @@ from bootstrap import __version__
 from bootstrap.core.console import set_language
 from bootstrap.core.errors import ExitCode, SourceError, UnsupportedMachine
 from bootstrap.core.home import Home
+from bootstrap.core.templating import render_template
 from bootstrap.detect.hardware import PythonInfo
 from bootstrap.place import runtime_venv as pyenv
 from bootstrap.place.runtime_venv import (
@@ -38,7 +39,6 @@ from bootstrap.place.runtime_venv import (
     venv_python,
     venv_script,
 )
-from bootstrap.render.templating import render_template
 from tests.support.llama import LlamaServer, free_port
 from tests.support.wheelhouse import REPO, kit_wheel, provide_wheelhouse
 

@@ -19,10 +19,11 @@ import pytest
 import requests
 
 from bootstrap import register as service
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.home import Home
-from bootstrap.detect.hardware import detect
-from bootstrap.fetch.download import sha256_file
-from bootstrap.install.deploy import DeployOptions, DeployResult, PlacedFile, deploy
+from bootstrap.detect.profile import detect
+from bootstrap.fetch.records import PlacedFile
+from bootstrap.install.deploy import DeployOptions, DeployResult, deploy
 from bootstrap.plan.model_facts import file_candidate
 from bootstrap.plan.planner import choose
 from tests.support.hub import LoopbackHub

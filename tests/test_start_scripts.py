@@ -23,10 +23,10 @@ import requests
 
 from bootstrap.core import console
 from bootstrap.core.home import Home
+from bootstrap.core.templating import QuotingError
 from bootstrap.place.api_key import ensure_api_key, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.render.start_scripts import group_words, render_start_scripts, render_text, windows_relative
-from bootstrap.render.templating import QuotingError
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core.console import t
-from bootstrap.detect.hardware import HardwareProfile, detect, load_profile
+from bootstrap.detect.hardware import HardwareProfile, load_profile
+from bootstrap.detect.profile import detect
 from bootstrap.tune.fit import (
     FIT_MARGIN_MIB,
     MIB,

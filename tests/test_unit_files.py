@@ -20,12 +20,12 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from bootstrap.core.home import Home
+from bootstrap.core.templating import QuotingError
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.launchd import LABEL, render_plist
 from bootstrap.register.systemd import UNIT, render_unit
 from bootstrap.register.windows_task import render_task_xml, write_task_xml
 from bootstrap.register.winsw import render_winsw_xml
-from bootstrap.render.templating import QuotingError
 
 # Legal in POSIX file names; systemd, the shell and XML each treat some of these specially.
 POSIX_WEIRD = "Qwen 家 %h$HOME\"q'\\b&<x>!"

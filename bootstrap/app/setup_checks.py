@@ -19,8 +19,8 @@ from bootstrap.catalog.models import load_catalog
 from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError
 from bootstrap.core.resources import ResourceName, resource_dir
+from bootstrap.core.templating import QuotingError, environment
 from bootstrap.place.runtime_venv import requirement_names
-from bootstrap.render.templating import QuotingError, environment
 
 # The start scripts every install renders (bootstrap/render/start_scripts.py); the setup is useless without them.
 REQUIRED_TEMPLATES = ("run_qwen.sh.j2", "run_qwen.bat.j2")
@@ -62,7 +62,7 @@ def check_templates() -> list[Problem]:
         except Exception as exc:  # any Jinja or I/O failure means the same thing here: a broken build
             problems.append(Problem(t("setup.render_failed", name=name, detail=_detail(exc)), t("setup.hint_rebuild")))
     try:
-        # Rendering runs Jinja's runtime and the quoting filters the templates rely on (bootstrap/render/templating.py).
+        # Rendering runs Jinja's runtime and the quoting filters the templates rely on (bootstrap/core/templating.py).
         text = env.from_string("{{ v | sh }} {{ v | bat }} {{ v | systemd }}").render(v="a b%")
         if not text.strip():
             raise QuotingError("empty output")

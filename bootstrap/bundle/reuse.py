@@ -22,8 +22,9 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import QwenKitError, UsageError
 from bootstrap.core.file_formats import read_record
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.home import Home, resolve_home
-from bootstrap.fetch.download import RemoteFile, sha256_file
+from bootstrap.fetch.records import RemoteFile
 from bootstrap.record.state import file_intact, load_state, resolve_in_home
 
 RECORD = "verified.json"  # in the create's work folder: {path: [size, mtime_ns, inode, sha256]}

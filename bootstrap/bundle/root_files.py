@@ -18,8 +18,8 @@ from bootstrap.catalog.bundle_manifest import read_dir
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t, warn
 from bootstrap.core.errors import QwenKitError, UsageError
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.messages.bundle_create import MESSAGES as README_MESSAGES
-from bootstrap.fetch.download import sha256_file
 from bootstrap.fetch.source_bundle import place_from_bundle
 
 README = "README.txt"

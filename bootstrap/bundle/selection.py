@@ -23,8 +23,8 @@ from bootstrap.catalog.models import Catalog, CatalogModel, catalog_document
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.detect.probes.pythons import SUPPORTED
-from bootstrap.fetch.download import RemoteFile
 from bootstrap.fetch.model_files import report_resolution, wanted_files
+from bootstrap.fetch.records import RemoteFile
 from bootstrap.fetch.source_bundle import local_path, model_path
 from bootstrap.fetch.sources import remote_files, resolve_files, sources_for
 from bootstrap.place.engine import resolve_assets

@@ -18,22 +18,23 @@ from urllib.parse import quote
 
 import requests
 
-from bootstrap.catalog.bundle_manifest import BundleFile, Manifest, file_state, read_dir, read_url, unlisted
+from bootstrap.catalog.bundle_manifest import (
+    BundleFile,
+    Manifest,
+    Problem,
+    extra_problems,
+    file_size,
+    file_state,
+    problem,
+    read_dir,
+)
 from bootstrap.core.console import t
 from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import IntegrityError, SourceError
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.progress import Progress
 from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, new_session
-from bootstrap.fetch.source_bundle import is_url
-
-BLOCK = 4 << 20
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    kind: str  # "missing" | "size" | "altered" | "extra"
-    message: str  # localized, one line
+from bootstrap.fetch.source_bundle import is_url, read_url
 
 
 @dataclass(frozen=True)
@@ -57,66 +58,37 @@ class VerifyReport:
                 "problems": [{"path": p.path, "kind": p.kind} for p in self.problems]}
 
 
-def _problem(path: str, kind: str, **fields: Any) -> Problem:
-    return Problem(path, kind, t(f"bundle.problem_{kind}", path=path, **fields))
-
-
 def _hash_local(path: Path, bar: Any) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        while block := fh.read(BLOCK):
-            digest.update(block)
-            size += len(block)
-            bar.update(len(block))
-    return size, digest.hexdigest()
+    read = 0
 
+    def advance(n: int) -> None:
+        nonlocal read
+        read += n
+        bar.update(n)
 
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:  # gone since it was looked at
-        return None
+    digest = sha256_file(path, advance)
+    return read, digest
 
 
 def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem | None:
     path = root / entry.path
     state = file_state(root, entry.path)
-    size = _size(path) if state is None else None
+    size = file_size(path) if state is None else None
     if state is not None or size is None:
         progress.skip(entry.size)
-        return _problem(entry.path, state or "missing")
+        return problem(entry.path, state or "missing")
     if size != entry.size:
         progress.skip(entry.size)
-        return _problem(entry.path, "size", expected=entry.size, actual=size)
+        return problem(entry.path, "size", expected=entry.size, actual=size)
     bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0)
     try:
         read, actual = _hash_local(path, bar)
     finally:
         bar.close()
     if read != entry.size:  # changed while being read
-        return _problem(entry.path, "size", expected=entry.size, actual=read)
-    return None if actual == entry.sha256 else _problem(entry.path, "altered", expected=entry.sha256[:12],
+        return problem(entry.path, "size", expected=entry.size, actual=read)
+    return None if actual == entry.sha256 else problem(entry.path, "altered", expected=entry.sha256[:12],
                                                         actual=actual[:12])
-
-
-def stat_problems(root: Path, manifest: Manifest) -> list[Problem]:
-    """What ``stat`` alone shows: listed files missing, links (``bundle_manifest.file_state``) or of another size,
-    unlisted files under ``payload/``."""
-    problems = []
-    for entry in manifest.files:
-        state = file_state(root, entry.path)
-        size = _size(root / entry.path) if state is None else None
-        if state is not None or size is None:
-            problems.append(_problem(entry.path, state or "missing"))
-        elif size != entry.size:
-            problems.append(_problem(entry.path, "size", expected=entry.size, actual=size))
-    return problems + _extras(root, {f.path for f in manifest.files})
-
-
-def _extras(root: Path, listed: set[str]) -> list[Problem]:
-    """Files (or links, or anything not a folder) under ``payload/`` that the manifest does not list."""
-    return [_problem(rel, "extra") for rel in sorted(unlisted(root, listed))]
 
 
 def _check_url(base: str, entry: BundleFile, session: requests.Session, progress: Progress) -> Problem | None:
@@ -127,7 +99,7 @@ def _check_url(base: str, entry: BundleFile, session: requests.Session, progress
     try:
         with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
             if response.status_code == 404:
-                return _problem(entry.path, "missing")
+                return problem(entry.path, "missing")
             if response.status_code != 200:
                 raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
                                   t("bundle.hint_http"))
@@ -143,9 +115,9 @@ def _check_url(base: str, entry: BundleFile, session: requests.Session, progress
     finally:
         bar.close()
     if read != entry.size:
-        return _problem(entry.path, "size", expected=entry.size, actual=read)
+        return problem(entry.path, "size", expected=entry.size, actual=read)
     actual = digest.hexdigest()
-    return None if actual == entry.sha256 else _problem(entry.path, "altered", expected=entry.sha256[:12],
+    return None if actual == entry.sha256 else problem(entry.path, "altered", expected=entry.sha256[:12],
                                                         actual=actual[:12])
 
 
@@ -169,7 +141,7 @@ def verify_bundle(where: str, *, quiet: bool = False) -> VerifyReport:
         finally:
             progress.close()
         if session is None:
-            problems += _extras(Path(where), {f.path for f in manifest.files})
+            problems += extra_problems(Path(where), {f.path for f in manifest.files})
     finally:
         if session is not None:
             session.close()

@@ -40,7 +40,8 @@ from bootstrap.catalog.bundle_platforms import TargetPlatform
 from bootstrap.core import settings
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import SourceError, UnsupportedMachine
-from bootstrap.fetch.download import holds, sha256_file
+from bootstrap.core.hashing import sha256_file
+from bootstrap.fetch.download import holds
 from bootstrap.place.runtime_venv import (
     KIT_DIST,
     child_env,

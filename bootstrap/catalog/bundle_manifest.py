@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import requests
-
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
-from bootstrap.core.errors import IntegrityError, SourceError, UsageError
+from bootstrap.core.errors import IntegrityError, UsageError
 from bootstrap.core.file_formats import parse_json, read_regular
-from bootstrap.fetch.records import API_TIMEOUT, MAX_JSON_BYTES, SHA256_RE, TRANSPORT_ERRORS
+from bootstrap.core.hashing import is_sha256
 
 MANIFEST = "payload/manifest.json"
 SUMS = "payload/SHA256SUMS"
 SCHEMA = 1
 KINDS = ("model", "mmproj", "engine", "wheel", "setup", "doc")
 PAYLOAD = "payload/"
+
+MAX_MANIFEST_BYTES = 64 << 20  # a manifest larger than this is not one this kit wrote
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def unpublish(root: Path) -> None:
 # ---- reading -----------------------------------------------------------------------------------------------------
 
 
-def _bad(where: str, detail: str) -> IntegrityError:
+def damaged(where: str, detail: str) -> IntegrityError:
     return IntegrityError(t("sources.err_bad_manifest", where=where, detail=detail), t("bundle.hint_recopy"))
 
 
@@ -179,24 +179,24 @@ def _check_path(rel: Any) -> bool:
 def _opt_str(entry: Mapping[str, Any], key: str, where: str, i: int) -> str | None:
     value = entry.get(key)
     if value is not None and (not isinstance(value, str) or not value):
-        raise _bad(where, f"files[{i}].{key}")
+        raise damaged(where, f"files[{i}].{key}")
     return value
 
 
 def _file(entry: Any, i: int, where: str) -> BundleFile:
     if not isinstance(entry, dict):
-        raise _bad(where, f"files[{i}] is not an object")
+        raise damaged(where, f"files[{i}] is not an object")
     rel, size, sha256, kind = entry.get("path"), entry.get("size"), entry.get("sha256"), entry.get("kind")
     if not _check_path(rel):
-        raise _bad(where, f"files[{i}].path")
+        raise damaged(where, f"files[{i}].path")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise _bad(where, f"files[{i}].size")
-    if not isinstance(sha256, str) or not SHA256_RE.fullmatch(sha256):
-        raise _bad(where, f"files[{i}].sha256")
+        raise damaged(where, f"files[{i}].size")
+    if not is_sha256(sha256):
+        raise damaged(where, f"files[{i}].sha256")
     if kind not in KINDS:
-        raise _bad(where, f"files[{i}].kind")
+        raise damaged(where, f"files[{i}].kind")
     if kind != "setup" and kind != "doc" and not rel.startswith(PAYLOAD):
-        raise _bad(where, f"files[{i}].path (outside payload/)")
+        raise damaged(where, f"files[{i}].path (outside payload/)")
     return BundleFile(rel, size, sha256, kind, _opt_str(entry, "repo", where, i),
                       _opt_str(entry, "revision", where, i), _opt_str(entry, "platform", where, i))
 
@@ -204,34 +204,34 @@ def _file(entry: Any, i: int, where: str) -> BundleFile:
 def _strings(doc: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = doc.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _bad(where, f"{key} must be a list of strings")
+        raise damaged(where, f"{key} must be a list of strings")
     return tuple(value)
 
 
 def parse(raw: bytes, sums: bytes | None, where: str) -> Manifest:
     """Validate a manifest and its ``SHA256SUMS`` twin; any disagreement is an integrity failure (exit 5)."""
     if sums is None:
-        raise _bad(where, f"{SUMS} is missing")
-    doc = parse_json(raw, lambda detail: _bad(where, detail))
+        raise damaged(where, f"{SUMS} is missing")
+    doc = parse_json(raw, lambda detail: damaged(where, detail))
     if not isinstance(doc, dict):
-        raise _bad(where, "not a JSON object")
+        raise damaged(where, "not a JSON object")
     if isinstance(doc.get("schema"), int) and doc["schema"] > SCHEMA:
         raise UsageError(t("bundle.err_newer", where=where, version=str(doc.get("tool_version", "?"))),
                          t("bundle.hint_newer"))
     if doc.get("schema") != SCHEMA:
-        raise _bad(where, f"schema must be {SCHEMA}")
+        raise damaged(where, f"schema must be {SCHEMA}")
     files = doc.get("files")
     if not isinstance(files, list):
-        raise _bad(where, "files must be a list")
+        raise damaged(where, "files must be a list")
     parsed = tuple(_file(entry, i, where) for i, entry in enumerate(files))
     if len({f.path for f in parsed}) != len(parsed):
-        raise _bad(where, "a path is listed twice")
+        raise damaged(where, "a path is listed twice")
     for key in ("catalog", "engines"):
         if not isinstance(doc.get(key), dict):
-            raise _bad(where, f"{key} must be an object")
+            raise damaged(where, f"{key} must be an object")
     for key in ("created", "tool_version"):
         if not isinstance(doc.get(key), str):
-            raise _bad(where, f"{key} must be a string")
+            raise damaged(where, f"{key} must be a string")
     if sums != sums_text(raw, parsed):
         raise IntegrityError(t("bundle.err_sums_mismatch", where=where), t("bundle.hint_recopy"))
     return Manifest(doc["created"], doc["tool_version"], _strings(doc, "platforms", where),
@@ -245,7 +245,7 @@ def _read_local(path: Path) -> bytes | None:
     def unreadable(detail: str) -> UsageError:
         return UsageError(t("bundle.err_read", path=str(path), detail=detail))
 
-    return read_regular(path, MAX_JSON_BYTES, lambda detail: _bad(str(path), detail), follow_links=False,
+    return read_regular(path, MAX_MANIFEST_BYTES, lambda detail: damaged(str(path), detail), follow_links=False,
                         missing_ok=True, unreadable=unreadable)
 
 
@@ -257,30 +257,41 @@ def read_dir(root: Path) -> Manifest:
     return parse(raw, _read_local(root / SUMS), str(root / MANIFEST))
 
 
-def _get(session: requests.Session, url: str) -> bytes | None:
-    """A small document over HTTP, bounded; ``None`` on 404."""
+# ---- checking a bundle folder against its manifest (stat only; hashing is ``bundle verify``'s) --------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: str  # "missing" | "size" | "altered" | "extra"
+    message: str  # localized, one line
+
+
+def problem(path: str, kind: str, **fields: Any) -> Problem:
+    return Problem(path, kind, t(f"bundle.problem_{kind}", path=path, **fields))
+
+
+def file_size(path: Path) -> int | None:
     try:
-        with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
-            if response.status_code == 404:
-                return None
-            if response.status_code != 200:
-                raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
-                                  t("bundle.hint_http"))
-            body = b""
-            for chunk in response.iter_content(64 << 10):
-                body += chunk
-                if len(body) > MAX_JSON_BYTES:
-                    raise _bad(url, "too large")
-            return body
-    except TRANSPORT_ERRORS as exc:
-        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        raise SourceError(t("bundle.err_http", url=url, detail=detail), t("bundle.hint_http")) from exc
+        return path.stat().st_size
+    except OSError:  # gone since it was looked at
+        return None
 
 
-def read_url(root: str, session: requests.Session) -> Manifest:
-    """The manifest of a bundle served over HTTP(S) at ``root``."""
-    base = root.rstrip("/")
-    raw = _get(session, f"{base}/{MANIFEST}")
-    if raw is None:
-        raise UsageError(t("sources.err_no_bundle", where=base), t("bundle.hint_no_bundle"))
-    return parse(raw, _get(session, f"{base}/{SUMS}"), f"{base}/{MANIFEST}")
+def stat_problems(root: Path, manifest: Manifest) -> list[Problem]:
+    """What ``stat`` alone shows: listed files missing, links (``bundle_manifest.file_state``) or of another size,
+    unlisted files under ``payload/``."""
+    problems = []
+    for entry in manifest.files:
+        state = file_state(root, entry.path)
+        size = file_size(root / entry.path) if state is None else None
+        if state is not None or size is None:
+            problems.append(problem(entry.path, state or "missing"))
+        elif size != entry.size:
+            problems.append(problem(entry.path, "size", expected=entry.size, actual=size))
+    return problems + extra_problems(root, {f.path for f in manifest.files})
+
+
+def extra_problems(root: Path, listed: set[str]) -> list[Problem]:
+    """Files (or links, or anything not a folder) under ``payload/`` that the manifest does not list."""
+    return [problem(rel, "extra") for rel in sorted(unlisted(root, listed))]

@@ -8,32 +8,31 @@ data; ``engine_variant`` applies them and a test keeps the two in step.
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_document
+from bootstrap.core.hashing import is_sha256
 from bootstrap.core.resources import resource_dir
-from bootstrap.plan.engine_variant import VARIANTS
-
-if TYPE_CHECKING:  # the detect stage's records: not imported at run time (a rerun's check stays light)
-    from bootstrap.detect.hardware import HardwareProfile
 
 PINS_SCHEMA = 1
 KINDS = ("tar.gz", "zip", "exe")
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 # A repo and a tag become URL path segments (``…/<owner>/<repo>/releases/download/<tag>/<name>``) and folder names:
 # no "." or ".." segment (RFC 3986 §5.2.4 would collapse them, escaping the release), no separators.
 _REPO_RE = re.compile(r"(?!\.\.?/)[A-Za-z0-9._-]+/(?!\.\.?$)[A-Za-z0-9._-]+")
 _TAG_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # git refs: no component begins with "." (git-check-ref-format)
 # An asset name becomes a URL path segment and a file name: no separators, no leading dot.
 _NAME_RE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+
+# The release builds the kit knows, by the names llama.cpp's release assets use (DESIGN.md §4).
+VARIANTS = ("win-cuda-12.4", "win-cuda-13", "win-vulkan", "win-cpu", "ubuntu-x64", "ubuntu-vulkan-x64",
+            "macos-arm64", "macos-x64")
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def _asset(path: Path, key: str, raw: Any, variant: str, repo: str, tag: str) ->
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise _bad(path, f"{key}.name", "a file name")
     sha = raw.get("sha256")
-    if sha is not None and (not isinstance(sha, str) or not _SHA256_RE.fullmatch(sha.lower())):
+    if sha is not None and (not isinstance(sha, str) or not is_sha256(sha.lower())):
         raise _bad(path, f"{key}.sha256", "64 hex digits")
     size = raw.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
@@ -211,20 +210,3 @@ def assets_for(pins: EnginePins, variant: str) -> tuple[EngineAsset, ...]:
         raise UsageError(t("engine.err_variant", variant=variant, path=where,
                            known=", ".join(sorted(pins.assets)) or "-"), t("engine.hint_pins"))
     return found
-
-
-def cuda_toolkit_hint(profile: HardwareProfile, env: Mapping[str, str],
-                      which: Callable[[str], str | None] = shutil.which) -> str | None:
-    """A one-line offer to build a CUDA llama.cpp, when Linux + NVIDIA + a CUDA toolkit are all present.
-
-    Upstream ships no Linux CUDA tarball (reference/llama-server.md), so the kit installs the Vulkan build and
-    only *offers* the faster from-source build; it never compiles on the user's behalf. ``env`` is the
-    environment to look in (``os.environ`` from the caller) for ``CUDA_PATH`` / ``CUDA_HOME``.
-    """
-    if profile.os.system != "Linux" or not any(g.vendor == "nvidia" for g in profile.gpus):
-        return None
-    nvcc = which("nvcc")
-    toolkit = nvcc or settings.first_set(env, "CUDA_PATH", "CUDA_HOME")
-    if not toolkit:
-        return None
-    return t("engine.cuda_build_offer", toolkit=toolkit)

@@ -11,14 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.input_checks import check_text
-
-if TYPE_CHECKING:
-    from bootstrap.record.state import InstallState
 
 _HUB_PREFIXES = {"hf": "hf", "ms": "modelscope", "modelscope": "modelscope"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -106,9 +102,9 @@ class Wanted:
     ref: ModelRef
 
 
-def wanted_model(model: str | None, previous: InstallState | None) -> Wanted:
-    """MODEL, else the installed model's request, else the catalog's default."""
-    text = model or (previous.request.model if previous is not None and previous.request is not None else None)
+def wanted_model(model: str | None, installed: str | None) -> Wanted:
+    """MODEL, else ``installed`` (the MODEL text the install in this home was made for), else the catalog's default."""
+    text = model or installed
     if not text:
         from bootstrap.catalog.models import load_catalog
 

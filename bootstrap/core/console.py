@@ -67,6 +67,11 @@ def set_language(lang: str | None) -> None:
     _language = lang
 
 
+def join_sentences(*sentences: str) -> str:
+    """Sentences in one line: space-separated in English, run together after Chinese full stops."""
+    return ("" if language() == "zh" else " ").join(sentences)
+
+
 def t(key: str, **fields: Any) -> str:
     """The message ``key`` in the UI language, formatted with ``fields``.
 

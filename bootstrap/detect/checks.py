@@ -4,29 +4,22 @@ Verdicts inform; they never stop anything (``install`` decides what a ``fail`` m
 - RAM below 8 GiB fails: even the smallest catalog fallback plus the OS does not fit (reference/qwen36.md sizes).
 - Free disk below the default model (Qwen3.6-35B-A3B UD-Q4_K_M 22,134,528,992 B + mmproj-F16 899,283,680 B,
   reference/qwen36.md) warns: a smaller quant may still fit.
-- An NVIDIA driver below the CUDA build's floor warns loudly (engine check) instead of letting llama.cpp fall
-  back to the CPU in silence (field-notes failure mode 4).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from bootstrap.core.console import language, t
-from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.console import join_sentences, t
 from bootstrap.detect.hardware import Check, HardwareProfile, gib
-from bootstrap.plan.engine_variant import choose_variant
 
 GIB = 1 << 30
 MIN_RAM_BYTES = 8 * GIB
 DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (reference/qwen36.md)
 SUPPORTED_SYSTEMS = ("Linux", "Windows", "Darwin")
+Judge = Callable[[HardwareProfile], Check]
 CHECK_IDS = ("os", "cpu", "ram", "disk", "gpu", "engine", "python", "network")
-
-
-def _join(*sentences: str) -> str:
-    """Sentences in one line: space-separated in English, run together after Chinese full stops."""
-    return ("" if language() == "zh" else " ").join(sentences)
 
 
 def _check(check_id: str, verdict: str, reason: str, hint: str = "") -> Check:
@@ -87,20 +80,6 @@ def check_gpu(p: HardwareProfile) -> Check:
     return _check("gpu", "ok", "; ".join(parts))
 
 
-def check_engine(p: HardwareProfile) -> Check:
-    try:
-        choice = choose_variant(p)
-    except UnsupportedMachine as exc:
-        return _check("engine", "fail", exc.message, exc.hint or "")
-    reason = t("doctor.engine_reason", variant=choice.name, why=choice.reason)
-    if choice.warnings:
-        driver_too_old = choice.name == "win-vulkan" and choice.min_driver is not None
-        hint = t("doctor.engine_hint_driver", minimum=choice.min_driver) if driver_too_old \
-            else t("doctor.engine_hint_jit")
-        return _check("engine", "warn", _join(reason, *choice.warnings), hint)
-    return _check("engine", "ok", reason)
-
-
 def check_python(p: HardwareProfile) -> Check:
     if not p.pythons:
         return _check("python", "warn", t("doctor.python_none"), t("doctor.python_hint_none"))
@@ -114,15 +93,19 @@ def check_network(p: HardwareProfile) -> Check:
     proxy = n.https_proxy or n.http_proxy
     text = t("doctor.net_proxy", proxy=proxy) if proxy else t("doctor.net_direct")
     if n.ca_bundle:
-        text = _join(text, t("doctor.net_ca", path=n.ca_bundle))
+        text = join_sentences(text, t("doctor.net_ca", path=n.ca_bundle))
         if not Path(n.ca_bundle).is_file():
             return _check("network", "warn", text, t("doctor.net_hint_ca_missing", path=n.ca_bundle))
     if not n.truststore:
-        return _check("network", "warn", _join(text, t("doctor.net_no_truststore")), t("doctor.net_hint_truststore"))
-    return _check("network", "ok", _join(text, t("doctor.net_truststore")))
+        return _check("network", "warn", join_sentences(text, t("doctor.net_no_truststore")),
+                      t("doctor.net_hint_truststore"))
+    return _check("network", "ok", join_sentences(text, t("doctor.net_truststore")))
 
 
-def run_checks(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES) -> tuple[Check, ...]:
-    """Every check, in ``CHECK_IDS`` order."""
-    return (check_os(p), check_cpu(p), check_ram(p), check_disk(p, model_bytes), check_gpu(p), check_engine(p),
+def run_checks(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES,
+               engine: Judge | None = None) -> tuple[Check, ...]:
+    """Every check, in ``CHECK_IDS`` order. The engine verdict is a plan decision (which build this machine needs,
+    ``plan.engine_variant.check_engine``): the caller passes it in, and without it that row is left out."""
+    engine_row = (engine(p),) if engine is not None else ()
+    return (check_os(p), check_cpu(p), check_ram(p), check_disk(p, model_bytes), check_gpu(p), *engine_row,
             check_python(p), check_network(p))

@@ -8,22 +8,16 @@ field is type- and range-checked and a bad one is reported as one line naming it
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bootstrap import __version__
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_json
 from bootstrap.core.json_fields import FieldReader
-
-if TYPE_CHECKING:
-    from bootstrap.detect.probes import Readings
 
 SCHEMA_VERSION = 1
 # A profile is a few KiB; refusing anything far larger keeps a hostile --hardware file from costing memory.
@@ -230,26 +224,6 @@ def save_profile(profile: HardwareProfile, path: str | Path) -> None:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def detect(home: Path, env: Mapping[str, str] | None = None) -> HardwareProfile:
-    """Run every probe on this machine and the doctor's checks; the result is the profile document.
-
-    ``env`` defaults to the process environment (proxy and CA variables, Windows install dirs); it is passed down
-    as data, like ``home.default_home`` does, so probes stay testable.
-    """
-    from bootstrap.detect.probes import read_all
-
-    return profile_from_readings(read_all(home, os.environ if env is None else env), created=utc_now())
-
-
-def profile_from_readings(readings: Readings, created: str, kit_version: str = __version__) -> HardwareProfile:
-    """The full profile (records + the doctor's checks) from a ``probes.Readings``: live or recorded."""
-    from bootstrap.detect import checks as doctor_checks  # late: both build on these records
-    from bootstrap.detect.probes import probe_all
-
-    profile = probe_all(readings, created=created, kit_version=kit_version)
-    return with_checks(profile, doctor_checks.run_checks(profile))
 
 
 def with_checks(profile: HardwareProfile, checks: tuple[Check, ...]) -> HardwareProfile:

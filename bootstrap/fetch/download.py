@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import random
 import shutil
@@ -20,8 +19,8 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urljoin
@@ -35,10 +34,12 @@ from bootstrap.core.console import info, t, warn
 from bootstrap.core.disk_space import device_of, ensure_space, free_bytes
 from bootstrap.core.errors import IntegrityError, SourceError, UnsupportedMachine
 from bootstrap.core.fs_errors import NO_SPACE
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.progress import FileProgress, Progress
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
 from bootstrap.fetch.partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
+from bootstrap.fetch.records import RemoteFile
 
 CHUNK = 1 << 20  # read size: bounded memory per connection whatever the file size
 MAX_REDIRECTS = 5
@@ -52,25 +53,6 @@ NETWORK_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, Conne
 
 
 # ---- public records ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Mirror:
-    """One place a file can be fetched from (already pinned to a revision)."""
-
-    source: str  # label for messages/failover: "hf", "modelscope", "bundle", "mirror:<host>"
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)  # sent to this URL's origin only
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """A file to fetch: what it must be (size, sha256) and where it may come from, in preference order."""
-
-    name: str
-    size: int
-    sha256: str
-    mirrors: tuple[Mirror, ...]
-
-
 @dataclass(frozen=True)
 class FetchOptions:
     """Knobs of one ``fetch_files`` call."""
@@ -475,15 +457,6 @@ def _reason(exc: BaseException) -> str:
 
 
 # ---- placing and reusing ----------------------------------------------------------------------------------
-def sha256_file(path: Path) -> str:
-    """Streamed SHA-256 of a file (bounded memory)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(4 * CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _place(part: PartFile, dest: Path) -> None:
     """fsync, then rename into place (copy + rename when the home spans filesystems); never a half file."""
     dest.parent.mkdir(parents=True, exist_ok=True)

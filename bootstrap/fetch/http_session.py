@@ -21,10 +21,10 @@ import truststore
 from requests.adapters import HTTPAdapter
 
 from bootstrap import __version__
+from bootstrap.core.hashing import is_sha256
 
 USER_AGENT = f"qwenclientkit/{__version__}"
 CONNECT_TIMEOUT = 15.0
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 # RFC 9110 §14.4: Content-Range: bytes first-last/complete-length (or */complete-length on a 416).
 _CONTENT_RANGE_RE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
 
@@ -129,7 +129,7 @@ def linked_sha256(headers: Any) -> str | None:
     if tag.startswith("W/"):
         tag = tag[2:]
     tag = tag.strip('"').lower()
-    return tag if _SHA256_RE.fullmatch(tag) else None
+    return tag if is_sha256(tag) else None
 
 
 def linked_size(headers: Any) -> int | None:
@@ -138,3 +138,14 @@ def linked_size(headers: Any) -> int | None:
     if raw and raw.strip().isdigit():
         return int(raw.strip())
     return None
+
+
+def local_session() -> requests.Session:
+    """A session for this machine's own llama-server: no proxies, no netrc, no environment CA overrides.
+
+    ``HTTPS_PROXY``/``HTTP_PROXY`` are for the hubs; a corporate proxy would otherwise receive (and fail) calls to
+    127.0.0.1 whenever ``NO_PROXY`` does not list it.
+    """
+    session = requests.Session()
+    session.trust_env = False
+    return session

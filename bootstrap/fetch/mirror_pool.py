@@ -16,7 +16,7 @@ from bootstrap.core.console import t, warn
 from bootstrap.core.errors import SourceError
 
 if TYPE_CHECKING:
-    from bootstrap.fetch.download import Mirror
+    from bootstrap.fetch.records import Mirror
 
 
 @dataclass

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -26,7 +27,6 @@ API_TIMEOUT = (5.0, 15.0)
 # (git-stored text: configs, templates). Model files are always LFS on both hubs.
 SMALL_FILE_LIMIT = 16 << 20
 MAX_JSON_BYTES = 64 << 20  # a listing larger than this is not a hub answering
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 
 # Exceptions meaning "the network or the server failed" (not "the file does not exist").
@@ -153,3 +153,43 @@ def retry_after(headers: Mapping[str, str], cap: float = 5.0) -> float:
         return min(cap, max(0.0, float(headers.get("Retry-After", "1"))))
     except ValueError:
         return 1.0
+
+
+# ---- files: what to fetch, from where, and what was placed ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One place a file can be fetched from (already pinned to a revision)."""
+
+    source: str  # label for messages/failover: "hf", "modelscope", "bundle", "mirror:<host>"
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent to this URL's origin only
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file to fetch: what it must be (size, sha256) and where it may come from, in preference order."""
+
+    name: str
+    size: int
+    sha256: str
+    mirrors: tuple[Mirror, ...]
+
+
+@dataclass(frozen=True)
+class PlacedFile:
+    """A verified model file in the home, with where it came from (for the record)."""
+
+    role: str  # "model" | "mmproj"
+    path: Path
+    size: int
+    sha256: str
+    source: str
+    revision: str | None = None
+    staged: Path | None = None  # the verified bytes wait here while the live install still uses ``path``
+
+    @property
+    def bytes_at(self) -> Path:
+        """Where the verified bytes are now (staging before the swap)."""
+        return self.staged or self.path

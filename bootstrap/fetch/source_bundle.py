@@ -19,10 +19,10 @@ from bootstrap.catalog import bundle_manifest
 from bootstrap.catalog.source_names import is_url
 from bootstrap.core.atomic_file import fsync_dir
 from bootstrap.core.console import t
-from bootstrap.core.errors import UsageError
+from bootstrap.core.errors import SourceError, UsageError
 from bootstrap.core.progress import Progress
-from bootstrap.fetch.download import FetchOptions, RemoteFile, fetch_files, holds
-from bootstrap.fetch.records import ResolvedFile, Source, transport_guard
+from bootstrap.fetch.download import FetchOptions, fetch_files, holds
+from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, RemoteFile, ResolvedFile, Source, transport_guard
 from bootstrap.fetch.verified_copy import copy_verified
 
 MANIFEST = bundle_manifest.MANIFEST
@@ -37,7 +37,7 @@ def load_manifest(source: Source, session: requests.Session) -> bundle_manifest.
     """The bundle's manifest, checked against its ``SHA256SUMS`` (a bad pair is an integrity failure, exit 5)."""
     if is_url(source.endpoint):
         with transport_guard(source):
-            return bundle_manifest.read_url(source.endpoint, session)
+            return read_url(source.endpoint, session)
     return bundle_manifest.read_dir(Path(source.endpoint))
 
 
@@ -120,3 +120,33 @@ def fetch_any(jobs: Sequence[tuple[RemoteFile, Path]], partial_dir: Path, option
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(held, dest)
             fsync_dir(dest.parent)
+
+
+def _get(session: requests.Session, url: str) -> bytes | None:
+    """A small document over HTTP, bounded; ``None`` on 404."""
+    try:
+        with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
+                                  t("bundle.hint_http"))
+            body = b""
+            for chunk in response.iter_content(64 << 10):
+                body += chunk
+                if len(body) > bundle_manifest.MAX_MANIFEST_BYTES:
+                    raise bundle_manifest.damaged(url, "too large")
+            return body
+    except TRANSPORT_ERRORS as exc:
+        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise SourceError(t("bundle.err_http", url=url, detail=detail), t("bundle.hint_http")) from exc
+
+
+def read_url(root: str, session: requests.Session) -> bundle_manifest.Manifest:
+    """The manifest of a bundle served over HTTP(S) at ``root``."""
+    base = root.rstrip("/")
+    raw = _get(session, f"{base}/{bundle_manifest.MANIFEST}")
+    if raw is None:
+        raise UsageError(t("sources.err_no_bundle", where=base), t("bundle.hint_no_bundle"))
+    sums = _get(session, f"{base}/{bundle_manifest.SUMS}")
+    return bundle_manifest.parse(raw, sums, f"{base}/{bundle_manifest.MANIFEST}")

@@ -25,10 +25,10 @@ from huggingface_hub.errors import (
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
+from bootstrap.core.hashing import is_sha256
 from bootstrap.fetch.records import (
     API_TIMEOUT,
     COMMIT_RE,
-    SHA256_RE,
     TRANSPORT_ERRORS,
     ResolvedFile,
     Source,
@@ -89,7 +89,7 @@ def resolve_hf(source: Source, paths: Sequence[str], session: requests.Session) 
             raise unreachable(source, ValueError(f"no size listed for {path}"))
         if lfs is not None:
             sha256 = str(lfs.sha256).lower()
-            if not SHA256_RE.match(sha256):
+            if not is_sha256(sha256):
                 raise SourceError(t("sources.err_bad_listing", source=source.name, path=path))
         else:
             sha256 = hash_small_file(session, source, url, int(size), sibling.blob_id)

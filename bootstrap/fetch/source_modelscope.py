@@ -24,10 +24,10 @@ import requests
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
+from bootstrap.core.hashing import is_sha256
 from bootstrap.fetch.records import (
     API_TIMEOUT,
     COMMIT_RE,
-    SHA256_RE,
     ResolvedFile,
     Source,
     hash_small_file,
@@ -124,7 +124,7 @@ def resolve_modelscope(source: Source, paths: Sequence[str], session: requests.S
         sha256 = str(entry.get("Sha256") or "").lower()
         if not sha256:
             sha256 = hash_small_file(session, source, url, size, None)
-        elif not SHA256_RE.match(sha256):
+        elif not is_sha256(sha256):
             raise SourceError(t("sources.err_bad_listing", source=source.name, path=path))
         out.append(ResolvedFile(source.name, source.repo, path, file_revision, url, size, sha256,
                                 tuple(source.auth_headers().items())))

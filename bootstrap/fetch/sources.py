@@ -23,8 +23,7 @@ from bootstrap.catalog.source_names import SOURCE_NAMES
 from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import IntegrityError, QwenKitError, SourceError, UsageError
-from bootstrap.fetch.download import Mirror, RemoteFile
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, ResolvedFile, Source, new_session
+from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Mirror, RemoteFile, ResolvedFile, Source, new_session
 from bootstrap.fetch.source_bundle import MANIFEST, is_url, manifest_url, resolve_bundle
 from bootstrap.fetch.source_hf import resolve_hf
 from bootstrap.fetch.source_modelscope import resolve_modelscope

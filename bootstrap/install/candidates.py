@@ -13,7 +13,7 @@ from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, LocalFileRef, Mo
 from bootstrap.catalog.models import CatalogModel, RepoRef, load_catalog
 from bootstrap.core.console import t
 from bootstrap.core.errors import IntegrityError, UsageError
-from bootstrap.fetch.download import sha256_file
+from bootstrap.core.hashing import sha256_file
 from bootstrap.fetch.gguf_remote import read_remote_header
 from bootstrap.fetch.records import ResolvedFile
 from bootstrap.fetch.source_bundle import local_path

@@ -27,6 +27,7 @@ from bootstrap.core.errors import QwenKitError, ServerError
 from bootstrap.core.home import Home
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.fetch.download import FetchOptions
+from bootstrap.fetch.records import PlacedFile
 from bootstrap.install import cleanup, file_swap
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key, read_api_key
@@ -57,24 +58,6 @@ from bootstrap.tune import fit as tune
 from bootstrap.verify import chat as verify
 
 PORT_SEARCH = 100  # how far past a taken default port to look for a free one
-
-
-@dataclass(frozen=True)
-class PlacedFile:
-    """A verified model file in the home, with where it came from (for the record)."""
-
-    role: str  # "model" | "mmproj"
-    path: Path
-    size: int
-    sha256: str
-    source: str
-    revision: str | None = None
-    staged: Path | None = None  # the verified bytes wait here while the live install still uses ``path``
-
-    @property
-    def bytes_at(self) -> Path:
-        """Where the verified bytes are now (staging before the swap)."""
-        return self.staged or self.path
 
 
 @dataclass(frozen=True)

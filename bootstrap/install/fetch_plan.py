@@ -18,14 +18,15 @@ from pathlib import Path
 from bootstrap.catalog.model_ref import CatalogRef, LocalFileRef, Wanted
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.console import info, t
+from bootstrap.core.hashing import sha256_file
 from bootstrap.core.home import Home
-from bootstrap.fetch.download import FetchOptions, RemoteFile, holds, sha256_file
+from bootstrap.fetch.download import FetchOptions, holds
 from bootstrap.fetch.model_files import destinations, report_resolution, wanted_files
 from bootstrap.fetch.partial import resumable_bytes
+from bootstrap.fetch.records import PlacedFile, RemoteFile
 from bootstrap.fetch.source_bundle import fetch_any
 from bootstrap.fetch.sources import measure, remote_files, resolve_files, sources_for
 from bootstrap.install import file_swap
-from bootstrap.install.deploy import PlacedFile
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import FileRecord, InstallState, file_intact, resolve_in_home
 

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bootstrap.bundle.verify import stat_problems
 from bootstrap.catalog import bundle_manifest
-from bootstrap.catalog.bundle_manifest import MANIFEST, BundleFile, Manifest
+from bootstrap.catalog.bundle_manifest import MANIFEST, BundleFile, Manifest, stat_problems
 from bootstrap.catalog.bundle_platforms import wheels_folder
 from bootstrap.catalog.engine_pins import parse_pins
 from bootstrap.catalog.models import parse_catalog
@@ -38,9 +37,9 @@ from bootstrap.core.errors import IntegrityError, QwenKitError, UsageError
 from bootstrap.core.file_formats import read_regular
 from bootstrap.core.fs_errors import mapped
 from bootstrap.core.home import Home
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile
-from bootstrap.fetch.records import API_TIMEOUT, new_session
-from bootstrap.fetch.source_bundle import fetch_any, file_url, is_url
+from bootstrap.fetch.download import FetchOptions
+from bootstrap.fetch.records import API_TIMEOUT, Mirror, RemoteFile, new_session
+from bootstrap.fetch.source_bundle import fetch_any, file_url, is_url, read_url
 
 ORIGIN = "origin.txt"
 CATALOG = "catalog.json"
@@ -173,7 +172,7 @@ def _saved(home: Home, source: str) -> Manifest | None:
         with mapped(folder):
             os.replace(old, folder)
     try:
-        origin, raw, sums = (read_regular(folder / name, bundle_manifest.MAX_JSON_BYTES, _unusable,
+        origin, raw, sums = (read_regular(folder / name, bundle_manifest.MAX_MANIFEST_BYTES, _unusable,
                                           follow_links=False) for name in (ORIGIN, "manifest.json", SUMS))
     except QwenKitError:
         return None
@@ -202,7 +201,7 @@ def open_bundle(source: str, home: Home) -> OpenedBundle | None:
     if is_url(root):
         session = new_session()
         try:
-            manifest = bundle_manifest.read_url(root, session)
+            manifest = read_url(root, session)
         finally:
             session.close()
     else:

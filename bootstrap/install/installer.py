@@ -138,7 +138,7 @@ def _record_failure(home: Home, exc: QwenKitError) -> None:
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
              recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
     source = request.source or "auto"
-    wanted = wanted_model(request.model, previous)
+    wanted = wanted_model(request.model, previous.request.model if previous and previous.request else None)
     reasons: tuple[str, ...] = ()
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
         fresh = freshness.check(home, previous, wanted, source)
@@ -212,9 +212,11 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 def _hardware(home: Home, request: InstallRequest) -> HardwareProfile:
     """This machine; with ``--hardware``, its memory, GPUs and CPU as the file states them (the OS, Pythons, disk
     and network stay this machine's: the engine and venv are installed here)."""
-    from bootstrap.detect.hardware import detect, load_profile
+    from bootstrap.detect.hardware import load_profile
+    from bootstrap.detect.profile import detect
+    from bootstrap.plan.engine_variant import check_engine
 
-    found = detect(home.root)
+    found = detect(home.root, engine=check_engine)
     if request.hardware_file is None:
         return found
     given = load_profile(request.hardware_file)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,9 +28,10 @@ from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t
 from bootstrap.core.errors import IntegrityError, SourceError
 from bootstrap.core.fs_errors import mapped, os_error
+from bootstrap.core.hashing import is_sha256
 from bootstrap.core.home import Home
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Source, new_session, read_json
+from bootstrap.fetch.download import FetchOptions
+from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Mirror, RemoteFile, Source, new_session, read_json
 from bootstrap.fetch.source_bundle import fetch_any
 from bootstrap.place.archive import extract_archive
 from bootstrap.place.engine_failure import EngineFailed
@@ -47,7 +47,6 @@ from bootstrap.place.engine_probe import probe_version
 
 GITHUB_WEB = "github.com"
 GITHUB_API = "https://api.github.com"
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 DEFAULT_FETCH = FetchOptions()
 
 
@@ -127,7 +126,7 @@ def _digests(repo: str, tag: str, pins_repo: str) -> dict[str, ReleaseDigest]:
         sha = None
         if isinstance(digest, str) and digest.lower().startswith("sha256:"):
             hexpart = digest[7:].strip().lower()
-            sha = hexpart if _SHA256_RE.fullmatch(hexpart) else None
+            sha = hexpart if is_sha256(hexpart) else None
         found[item["name"]] = ReleaseDigest(item["name"], size if isinstance(size, int) and size > 0 else None, sha)
     return found
 

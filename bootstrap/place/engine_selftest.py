@@ -23,8 +23,8 @@ import requests
 
 from bootstrap.core import settings
 from bootstrap.core.console import t
+from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailure, ExitInfo, classify, read_log_tail
-from bootstrap.register.server_health import local_session
 
 SELFTEST_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 5.0

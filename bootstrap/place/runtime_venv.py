@@ -41,9 +41,9 @@ from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
 from bootstrap.core.home import Home
 from bootstrap.core.resources import resource_dir
+from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.detect.hardware import PythonInfo
 from bootstrap.detect.probes.pythons import SUPPORTED, parse_version, probe_pythons, read_pythons
-from bootstrap.render.templating import render_template, write_rendered
 
 STAMP_NAME = ".qwenkit-venv.json"
 STAMP_SCHEMA = 1

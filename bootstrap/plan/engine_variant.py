@@ -9,19 +9,20 @@ silently (field-notes failure mode 4), so that case picks Vulkan and says so lou
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bootstrap.core.console import t
+from bootstrap.core import settings
+from bootstrap.core.console import join_sentences, t
 from bootstrap.core.errors import UnsupportedMachine
-from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+from bootstrap.detect.hardware import Check, GpuInfo, HardwareProfile
 
 CUDA12_MIN_DRIVER = 550  # CUDA 12.4 runtime (Ollama's gate; NVIDIA's table says 525+ for 12.0)
 CUDA13_MIN_DRIVER = 580  # CUDA 13 (Jan/NVIDIA compatibility table)
 CUDA13_MIN_CC = (7, 5)
 SASS_CC = {(8, 6), (8, 9), (12, 0), (12, 1)}
 
-VARIANTS = ("win-cuda-12.4", "win-cuda-13", "win-vulkan", "win-cpu", "ubuntu-x64", "ubuntu-vulkan-x64",
-            "macos-arm64", "macos-x64")
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,36 @@ def choose_variant(profile: HardwareProfile) -> VariantChoice:
         return _macos(profile)
     raise UnsupportedMachine(t("doctor.variant_unsupported", system=system, arch=_arch(profile)),
                              t("doctor.hint_variant_unsupported"))
+
+
+def cuda_toolkit_hint(profile: HardwareProfile, env: Mapping[str, str],
+                      which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """A one-line offer to build a CUDA llama.cpp, when Linux + NVIDIA + a CUDA toolkit are all present.
+
+    Upstream ships no Linux CUDA tarball (reference/llama-server.md), so the kit installs the Vulkan build and
+    only *offers* the faster from-source build; it never compiles on the user's behalf. ``env`` is the
+    environment to look in (``os.environ`` from the caller) for ``CUDA_PATH`` / ``CUDA_HOME``.
+    """
+    if profile.os.system != "Linux" or not any(g.vendor == "nvidia" for g in profile.gpus):
+        return None
+    nvcc = which("nvcc")
+    toolkit = nvcc or settings.first_set(env, "CUDA_PATH", "CUDA_HOME")
+    if not toolkit:
+        return None
+    return t("engine.cuda_build_offer", toolkit=toolkit)
+
+
+def check_engine(p: HardwareProfile) -> Check:
+    """The doctor's engine row: the build this machine needs, and loudly when its driver is below the CUDA build's
+    floor (llama.cpp would otherwise fall back to the CPU in silence)."""
+    try:
+        choice = choose_variant(p)
+    except UnsupportedMachine as exc:
+        return Check(id="engine", verdict="fail", reason=exc.message, hint=exc.hint or "")
+    reason = t("doctor.engine_reason", variant=choice.name, why=choice.reason)
+    if choice.warnings:
+        driver_too_old = choice.name == "win-vulkan" and choice.min_driver is not None
+        hint = t("doctor.engine_hint_driver", minimum=choice.min_driver) if driver_too_old \
+            else t("doctor.engine_hint_jit")
+        return Check(id="engine", verdict="warn", reason=join_sentences(reason, *choice.warnings), hint=hint)
+    return Check(id="engine", verdict="ok", reason=reason, hint="")

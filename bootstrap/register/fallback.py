@@ -23,10 +23,10 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
+from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import SERVER_LOG, ServiceManager, ServiceStatus
-from bootstrap.register.server_health import local_session
 
 PID_NAME = "server.pid"
 SHELL = "/bin/sh"

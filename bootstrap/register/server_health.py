@@ -1,7 +1,6 @@
 """Is this install's server up, loaded and answering with its key? One quick, side-effect-free look.
 
-Local requests never go through a proxy: ``HTTPS_PROXY``/``HTTP_PROXY`` are for the hubs, and a corporate proxy
-would otherwise receive (and fail) calls to 127.0.0.1 whenever ``NO_PROXY`` does not list it.
+Local requests never go through a proxy (``http_session.local_session``).
 """
 
 from __future__ import annotations
@@ -10,16 +9,10 @@ from dataclasses import dataclass
 
 import requests
 
+from bootstrap.fetch.http_session import local_session
 from bootstrap.plan.launch_spec import LaunchSpec
 
 HEALTH_STATES = ("ok", "loading", "down", "auth", "no_model")
-
-
-def local_session() -> requests.Session:
-    """A session for the local server: no proxies, no netrc, no environment CA overrides."""
-    session = requests.Session()
-    session.trust_env = False
-    return session
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Literal
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -27,7 +28,6 @@ from bootstrap.register.base import (
     remove_files,
     run_command,
 )
-from bootstrap.render.templating import QuotingError, render_template, write_rendered
 
 UNIT = f"{SERVICE_ID}.service"
 SHELL = "/bin/sh"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bootstrap.core.home import Home
+from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -27,7 +28,6 @@ from bootstrap.register.base import (
     remove_files,
     run_command,
 )
-from bootstrap.render.templating import render_template, write_rendered
 
 TASK_NAME = "QwenClientKit"
 XML_NAME = "qwenclientkit-task.xml"

@@ -14,6 +14,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.home import Home
+from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
     SERVICE_ID,
@@ -25,7 +26,6 @@ from bootstrap.register.base import (
     remove_files,
     run_command,
 )
-from bootstrap.render.templating import render_template, write_rendered
 
 WRAPPER_BASE = f"{SERVICE_ID}-service"
 WINSW_VERSION = "2.12.0"

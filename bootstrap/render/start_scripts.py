@@ -3,7 +3,7 @@
 The text lives in ``templates/run_qwen.{sh,bat}.j2``; this module only prepares values: the words of the command
 line (grouped one flag per line for people reading the script), which paths lie inside the home (the .bat names
 those relative to its own folder, ``%~dp0``), and the localized error lines. Quoting is the templates' filters'
-job (``bootstrap.render.templating``). Only the script for ``spec.system`` is written; ``render_text`` renders
+job (``bootstrap.core.templating``). Only the script for ``spec.system`` is written; ``render_text`` renders
 either one, for tests and for bundles built for another OS.
 """
 
@@ -18,8 +18,8 @@ from typing import Literal
 from bootstrap import __version__
 from bootstrap.core import console
 from bootstrap.core.home import Home
+from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.render.templating import QuotingError, render_template, write_rendered
 
 Which = Literal["sh", "bat"]
 SH_TEMPLATE = "run_qwen.sh.j2"

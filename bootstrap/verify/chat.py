@@ -23,11 +23,11 @@ import requests
 
 from bootstrap.core.console import info, t
 from bootstrap.core.errors import ServerError
+from bootstrap.core.templating import render_template
+from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
-from bootstrap.register.server_health import local_session
-from bootstrap.render.templating import render_template
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
 REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay

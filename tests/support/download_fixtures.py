@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile
+from bootstrap.fetch.download import FetchOptions
+from bootstrap.fetch.records import Mirror, RemoteFile
 from tests.support.hub import LoopbackHub
 
 MIB = 1 << 20

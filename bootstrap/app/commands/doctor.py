@@ -15,11 +15,12 @@ import time
 import unicodedata
 
 from bootstrap import __version__
-from bootstrap.catalog.engine_pins import cuda_toolkit_hint
 from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.home import resolve_home
-from bootstrap.detect.hardware import Check, HardwareProfile, detect
+from bootstrap.detect.hardware import Check, HardwareProfile
+from bootstrap.detect.profile import detect
+from bootstrap.plan.engine_variant import check_engine, cuda_toolkit_hint
 
 
 def display_width(text: str) -> int:
@@ -70,7 +71,7 @@ def report(profile: HardwareProfile, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    profile = detect(resolve_home(getattr(args, "home", None)).root)
+    profile = detect(resolve_home(getattr(args, "home", None)).root, engine=check_engine)
     if getattr(args, "json", False):
         console.emit_json(profile.to_json())
     else:

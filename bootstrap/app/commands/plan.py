@@ -15,8 +15,10 @@ from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import resolve_home
-from bootstrap.detect.hardware import HardwareProfile, detect, load_profile
+from bootstrap.detect.hardware import HardwareProfile, load_profile
+from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
+from bootstrap.plan.engine_variant import check_engine
 from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
 
 MIN_CTX, MAX_CTX = 512, 1 << 20
@@ -26,7 +28,7 @@ GIB = 1 << 30
 def _hardware(path: str | None) -> HardwareProfile:
     if path:
         return load_profile(Path(path))
-    return detect(resolve_home().root)
+    return detect(resolve_home().root, engine=check_engine)
 
 
 def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:

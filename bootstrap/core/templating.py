@@ -1,4 +1,4 @@
-"""The render stage's machinery: one Jinja environment over ``templates/`` and the quoting filters templates use.
+"""Templating for every stage that writes text files: one Jinja environment over ``templates/`` and the quoting filters.
 
 All script and unit-file text lives in ``templates/``; Python passes values. Each target language has its own
 quoting rules, so each gets a filter, and a value a language cannot carry safely (a newline in a shell word, a
