@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap.catalog.engine_pins import EnginePins, assets_for, cuda_toolkit_hint, load_pins
+from bootstrap.catalog.engine_pins import EnginePins, assets_for, load_pins
 from bootstrap.core import console
 from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
 from bootstrap.core.home import Home
@@ -25,6 +25,7 @@ from bootstrap.fetch.download import FetchOptions, fetch_files
 from bootstrap.place.engine import MARKER, asset_url, install_engine, release_api_url, resolve_assets
 from bootstrap.place.engine_probe import parse_devices, probe_engine
 from bootstrap.plan import engine_variant
+from bootstrap.plan.engine_variant import cuda_toolkit_hint
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import run_python
 
