@@ -1,7 +1,7 @@
 """Named steps of the installer, where the crash-safety harness can kill it (``QWENKIT_KILL_AT``).
 
 Every stage of an install or upgrade calls ``checkpoint(name)`` at the points where an interruption would leave the
-home in a distinct state; the harness (``tests/test_install_kill.py``) sets ``QWENKIT_KILL_AT`` to one of ``POINTS``
+home in a distinct state; the harness (``tests/e2e/test_install_kill.py``) sets ``QWENKIT_KILL_AT`` to one of ``POINTS``
 and checks that a rerun completes with nothing corrupt. In normal use the variable is unset and this is a no-op.
 """
 

@@ -108,7 +108,7 @@ def random_delay(seed: int, window: float) -> float:
 
 
 def chat(port: int, key: str) -> requests.Response:
-    """The chat request a client sends (tests/test_serve_e2e.py ``_chat``)."""
+    """The chat request a client sends (tests/e2e/test_serve.py ``_chat``)."""
     body = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 8, "temperature": 0}
     with requests.Session() as s:
         s.trust_env = False

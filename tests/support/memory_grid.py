@@ -1,6 +1,6 @@
 """Run the real llama-server at one point of a settings grid and read back the memory it reports.
 
-Shared by ``tests/test_memory.py`` (a small grid) and ``scripts/bench_memory.py`` (a larger one): both compare
+Shared by ``tests/plan/test_memory.py`` (a small grid) and ``scripts/bench_memory.py`` (a larger one): both compare
 ``bootstrap.plan.memory.estimate`` with what llama-server itself allocates. The server runs CPU-only here, so only
 host buffers are seen; GPU placement is modelled in ``bootstrap.plan.memory``, never validated by this harness.
 

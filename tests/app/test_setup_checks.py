@@ -24,8 +24,9 @@ from bootstrap.app.setup_main import command_of, console_process_count, own_proc
 from bootstrap.core import resources
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 @pytest.fixture

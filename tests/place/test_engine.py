@@ -28,13 +28,14 @@ from bootstrap.plan import engine_variant
 from bootstrap.plan.engine_variant import cuda_toolkit_hint
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import run_python
+from tests.support.paths import REPO_ROOT, TEST_DATA
 
 REPO = "ggml-org/llama.cpp"
 TAG = "b10434"
 ASSET = "llama-b10434-bin-ubuntu-vulkan-x64.tar.gz"
 VARIANT = "ubuntu-vulkan-x64"
 OPTIONS = FetchOptions(quiet=True, backoff_base=0.01, backoff_cap=0.05)
-HARDWARE = Path(__file__).parent / "data" / "hardware"
+HARDWARE = TEST_DATA / "hardware"
 
 
 @pytest.fixture(autouse=True)
@@ -197,7 +198,7 @@ def test_sigkill_during_extraction_then_rerun(
     pins = _pins_file(tmp_path, monkeypatch, f'name = "{ASSET}"')
     code = (
         "import os, signal\n"
-        "from bootstrap import archive\n"
+        "from bootstrap.place import archive\n"
         "from bootstrap.fetch.download import FetchOptions\n"
         "from bootstrap.place.engine import install_engine\n"
         "from pathlib import Path\n"
@@ -210,7 +211,7 @@ def test_sigkill_during_extraction_then_rerun(
         f"install_engine(Home(Path({str(home.root)!r})), {VARIANT!r}, options=FetchOptions(quiet=True))\n"
     )
     env = {**os.environ, "QWENKIT_ENGINE_URL": hub.release_base(REPO), "QWENKIT_ENGINES": str(pins),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+           "PYTHONPATH": str(REPO_ROOT)}
     proc = run_python(code, env, timeout=120)
     assert proc.returncode == -signal.SIGKILL
     staged = home.staging_dir / "b10434-ubuntu-vulkan-x64"

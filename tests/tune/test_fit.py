@@ -25,10 +25,11 @@ from bootstrap.tune.fit import (
     parse_projections,
     tune,
 )
+from tests.support.paths import TEST_DATA
 from tests.support.tiny_gguf import write_model
 
-DATA = Path(__file__).parent / "data" / "fit_params"
-HARDWARE = Path(__file__).parent / "data" / "hardware"
+DATA = TEST_DATA / "fit_params"
+HARDWARE = TEST_DATA / "hardware"
 EXPERTS = r"ffn_(up|down|gate_up|gate)_(ch|)exps"
 
 # What planner.launch_args writes for a MoE model on an 8 GB card (placement: -ngl 999 --n-cpu-moe 30).

@@ -446,7 +446,7 @@ def test_hostile_headers_stay_within_a_small_address_space() -> None:
         """
         import json, resource, struct, sys
         from bootstrap.plan.gguf_header import GGUFHeaderError, NeedMoreData, parse_header
-        from tests.test_gguf_header import HOSTILE
+        from tests.plan.test_gguf_header import HOSTILE
         resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))  # after imports: numpy maps a lot
         results = {}
         for name, (data, _) in HOSTILE.items():

@@ -18,8 +18,9 @@ import pytest
 
 from bootstrap.core.errors import ExitCode, IntegrityError, UnsupportedMachine, UsageError
 from bootstrap.fetch.verified_copy import BLOCK, copy_hashing, copy_verified
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 SIZE = 2 * BLOCK + 12_345  # spans several blocks and ends mid-block
 
 

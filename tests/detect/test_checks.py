@@ -20,10 +20,11 @@ from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.detect.checks import DEFAULT_MODEL_BYTES, run_checks
 from bootstrap.detect.hardware import Check, HardwareProfile, load_profile
 from bootstrap.plan.engine_variant import check_engine, choose_variant, driver_major
-from tests.test_hardware import MACHINES, recorded_profile
+from tests.support.paths import REPO_ROOT
+from tests.detect.test_hardware import MACHINES, recorded_profile
 
 GIB = 1 << 30
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 
 
 pytestmark = pytest.mark.usefixtures("english")

@@ -1,6 +1,6 @@
 """The core helpers behind every input: the bounded loaders (``file_formats``), the filesystem error table
 (``fs_errors``), and how outside values are shown (``display_text``). The CLI-level table is
-``tests/test_hostile_inputs.py``; here each guard is pinned down on its own, with real files, FIFOs and devices."""
+``tests/e2e/test_hostile_inputs.py``; here each guard is pinned down on its own, with real files, FIFOs and devices."""
 
 from __future__ import annotations
 

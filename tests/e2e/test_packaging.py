@@ -13,8 +13,9 @@ import pytest
 
 from bootstrap import __version__
 from bootstrap.core.resources import resource_dir
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def test_source_checkout_finds_resources() -> None:

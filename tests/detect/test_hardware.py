@@ -2,7 +2,7 @@
 
 Recorded machines live in ``tests/data/hardware/raw/<name>.json`` (each with its source URL and which parts are
 composed); the full profiles the planner's scenario tests load are ``tests/data/hardware/<name>.json``, computed
-from those readings. Regenerate them after a deliberate change with ``python -m tests.test_hardware``.
+from those readings. Regenerate them after a deliberate change with ``python -m tests.detect.test_hardware``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from bootstrap.detect.hardware import HardwareProfile, load_profile, save_profil
 from bootstrap.detect.probes import Readings, apple, cpu, disk, memory, network, nvidia, pythons, system
 from bootstrap.detect.profile import detect, profile_from_readings
 from bootstrap.plan.engine_variant import check_engine
+from tests.support.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "hardware"
+DATA = TEST_DATA / "hardware"
 MACHINES = ("no_gpu_16gb", "rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb",
             "apple_m2_16gb")
 CREATED = "2026-11-30T10:00:00Z"

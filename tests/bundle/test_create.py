@@ -50,7 +50,7 @@ GEMMA_FILE = "gemma-3-270m-Q4_K_M.gguf"
 GEMMA_SIZE = 253_113_024
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 ENGINE_NAMES = [f"llama-{ENGINE_TAG}-bin-{v}.tar.gz" for v in ("ubuntu-vulkan-x64", "ubuntu-x64")]
-CLI = "import sys\nfrom bootstrap import cli\nsys.exit(cli.main(sys.argv[1:]))"
+CLI = "import sys\nfrom bootstrap.app import cli\nsys.exit(cli.main(sys.argv[1:]))"
 
 CATALOG = f'''schema = 1
 default_model = "tiny-chat"

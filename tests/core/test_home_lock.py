@@ -17,10 +17,11 @@ import pytest
 from bootstrap.core.errors import ExitCode, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import HomeLocked, home_lock
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.usefixtures("english")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_ROOT
 READY_LIMIT_S = 60  # a guard against a hung child, not a speed assertion
 
 _HOLDER = """

@@ -21,6 +21,7 @@ import pytest
 
 from bootstrap.core.errors import ExitCode, IntegrityError
 from bootstrap.place.archive import ArchiveLimits, extract_archive, member_parts
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.usefixtures("english")
 
@@ -295,7 +296,7 @@ def test_a_full_disk_while_extracting_is_exit_3_naming_the_bytes(tmp_path: Path,
     mount = tmp_path / "disk"
     proc = subprocess.run([*_mount_prefix(mount, options), sys.executable, "-c", _EXTRACT, str(archive),
                            str(mount)], capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "QWENKIT_LANG": "en", "PYTHONPATH": str(Path(__file__).parents[1])})
+                          env={**os.environ, "QWENKIT_LANG": "en", "PYTHONPATH": str(REPO_ROOT)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     code, _, message = proc.stdout.strip().partition(" ")
     assert code == str(int(ExitCode.UNSUPPORTED)) and re.search(needle, message), proc.stdout

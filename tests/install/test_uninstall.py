@@ -22,7 +22,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_lock import HomeLocked
 from bootstrap.register import FallbackManager, HostProbe
 from bootstrap.register.systemd import UNIT
-from tests.test_home_lock import REPO, hold_lock
+from tests.core.test_home_lock import REPO, hold_lock
 
 pytestmark = pytest.mark.usefixtures("english")
 

@@ -25,8 +25,9 @@ from bootstrap.plan.model_facts import catalog_candidates, file_candidate
 from bootstrap.plan.planner import Candidate, Plan, choose
 from tests.support.header_only import qwen36_35b_a3b_header
 from tests.support.llama import LlamaServer
+from tests.support.paths import TEST_DATA
 
-HARDWARE = Path(__file__).parent / "data" / "hardware"
+HARDWARE = TEST_DATA / "hardware"
 GIB = 1 << 30
 REPO = "unsloth/Qwen3.6-35B-A3B-GGUF"
 GPU_MACHINES = ["rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb"]

@@ -29,8 +29,9 @@ from bootstrap.place.engine import fetch_winsw
 from bootstrap.plan.model_facts import catalog_candidates
 from bootstrap.plan.planner import choose
 from tests.support.bundle_files import model_bundle
+from tests.support.paths import REPO_ROOT, TEST_DATA
 
-HARDWARE = Path(__file__).parent / "data" / "hardware"
+HARDWARE = TEST_DATA / "hardware"
 REPO = "qwenkit-test/tiny-GGUF"
 DATA = b"GGUF" + bytes(range(256)) * 64
 
@@ -40,7 +41,7 @@ def _sha(data: bytes) -> str:
 
 
 def _small_model() -> list:
-    entry = load_catalog(Path(__file__).resolve().parents[1] / "payload" / "catalog.toml").model("qwen3.5-4b")
+    entry = load_catalog(REPO_ROOT / "payload" / "catalog.toml").model("qwen3.5-4b")
     return catalog_candidates(entry, None, None, None)
 
 
@@ -97,7 +98,7 @@ def _catalog_and_pins_bundle(root: Path, winsw: bytes) -> Manifest:
     rel = "payload/engines/v2.12.0/WinSW-x64.exe"
     (root / rel).parent.mkdir(parents=True)
     (root / rel).write_bytes(winsw)
-    catalog = load_catalog(Path(__file__).resolve().parents[1] / "payload" / "catalog.toml")
+    catalog = load_catalog(REPO_ROOT / "payload" / "catalog.toml")
     engines = {"schema": 1, "engine": {"repo": "ggml-org/llama.cpp", "build": 10434, "tag": "b10434"},
                "variants": {"win-cpu": {"assets": [{"name": "llama-b10434-bin-win-cpu-x64.zip", "size": 1,
                                                     "sha256": "0" * 64}]}},
@@ -112,7 +113,7 @@ def _catalog_and_pins_bundle(root: Path, winsw: bytes) -> Manifest:
 
 
 def _raw_default_model() -> dict:
-    path = Path(__file__).resolve().parents[1] / "payload" / "catalog.toml"
+    path = REPO_ROOT / "payload" / "catalog.toml"
     doc = tomllib.loads(path.read_text(encoding="utf-8"))
     model = next(m for m in doc["models"] if m["id"] == doc["default_model"])
     return {**model, "fallbacks": []}
