@@ -10,9 +10,10 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bootstrap.core.console import human_size, t
+from bootstrap.core.console import t
 from bootstrap.core.disk_space import existing_parent, free_bytes
 from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.sizes import human_size
 
 # FAT32 stores a file's size in 32 bits (Microsoft "FAT32 File System Specification", directory entry
 # DIR_FileSize): 4 GiB − 1 byte is the largest file it can hold.

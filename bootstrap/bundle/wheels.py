@@ -41,6 +41,7 @@ from bootstrap.core import settings
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import SourceError, UnsupportedMachine
 from bootstrap.core.hashing import sha256_file
+from bootstrap.core.processes import run_captured, run_command
 from bootstrap.fetch.download import holds
 from bootstrap.place.runtime_venv import (
     KIT_DIST,
@@ -129,12 +130,7 @@ def _last_error(text: str) -> str:
 
 
 def _has_pip(python: str, env: dict[str, str]) -> bool:
-    try:
-        proc = subprocess.run([python, "-I", "-m", "pip", "--version"], capture_output=True, env=env, timeout=120,
-                              check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0
+    return run_command([python, "-I", "-m", "pip", "--version"], timeout=120, env=env).returncode == 0
 
 
 @contextmanager
@@ -165,8 +161,7 @@ def index_args(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
 
 def _run(argv: list[str], env: dict[str, str], what: str) -> None:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env,
-                              stdin=subprocess.DEVNULL, timeout=PIP_TIMEOUT, check=False)
+        proc = run_captured(argv, timeout=PIP_TIMEOUT, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SourceError(t("bcreate.err_pip", what=what, detail=str(exc).splitlines()[0][:300]),
                           t("bcreate.hint_pip")) from exc

@@ -126,11 +126,3 @@ def error(message: str, hint: str | None = None) -> None:
 def emit_json(document: Any) -> None:
     """The single JSON document of a ``--json`` run, on stdout."""
     print(json.dumps(document, ensure_ascii=False, indent=2), file=sys.stdout, flush=True)
-
-
-def human_size(count: int, decimals: int = 1) -> str:
-    """``1.5 GiB``, ``12.0 MiB``, ``3.0 KiB``, ``512 B``: the one way sizes are shown."""
-    for unit, power in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if count >= 1 << power:
-            return f"{count / (1 << power):.{decimals}f} {unit}"
-    return f"{count} B"

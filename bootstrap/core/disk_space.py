@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.sizes import gib_text
 
 
 def existing_parent(path: Path) -> Path:
@@ -36,6 +37,6 @@ def ensure_space(needed: int, free: int, where: Path) -> None:
     """UnsupportedMachine (exit 3) naming the bytes needed when ``free`` cannot hold ``needed``."""
     if needed > free:
         raise UnsupportedMachine(
-            t("fetch.disk", path=where, needed=needed, needed_gib=f"{needed / (1 << 30):.2f}", free=free),
+            t("fetch.disk", path=where, needed=needed, needed_gib=gib_text(needed, 2), free=free),
             hint=t("fetch.hint.disk", missing=needed - free),
         )

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import PurePath
 
-from bootstrap.core.console import human_size, t
+from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError, UnsupportedMachine, UsageError
+from bootstrap.core.sizes import human_size
 
 NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})  # a full disk, or a full quota
 _DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}

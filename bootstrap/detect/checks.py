@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bootstrap.core.console import join_sentences, t
-from bootstrap.detect.hardware import Check, HardwareProfile, gib
+from bootstrap.core.sizes import GIB, gib_text
+from bootstrap.detect.hardware import Check, HardwareProfile
 
-GIB = 1 << 30
 MIN_RAM_BYTES = 8 * GIB
 DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (reference/qwen36.md)
 SUPPORTED_SYSTEMS = ("Linux", "Windows", "Darwin")
@@ -50,7 +50,7 @@ def check_cpu(p: HardwareProfile) -> Check:
 
 def check_ram(p: HardwareProfile) -> Check:
     m = p.memory
-    text = t("doctor.ram_reason", total=f"{gib(m.total_bytes):.1f}", available=f"{gib(m.available_bytes):.1f}")
+    text = t("doctor.ram_reason", total=gib_text(m.total_bytes), available=gib_text(m.available_bytes))
     if m.total_bytes < MIN_RAM_BYTES:
         return _check("ram", "fail", text, t("doctor.ram_hint_low", minimum=MIN_RAM_BYTES // GIB))
     return _check("ram", "ok", text)
@@ -58,9 +58,9 @@ def check_ram(p: HardwareProfile) -> Check:
 
 def check_disk(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES) -> Check:
     d = p.disk
-    text = t("doctor.disk_reason", free=f"{gib(d.free_bytes):.1f}", path=d.path)
+    text = t("doctor.disk_reason", free=gib_text(d.free_bytes), path=d.path)
     if d.free_bytes < model_bytes:
-        return _check("disk", "warn", text, t("doctor.disk_hint_low", need=f"{gib(model_bytes):.1f}"))
+        return _check("disk", "warn", text, t("doctor.disk_hint_low", need=gib_text(model_bytes)))
     return _check("disk", "ok", text)
 
 
@@ -70,11 +70,11 @@ def check_gpu(p: HardwareProfile) -> Check:
     parts = []
     for g in p.gpus:
         if g.vendor == "nvidia":
-            parts.append(t("doctor.gpu_nvidia", name=g.name, total=f"{gib(g.vram_total_bytes):.1f}",
-                           free=f"{gib(g.vram_free_bytes):.1f}", driver=g.driver_version or "?",
+            parts.append(t("doctor.gpu_nvidia", name=g.name, total=gib_text(g.vram_total_bytes),
+                           free=gib_text(g.vram_free_bytes), driver=g.driver_version or "?",
                            cuda=g.cuda_driver_version or "?", cc=g.compute_capability or "?"))
         elif g.unified_memory:
-            parts.append(t("doctor.gpu_unified", name=g.name, total=f"{gib(g.vram_total_bytes):.1f}"))
+            parts.append(t("doctor.gpu_unified", name=g.name, total=gib_text(g.vram_total_bytes)))
         else:
             parts.append(t("doctor.gpu_other", name=g.name, vendor=g.vendor))
     return _check("gpu", "ok", "; ".join(parts))

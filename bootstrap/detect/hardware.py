@@ -229,9 +229,3 @@ def utc_now() -> str:
 def with_checks(profile: HardwareProfile, checks: tuple[Check, ...]) -> HardwareProfile:
     """The same profile with its checks set (the doctor computes them from the rest)."""
     return replace(profile, checks=checks)
-
-
-def gib(n: int) -> float:
-    """Bytes → GiB, for messages."""
-    return n / float(1 << 30)
-

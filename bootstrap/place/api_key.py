@@ -26,6 +26,7 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.errors import UsageError
 from bootstrap.core.fs_errors import mapped
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 
 KEY_PREFIX = "sk-qwenkit-"
 DIR_MODE = 0o700
@@ -91,16 +92,10 @@ def windows_acl_argv(folder: Path, user: str) -> list[str]:
 def _restrict_windows_acl(folder: Path) -> None:
     """Apply ``windows_acl_argv``; a refusal is a warning (the key still works, only less private)."""
     import getpass
-    import subprocess
 
-    try:
-        result = subprocess.run(windows_acl_argv(folder, getpass.getuser()), capture_output=True, text=True,
-                                timeout=30, check=False)
-        failed = result.returncode != 0
-        detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        failed, detail = True, [str(exc)]
-    if failed:
+    result = run_command(windows_acl_argv(folder, getpass.getuser()), timeout=30)
+    detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+    if result.returncode != 0:
         console.warn(console.t("apikey.acl_failed", path=folder, detail=detail[0]))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
+from bootstrap.core.processes import run_captured
 from bootstrap.place.engine_failure import ILLEGAL_INSTRUCTION, EngineFailure, ExitInfo, classify
 
 _VERSION_NEW_RE = re.compile(r"\(build\s+(\d+),\s*commit\s+([^)\s]+)\)")
@@ -117,10 +118,8 @@ def run_engine(server: Path, arg: str, *, timeout: float = 30) -> tuple[str, str
     is ``EngineFailed`` naming it, so the install can try another build; otherwise the message carries the first
     stderr line.
     """
-    flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # no console window flashing up on Windows
     try:
-        proc = subprocess.run([str(server), arg], capture_output=True, timeout=timeout, env=child_env(),
-                              stdin=subprocess.DEVNULL, check=False, creationflags=flags)
+        proc = run_captured([server, arg], timeout=timeout, env=child_env(), text=False)
     except subprocess.TimeoutExpired as exc:
         raise ServerError(t("engine.err_probe_timeout", server=str(server), arg=arg, seconds=int(timeout)),
                           t("engine.hint_probe")) from exc

@@ -40,6 +40,7 @@ from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_captured, run_command
 from bootstrap.core.resources import resource_dir
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.detect.hardware import PythonInfo
@@ -122,12 +123,7 @@ def _is_own_frozen_executable(path: str) -> bool:
 
 def _can_make_venv(path: str) -> bool:
     """Debian/Ubuntu ship Python without ``ensurepip`` unless python3-venv is installed: such a Python cannot."""
-    try:
-        proc = subprocess.run([path, "-I", "-c", "import venv, ensurepip"], capture_output=True, timeout=15,
-                              check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0
+    return run_command([path, "-I", "-c", "import venv, ensurepip"], timeout=15).returncode == 0
 
 
 def find_python(candidates: Sequence[PythonInfo] | None = None) -> PythonInfo | None:
@@ -256,8 +252,7 @@ def make_venv(python: str, venv: Path, env: dict[str, str], *, log: Callable[[st
     if log is not None:
         log(_stamp_line(argv))
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env,
-                              check=False, stdin=subprocess.DEVNULL, timeout=600)
+        proc = run_captured(argv, timeout=600, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = (str(exc) or type(exc).__name__).splitlines()[0]
         raise UnsupportedMachine(t("pyenv.venv_failed", python=python, detail=detail),

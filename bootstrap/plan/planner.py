@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from bootstrap.catalog.bundle_platforms import host_platform, usable_variant
 from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
 
-GIB = 1 << 30
 MIB = 1 << 20
 # llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, reference/llama-server.md); so do we.
 GPU_MARGIN = 1024 * MIB
@@ -292,13 +292,9 @@ def _does_not_fit(candidates: Sequence[Candidate], hardware: HardwareProfile, bu
     need = estimate(smallest.profile, LaunchSettings(ctx=ctx, cache_type_k="q8_0", cache_type_v="q8_0"))
     return UnsupportedMachine(
         t("plan.err_no_fit", title=smallest.title, quant=smallest.quant, ctx=ctx,
-          need=_gib(need.host_total), ram=_gib(budget.ram_bytes), vram=_gib(budget.gpu_bytes)),
+          need=gib_text(need.host_total), ram=gib_text(budget.ram_bytes), vram=gib_text(budget.gpu_bytes)),
         t("plan.hint_no_fit"),
     )
-
-
-def _gib(n: int) -> str:
-    return f"{n / GIB:.1f}"
 
 
 def _speed_class(profile: ModelProfile, settings: LaunchSettings) -> str:
@@ -349,7 +345,7 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
                                                      preferred=preferred.quant)))
     else:
         out.append(Reason("quant", candidate.quant, t("plan.why_quant", quant=candidate.quant,
-                                                     size=_gib(candidate.size))))
+                                                     size=gib_text(candidate.size))))
     out.append(Reason("facts", candidate.facts, t(f"plan.why_facts_{candidate.facts.replace('-', '_')}")))
     out.append(Reason("ctx", str(settings.ctx), t("plan.why_ctx", ctx=settings.ctx,
                                                   kv=f"{(est.kv_gpu + est.kv_cpu) / MIB:.0f}")))
@@ -367,11 +363,11 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     elif profile.is_moe and settings.n_gpu_layers == profile.n_layer_all + 1:
         out.append(Reason("placement", f"n-cpu-moe {settings.n_cpu_moe}",
                           t("plan.why_moe_split", n=settings.n_cpu_moe, total=profile.n_layer,
-                            vram=_gib(budget.gpu_bytes))))
+                            vram=gib_text(budget.gpu_bytes))))
     else:
         out.append(Reason("placement", f"ngl {settings.n_gpu_layers}",
                           t("plan.why_layers", n=settings.n_gpu_layers, total=profile.n_layer_all + 1,
-                            vram=_gib(budget.gpu_bytes))))
+                            vram=gib_text(budget.gpu_bytes))))
     if settings.mmproj_bytes:
         out.append(Reason("mmproj", "gpu" if settings.mmproj_on_gpu else "cpu",
                           t("plan.why_mmproj_gpu" if settings.mmproj_on_gpu else "plan.why_mmproj_cpu")))
@@ -391,7 +387,7 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
     if fallback_from:
         reasons.insert(0, Reason("model", candidate.model_id,
                                  t("plan.why_fallback", preferred=fallback_from, chosen=candidate.title,
-                                   ram=_gib(budget.ram_bytes), vram=_gib(budget.gpu_bytes))))
+                                   ram=gib_text(budget.ram_bytes), vram=gib_text(budget.gpu_bytes))))
     warnings += [t("plan.warn_dropped_flag", flag=f, build=engine_build) for f in flags.dropped]
     return Plan(
         model_id=candidate.model_id, title=candidate.title, quant=candidate.quant, file=candidate.file,

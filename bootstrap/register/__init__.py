@@ -20,8 +20,9 @@ from pathlib import Path
 
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.register.base import Runner, ServiceManager, ServiceStatus, remove_empty_dir, run_command
+from bootstrap.register.base import Runner, ServiceManager, ServiceStatus, remove_empty_dir
 from bootstrap.register.fallback import FallbackManager
 from bootstrap.register.launchd import LaunchdManager
 from bootstrap.register.systemd import BOOTED_MARKER, SystemdManager, home_owner, user_unit_dir

@@ -19,12 +19,12 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
 from bootstrap.core.home import Home
+from bootstrap.core.processes import DEFAULT_TIMEOUT_S, run_command
 from bootstrap.place.engine_failure import ExitInfo, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
 
 SERVICE_ID = "qwenclientkit"  # systemd unit stem, WinSW id
 SERVER_LOG = "server.log"  # in <home>/logs: where the managers that keep a log file put the server's output
-DEFAULT_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -39,21 +39,6 @@ class ServiceStatus:
 
 
 Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
-
-
-def run_command(argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` (no shell), capture text output; a missing tool is rc 127 and a hang is rc 124, never raised.
-
-    Callers decide what a non-zero rc means (a refused ``loginctl enable-linger`` is only a warning).
-    """
-    args = [str(a) for a in argv]
-    try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL, encoding="utf-8", errors="replace")
-    except FileNotFoundError as exc:
-        return subprocess.CompletedProcess(args, 127, "", str(exc))
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout:g} s")
 
 
 def output_of(result: subprocess.CompletedProcess[str]) -> str:

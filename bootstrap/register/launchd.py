@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -23,7 +24,6 @@ from bootstrap.register.base import (
     output_of,
     remove_empty_dir,
     remove_files,
-    run_command,
 )
 
 LABEL = "com.qwenclientkit.server"

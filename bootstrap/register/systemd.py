@@ -13,6 +13,7 @@ from typing import Literal
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -26,7 +27,6 @@ from bootstrap.register.base import (
     output_of,
     remove_empty_dir,
     remove_files,
-    run_command,
 )
 
 UNIT = f"{SERVICE_ID}.service"

@@ -14,6 +14,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -24,7 +25,6 @@ from bootstrap.register.base import (
     copy_file,
     remove_empty_dir,
     remove_files,
-    run_command,
 )
 
 WRAPPER_BASE = f"{SERVICE_ID}-service"

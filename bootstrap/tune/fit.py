@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from bootstrap.core import settings
 from bootstrap.core.console import t
+from bootstrap.core.processes import NOT_FOUND, NOT_STARTED, TIMED_OUT, run_captured, run_command
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.plan.gguf_header import GGUFHeaderError, read_header
 
@@ -257,8 +258,7 @@ def _run(argv: list[str], timeout: float) -> str:
     """The tool's stdout; ``FitToolError`` (one line) on a failure, a timeout or a missing binary."""
     for _ in range(_SILENT_FAILURE_TRIES):
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
-                                  env=_child_env(), stdin=subprocess.DEVNULL, check=False)
+            proc = run_captured(argv, timeout=timeout, env=_child_env())
         except subprocess.TimeoutExpired as exc:
             raise FitToolError(t("tune.tool_timeout", seconds=f"{timeout:g}")) from exc
         except OSError as exc:
@@ -273,10 +273,8 @@ def _run(argv: list[str], timeout: float) -> str:
 
 def _accepted_flags(fit_params: Path, timeout: float) -> set[str]:
     """Flags the tool's ``--help`` lists (builds differ: b11434's fit-params rejects ``--mmproj`` and ``-kvu``)."""
-    try:
-        proc = subprocess.run([str(fit_params), "--help"], capture_output=True, text=True, errors="replace",
-                              timeout=timeout, env=_child_env(), stdin=subprocess.DEVNULL, check=False)
-    except (subprocess.TimeoutExpired, OSError):
+    proc = run_command([fit_params, "--help"], timeout=timeout, env=_child_env())
+    if proc.returncode in (NOT_FOUND, NOT_STARTED, TIMED_OUT):
         return set()
     flags: set[str] = set()
     for line in (proc.stdout + proc.stderr).splitlines():

@@ -23,6 +23,7 @@ from bootstrap.app.commands import service as service_command
 from bootstrap.core.console import set_language
 from bootstrap.core.errors import ExitCode, QwenKitError, ServerError, UnsupportedMachine
 from bootstrap.core.home import Home
+from bootstrap.core.processes import run_command
 from bootstrap.place.engine_failure import ExitInfo, classify
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register import (
@@ -37,7 +38,6 @@ from bootstrap.register import (
     recorded_manager,
     uninstall_service,
 )
-from bootstrap.register.base import run_command
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 

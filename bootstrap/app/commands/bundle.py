@@ -10,8 +10,9 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from bootstrap.core.console import emit_json, error, human_size, info, ok, t
+from bootstrap.core.console import emit_json, error, info, ok, t
 from bootstrap.core.input_checks import check_text
+from bootstrap.core.sizes import human_size
 
 
 def _create(args: argparse.Namespace) -> int:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bootstrap.core.console import human_size, info, t
+from bootstrap.core.console import info, t
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
+from bootstrap.core.sizes import human_size
 from bootstrap.fetch.download import FetchResult, fetch_files
 from bootstrap.fetch.model_files import destinations, report_resolution, wanted_files
 from bootstrap.fetch.source_bundle import local_path, place_from_bundle

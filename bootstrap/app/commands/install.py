@@ -16,16 +16,16 @@ from typing import Any
 from bootstrap.app.commands.doctor import render_table
 from bootstrap.app.commands.service import is_admin
 from bootstrap.catalog.source_names import is_url
-from bootstrap.core import console, settings
+from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
+from bootstrap.core.sizes import gib_text, human_size, settings
 from bootstrap.install.installer import InstallRequest, Proposal, install
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 
-GIB = 1 << 30
 # answers-file key → (type, InstallRequest field or a CLI-only key)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
                              "service": bool, "venv": bool, "verify": bool}
@@ -105,12 +105,12 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_title", title=plan.title, quant=plan.quant, where=where))
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
-    console.info(t("install.proposal_download", size=console.human_size(p.download_bytes),
+    console.info(t("install.proposal_download", size=human_size(p.download_bytes),
                    files=", ".join(p.changed_files) or "-"))
     est = plan.estimate
-    console.info(t("install.proposal_memory", gpu=f"{est.gpu_total / GIB:.1f}",
-                   gpu_budget=f"{plan.budget.gpu_bytes / GIB:.1f}", ram=f"{est.host_total / GIB:.1f}",
-                   ram_budget=f"{plan.budget.ram_bytes / GIB:.1f}"))
+    console.info(t("install.proposal_memory", gpu=gib_text(est.gpu_total),
+                   gpu_budget=gib_text(plan.budget.gpu_bytes), ram=gib_text(est.host_total),
+                   ram_budget=gib_text(plan.budget.ram_bytes)))
     console.info("  " + t(f"plan.speed_{plan.speed_class}"))
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:

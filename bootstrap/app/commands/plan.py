@@ -15,6 +15,7 @@ from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import resolve_home
+from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
@@ -22,7 +23,6 @@ from bootstrap.plan.engine_variant import check_engine
 from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
 
 MIN_CTX, MAX_CTX = 512, 1 << 20
-GIB = 1 << 30
 
 
 def _hardware(path: str | None) -> HardwareProfile:
@@ -37,20 +37,16 @@ def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]
     return candidates.candidates_for(ref, resolve_home().models_dir)
 
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:.1f}"
-
-
 def print_plan(plan: Plan) -> None:
     """The human plan on stderr: what, why, predicted memory, and the command line."""
     where = plan.budget.gpu_name or t("plan.label_cpu")
-    console.info(t("plan.title", title=plan.title, quant=plan.quant, size=_gib(plan.file_size), where=where))
+    console.info(t("plan.title", title=plan.title, quant=plan.quant, size=gib_text(plan.file_size), where=where))
     width = max(len(r.topic) for r in plan.reasons)
     for reason in plan.reasons:
         console.info(f"  {reason.topic.ljust(width)}  {reason.text}")
     est = plan.estimate
-    console.info(t("plan.memory", gpu=_gib(est.gpu_total), gpu_budget=_gib(plan.budget.gpu_bytes),
-                   ram=_gib(est.host_total), ram_budget=_gib(plan.budget.ram_bytes)))
+    console.info(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
+                   ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
     console.info(t(f"plan.speed_{plan.speed_class}"))
     for warning in plan.warnings:
         console.warn(warning)

@@ -18,6 +18,7 @@ from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
+from bootstrap.core.processes import run_command
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import (
@@ -30,7 +31,7 @@ from bootstrap.register import (
     this_system,
     uninstall_service,
 )
-from bootstrap.register.base import Runner, port_busy, run_command
+from bootstrap.register.base import Runner, port_busy
 
 SpecLoader = Callable[[Home], "LaunchSpec | None"]
 

@@ -20,10 +20,12 @@ from typing import Any
 
 from bootstrap.app.commands.service import is_admin
 from bootstrap.core import console
-from bootstrap.core.console import human_size, t
+from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.home_lock import home_lock
+from bootstrap.core.processes import run_command
+from bootstrap.core.sizes import human_size
 from bootstrap.register import (
     FallbackManager,
     HostProbe,
@@ -32,7 +34,7 @@ from bootstrap.register import (
     this_system,
     uninstall_service,
 )
-from bootstrap.register.base import Runner, run_command
+from bootstrap.register.base import Runner
 
 YES_ANSWERS = frozenset({"y", "yes", "是", "是的"})
 # A junction's reparse tag (winnt.h, IO_REPARSE_TAG_MOUNT_POINT); ``stat`` defines it only on Windows builds.

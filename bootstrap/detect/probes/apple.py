@@ -7,9 +7,9 @@ is below the total); the planner, not this probe, decides how much to budget.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 
+from bootstrap.core.processes import run_command
 from bootstrap.detect.hardware import GpuInfo
 
 SYSCTL = "/usr/sbin/sysctl"
@@ -47,8 +47,5 @@ def probe_apple(sysctl: Mapping[str, str], system: str, machine: str, available_
 
 def read_sysctl() -> dict[str, str]:
     """Run sysctl once (absolute path, no shell, 5 s cap); unknown keys are simply absent."""
-    try:
-        proc = subprocess.run([SYSCTL, *SYSCTL_KEYS], capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return parse_sysctl(proc.stdout)
+    proc = run_command([SYSCTL, *SYSCTL_KEYS], timeout=5)
+    return parse_sysctl(proc.stdout)  # unknown keys are simply absent (sysctl still prints the rest)

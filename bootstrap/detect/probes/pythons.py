@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PureWindowsPath
 
+from bootstrap.core.processes import run_command
 from bootstrap.detect.hardware import PythonInfo
 
 SUPPORTED = ((3, 10), (3, 11), (3, 12), (3, 13))
@@ -75,11 +75,7 @@ def common_locations(system: str, env: Mapping[str, str]) -> list[str]:
 
 
 def _ask(path: str) -> tuple[str, str | None]:
-    try:
-        proc = subprocess.run([path, "-I", "-S", "-c", _ASK_VERSION], capture_output=True, text=True, timeout=5,
-                              check=False)
-    except (OSError, subprocess.SubprocessError):
-        return path, None
+    proc = run_command([path, "-I", "-S", "-c", _ASK_VERSION], timeout=5)
     return path, proc.stdout.strip() if proc.returncode == 0 else None
 
 
@@ -87,10 +83,7 @@ def _launcher_paths() -> list[str]:
     launcher = shutil.which("py")
     if not launcher:
         return []
-    try:
-        proc = subprocess.run([launcher, "-0p"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return []
+    proc = run_command([launcher, "-0p"], timeout=10)
     return parse_launcher(proc.stdout)
 
 

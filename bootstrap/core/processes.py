@@ -1,0 +1,55 @@
+"""Running another program and capturing what it says: the one way the kit starts a short-lived process.
+
+Always an argument list (never a shell), stdin closed (a child that asks a question fails instead of hanging), no
+console window flashing up on Windows, and a timeout. ``run_captured`` raises like ``subprocess.run`` for callers
+that name each failure; ``run_command`` never raises, for callers to whom any failure is only a return code.
+Long-running children (the server, a streamed pip) are started where they are watched, with ``subprocess.Popen``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 60.0
+NOT_FOUND = 127  # the shell's codes: a missing program, one that could not start, and ``timeout(1)``'s hang
+NOT_STARTED = 126
+TIMED_OUT = 124
+
+
+def _options(env: Mapping[str, str] | None, text: bool) -> dict[str, Any]:
+    options: dict[str, Any] = {"capture_output": True, "check": False, "stdin": subprocess.DEVNULL,
+                               "creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+    if env is not None:
+        options["env"] = dict(env)
+    if text:
+        options.update(text=True, encoding="utf-8", errors="replace")
+    return options
+
+
+def run_captured(argv: Sequence[str | Path], *, timeout: float, env: Mapping[str, str] | None = None,
+                 text: bool = True) -> subprocess.CompletedProcess[Any]:
+    """Run ``argv`` and capture its output (UTF-8 text, undecodable bytes replaced; bytes with ``text=False``).
+
+    Raises ``OSError`` when the program cannot start and ``subprocess.TimeoutExpired`` when it outlives ``timeout``
+    (the child is killed first), so the caller can say which happened.
+    """
+    return subprocess.run([str(a) for a in argv], timeout=timeout, **_options(env, text))
+
+
+def run_command(argv: Sequence[str | Path], timeout: float = DEFAULT_TIMEOUT_S,
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``run_captured`` that never raises: a missing program is rc 127, one that cannot start 126, a hang 124,
+    with the reason as stderr. Callers decide what a non-zero rc means (a refused ``loginctl enable-linger`` is
+    only a warning)."""
+    args = [str(a) for a in argv]
+    try:
+        return run_captured(args, timeout=timeout, env=env)
+    except FileNotFoundError as exc:
+        return subprocess.CompletedProcess(args, NOT_FOUND, "", str(exc))
+    except OSError as exc:
+        return subprocess.CompletedProcess(args, NOT_STARTED, "", exc.strerror or str(exc))
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, TIMED_OUT, "", f"timed out after {timeout:g} s")

@@ -1,0 +1,19 @@
+"""Byte counts as people read them: the one place sizes are turned into text, and the binary units they use."""
+
+from __future__ import annotations
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def gib_text(count: int, decimals: int = 1) -> str:
+    """``22.5``: a byte count in GiB, for sentences that name the unit themselves."""
+    return f"{count / GIB:.{decimals}f}"
+
+
+def human_size(count: int, decimals: int = 1) -> str:
+    """``1.5 GiB``, ``12.0 MiB``, ``3.0 KiB``, ``512 B``: the one way sizes are shown."""
+    for unit, power in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << power:
+            return f"{count / (1 << power):.{decimals}f} {unit}"
+    return f"{count} B"
