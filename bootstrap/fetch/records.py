@@ -7,7 +7,6 @@ the sha256 the hub publishes, so the download engine can verify every byte and n
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import requests
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError
+from bootstrap.core.file_formats import parse_json
 from bootstrap.fetch.http_session import make_session
 
 # Metadata requests: connect fast or give up; a hub that answers slower than this is treated as unreachable.
@@ -114,10 +114,7 @@ def read_json(response: requests.Response, source: Source) -> Any:
         body += chunk
         if len(body) > MAX_JSON_BYTES:
             raise unreachable(source, ValueError("metadata too large"))
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise unreachable(source, ValueError(f"not JSON: {bytes(body[:60])!r}")) from exc
+    return parse_json(bytes(body), lambda detail: unreachable(source, ValueError(detail)))
 
 
 def git_blob_sha1(data: bytes) -> str:

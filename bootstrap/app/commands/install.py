@@ -22,6 +22,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
+from bootstrap.core.prompts import ask_yes_no
 from bootstrap.core.sizes import gib_text, human_size, settings
 from bootstrap.install.installer import InstallRequest, Proposal, install
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
@@ -117,15 +118,6 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.warn(warning)
 
 
-def _ask(question: str) -> bool:
-    """One yes/no question, default yes; Ctrl-D counts as no."""
-    try:
-        answer = input(question + " ").strip().lower()
-    except EOFError:
-        return False
-    return answer in ("", "y", "yes", "是", "好", "确定")
-
-
 def run(args: argparse.Namespace) -> int:
     answers = read_answers(args.answers) if getattr(args, "answers", None) else {}
     request, home_arg = _request(args, answers)
@@ -139,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         if not interactive:
             raise UsageError(t("install.err_no_tty"), t("install.hint_no_tty"))
         show_proposal(proposal, home.root)
-        return _ask(t("install.question"))
+        return ask_yes_no(t("install.question"), default=True)
 
     outcome = install(home, request, confirm)
     if outcome.kind == "cancelled":
