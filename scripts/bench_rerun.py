@@ -11,6 +11,11 @@ all alike:
 - ``status``: ``qwenkit status``, a baseline CLI call that also reads ``state.json`` and asks ``/health``;
 - ``import_floor``: ``python -c "import bootstrap.app.cli"``: the interpreter and import cost no CLI call can beat.
 
+With ``--before DIR`` (another checkout of this repository, e.g. ``git worktree add /tmp/before REV``), the no-op
+rerun also runs with that checkout's code, interleaved with this one's, and both are run under
+``python -X importtime``: ``import_us`` is the sum of every module's own import time (microseconds, median), and
+``kit_import_us`` the share of the kit's own modules; ``after_vs_before_*`` are this checkout over that one.
+
 Then N no-op reruns in this process (``installer.install``), timed without the interpreter start, with
 ``sha256_file`` counted (calls and bytes) and the hub's request log cleared before: a no-op must hash nothing and
 ask nothing. ``noop_vs_verify_ratio`` is noop wall over verify wall. The server is stopped at the end.
@@ -47,15 +52,55 @@ from tests.support.llama import free_port  # noqa: E402
 NOOP = ("install", "--yes", "--no-service", "--no-venv")
 
 
-def timed(cmd: Sequence[str], env: dict[str, str]) -> float:
-    """Wall seconds of one run; it must succeed (timing a failure measures nothing)."""
+def _run(cmd: Sequence[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, str]:
+    """Wall seconds and stderr of one run; it must succeed (timing a failure measures nothing)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
                           stdin=subprocess.DEVNULL, check=False)
     took = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"bench_rerun: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return took
+    return took, proc.stderr
+
+
+def timed(cmd: Sequence[str], env: dict[str, str]) -> float:
+    return _run(cmd, env)[0]
+
+
+def import_times(stderr: str) -> tuple[int, int]:
+    """From ``-X importtime`` lines (``import time: self [us] | cumulative | name``): every module's own time
+    summed, and the kit's (``bootstrap``…) share."""
+    total = kit = 0
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _, name = (part.strip() for part in line[len("import time:"):].split("|"))
+        total += int(own)
+        if name.split(".")[0] == "bootstrap":
+            kit += int(own)
+    return total, kit
+
+
+def before_after(bed: InstallBed, before: Path, runs: int) -> dict[str, float | int]:
+    """The no-op rerun with this checkout's code and with ``before``'s, interleaved, under ``-X importtime``."""
+    trees = {"after": ROOT, "before": before.resolve()}
+    samples: dict[str, dict[str, list[float]]] = {k: {"wall": [], "import": [], "kit": []} for k in trees}
+    for _ in range(runs + 1):  # the first round warms the page cache and .pyc files; not counted
+        for name, tree in trees.items():
+            env = {**bed.env(), "PYTHONPATH": str(tree)}
+            took, err = _run([sys.executable, "-X", "importtime", "-m", "bootstrap", *NOOP], env, cwd=tree)
+            total, kit = import_times(err)
+            for key, value in (("wall", took), ("import", total), ("kit", kit)):
+                samples[name][key].append(value)
+    med = {name: {k: statistics.median(v[1:]) for k, v in s.items()} for name, s in samples.items()}
+    return {
+        "before_noop_wall_median_s": round(med["before"]["wall"], 3),
+        "after_noop_wall_median_s": round(med["after"]["wall"], 3),
+        "before_import_us": int(med["before"]["import"]), "after_import_us": int(med["after"]["import"]),
+        "before_kit_import_us": int(med["before"]["kit"]), "after_kit_import_us": int(med["after"]["kit"]),
+        "after_vs_before_import_ratio": round(med["after"]["import"] / med["before"]["import"], 3),
+        "after_vs_before_wall_ratio": round(med["after"]["wall"] / med["before"]["wall"], 3),
+    }
 
 
 class HashCounter:
@@ -104,7 +149,7 @@ def in_process_noop(bed: InstallBed, port: int, runs: int) -> dict[str, float | 
             "noop_hash_calls": counter.calls, "noop_hub_requests": len(bed.hub.requests())}
 
 
-def measure(bed: InstallBed, runs: int) -> dict[str, float | int]:
+def measure(bed: InstallBed, runs: int, before: Path | None = None) -> dict[str, float | int]:
     env = bed.env()
     port = free_port()
     timed([*bed.command(), *NOOP, "--port", str(port)], env)  # the first install (downloads, not counted)
@@ -128,8 +173,9 @@ def measure(bed: InstallBed, runs: int) -> dict[str, float | int]:
     bed.hub.clear_log()
     timed(commands["noop"], env)
     cli_requests = len(bed.hub.requests())
+    compared = before_after(bed, before, runs) if before is not None else {}
     work = in_process_noop(bed, port, runs)
-    return {
+    return {**compared,
         "noop_wall_median_s": round(wall["noop"], 3),
         "noop_work_median_s": work["noop_work_median_s"],
         "verify_wall_median_s": round(wall["verify"], 3),
@@ -148,10 +194,12 @@ def measure(bed: InstallBed, runs: int) -> dict[str, float | int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--runs", type=int, default=5, help="timed runs per command (default 5)")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another checkout: compare its no-op rerun (wall, -X importtime) with this one's")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-rerun-") as tmp, demo_source(Path(tmp), wheels=None) as bed:
         try:
-            result = measure(bed, max(1, opts.runs))
+            result = measure(bed, max(1, opts.runs), opts.before)
         finally:
             FallbackManager(Home(bed.home.root)).stop()
     print(json.dumps(result))
