@@ -71,3 +71,16 @@ def test_a_planted_cycle_inside_a_package_breaks_the_acyclic_contract(copy: Path
     assert proc.returncode != 0
     assert "no import cycles inside a package BROKEN" in proc.stdout
     assert "bootstrap.fetch" in proc.stdout and "planted_" in proc.stdout
+
+
+def test_every_module_imports() -> None:
+    """A moved or renamed name fails here, at once, instead of in the one end-to-end test that reaches it."""
+    import importlib
+    import pkgutil
+
+    import bootstrap
+
+    names = [m.name for m in pkgutil.walk_packages(bootstrap.__path__, "bootstrap.") if not m.name.endswith("__main__")]
+    assert len(names) > 100
+    for name in names:
+        importlib.import_module(name)

@@ -16,14 +16,14 @@ from typing import Any
 from bootstrap.app.commands.doctor import render_table
 from bootstrap.app.commands.service import is_admin
 from bootstrap.catalog.source_names import is_url
-from bootstrap.core import console
+from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
 from bootstrap.core.prompts import ask_yes_no
-from bootstrap.core.sizes import gib_text, human_size, settings
+from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.install.installer import InstallRequest, Proposal, install
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 
