@@ -3,7 +3,7 @@
     python build_installer.py [--onedir] [--dist DIR] [--work DIR]
 
 One file by default (templates/ and payload/ inside, found by ``bootstrap.core.resources``); ``--onedir`` gives a
-folder that starts faster and trips fewer antivirus heuristics (``reference/field-notes.md``). It must be built on
+folder that starts faster and trips fewer antivirus heuristics (docs/windows-setup.md). It must be built on
 the OS it targets: a Windows setup is built on Windows (docs/windows-setup.md). On Linux PyInstaller needs
 ``objdump`` (binutils). A Windows build carries a version resource (Explorer's Properties → Details) generated from
 ``bootstrap.__version__``; the file is written on every OS so its content is tested everywhere.

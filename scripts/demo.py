@@ -48,7 +48,7 @@ from tests.support.wheelhouse import provide_wheelhouse  # noqa: E402
 MODEL_ID = "gemma-3-270m"
 MODEL_TITLE = "Gemma 3 270M (demo)"
 MODEL_REPO = "qwenkit-demo/gemma-3-270m-GGUF"
-# A base model without a chat template (reference/field-notes.md): llama.cpp's built-in gemma template.
+# A base model without a chat template (docs/test-bed.md): llama.cpp's built-in gemma template.
 SERVER_ARGS = ("--no-jinja", "--chat-template", "gemma")
 PROMPT = "The capital of France is"
 

@@ -50,7 +50,7 @@ class EngineAsset:
 
 @dataclass(frozen=True)
 class EngineRules:
-    """The variant-selection thresholds stated in engines.toml (reference/llama-server.md, "Release assets")."""
+    """The variant-selection thresholds stated in engines.toml (docs/engine.md, "NVIDIA driver floors")."""
 
     cuda12_min_driver: int
     cuda13_min_driver: int

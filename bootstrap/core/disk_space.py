@@ -1,8 +1,8 @@
 """Free space where files will land, and the one exit-3 error for "not enough disk".
 
 Shared by the doctor's disk check and the fetch stage's pre-check (a download that dies at 67 % with ENOSPC is a
-top failure of peers, field-notes "Disk full"). Paths may not exist yet (the home is created by install): every
-function asks the nearest existing ancestor.
+top failure of peers: docs/field-failures.md, failure mode 6). Paths may not exist yet (the home is created by
+install): every function asks the nearest existing ancestor.
 """
 
 from __future__ import annotations

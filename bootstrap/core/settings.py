@@ -61,7 +61,7 @@ def pip_index_url(env: Mapping[str, str] = os.environ) -> str | None:
 
 def engine_child_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The environment for llama.cpp processes: without ``LLAMA_ARG_*`` and ``LLAMA_API_KEY``, which llama.cpp
-    reads for every flag not given on the command line (reference/llama-server.md), so a stray one would silently
+    reads for every flag not given on the command line (llama.cpp ``common/arg.cpp``), so a stray one would silently
     change the server we start or probe."""
     return {k: v for k, v in env.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
 

@@ -1,9 +1,9 @@
 """The doctor's verdicts: each check reads the profile and answers ok / warn / fail with a reason and a next step.
 
 Verdicts inform; they never stop anything (``install`` decides what a ``fail`` means for it). Thresholds:
-- RAM below 8 GiB fails: even the smallest catalog fallback plus the OS does not fit (reference/qwen36.md sizes).
+- RAM below 8 GiB fails: even the smallest catalog fallback plus the OS does not fit (sizes: docs/models.md).
 - Free disk below the default model (Qwen3.6-35B-A3B UD-Q4_K_M 22,134,528,992 B + mmproj-F16 899,283,680 B,
-  reference/qwen36.md) warns: a smaller quant may still fit.
+  docs/models.md) warns: a smaller quant may still fit.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import Check, HardwareProfile
 
 MIN_RAM_BYTES = 8 * GIB
-DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (reference/qwen36.md)
+DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (docs/models.md)
 SUPPORTED_SYSTEMS = ("Linux", "Windows", "Darwin")
 Judge = Callable[[HardwareProfile], Check]
 CHECK_IDS = ("os", "cpu", "ram", "disk", "gpu", "engine", "python", "network")

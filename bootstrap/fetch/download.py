@@ -1,7 +1,7 @@
 """The download engine of the fetch stage: resumable, segmented, SHA-256 verified, with mirror failover.
 
 One file at a time; a large file is cut into segments fetched over ``connections`` parallel ranged requests
-(parallel ranges only pay when throughput is capped per connection, hubs.md "Throughput"). Bytes land in
+(parallel ranges only pay when throughput is capped per connection, docs/hubs.md). Bytes land in
 ``<partial_dir>/<sha256>.part`` (see ``partial.py``), are hashed as the contiguous prefix grows, and only a file
 whose SHA-256 matches is renamed into place. Every response is checked against what was asked: the
 ``Content-Range`` (not only the status), the body length, and the hub's statement of which content it is
@@ -48,7 +48,7 @@ REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 EXPIRED_STATUS = frozenset({401, 403, 404, 410})  # from a cached redirect target: its signature may have expired
 RAMP_START = 2  # workers a large file starts with
 RAMP_AFTER = 0.3  # seconds before deciding whether to open the other connections
-RAMP_FAST = 256 << 20  # bytes/s: above this, more connections cannot help (SHA-256 ~765 MiB/s, hubs.md)
+RAMP_FAST = 256 << 20  # bytes/s: above this, more connections cannot help (SHA-256 ~765 MiB/s, docs/hubs.md)
 NETWORK_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
 
 
@@ -165,8 +165,9 @@ class _FileDownload:
         """Run workers in threads; the main thread only waits, so Ctrl-C reaches it promptly.
 
         ``ramp``: start with ``RAMP_START`` workers and add the rest only if they are slower than ``RAMP_FAST``
-        after ``RAMP_AFTER`` seconds. Parallel ranges pay only when each connection is capped (hubs.md,
-        Throughput); past a few hundred MiB/s hashing and the disk are the limit, and more threads only contend.
+        after ``RAMP_AFTER`` seconds. Parallel ranges pay only when each connection is capped (docs/hubs.md,
+        "Throughput and hashing"); past a few hundred MiB/s hashing and the disk are the limit, and more threads
+        only contend.
         """
         threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True) for fn in targets]
         pending = threads[RAMP_START:] if ramp else []
@@ -341,7 +342,7 @@ class _FileDownload:
             if not location:
                 raise _MirrorFailed(f"HTTP {resp.status_code} without Location")
             url = urljoin(url, location)
-            # hubs.md: the HF 302 goes to a CDN on another host; auth (and ModelScope's cookie) must not follow.
+            # docs/hubs.md: the HF 302 goes to a CDN on another host; auth (and ModelScope's cookie) must not follow.
             headers = st.mirror.headers if http_session.same_origin(origin_url, url) else {}
         raise _MirrorFailed("too many redirects")
 
@@ -368,7 +369,7 @@ class _FileDownload:
             raise _MirrorFailed(f"unexpected Content-Encoding {encoding}")
         size = self.remote.size
         cr = http_session.parse_content_range(resp.headers.get("Content-Range"))
-        if cr is not None:  # 206, or a 200 that still says which bytes it carries (ModelScope, hubs.md)
+        if cr is not None:  # 206, or a 200 that still says which bytes it carries (ModelScope, docs/hubs.md)
             if cr.total is not None and cr.total != size:
                 raise _MirrorFailed(f"size is now {cr.total}", changed=True)
             if cr.first != first or cr.last > last:

@@ -1,7 +1,7 @@
 """Reads a remote GGUF file's header with HTTP Range requests for its first megabytes only, never the weights.
 
 So the plan is made before a 20 GB download: ``read_remote_header`` asks for 1 MiB, then for what the parser says
-is missing, until ``gguf_header.parse_header`` succeeds. Protocol care (reference/hubs.md): a ranged request must
+is missing, until ``gguf_header.parse_header`` succeeds. Protocol care (docs/hubs.md): a ranged request must
 come back ``206`` with a ``Content-Range`` that matches what was asked; a server that ignores Range (``200`` and the
 whole body) is read only as far as needed and then closed; redirects (HF ``resolve`` → CDN) are followed by hand
 so the caller's auth headers reach the original host only, and https → http is refused.

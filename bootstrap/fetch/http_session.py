@@ -53,7 +53,8 @@ def make_session(pool_size: int = 8) -> requests.Session:
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     session.headers["User-Agent"] = USER_AGENT
-    # Bodies are hashed as sent: a gzip layer would change the bytes we count and hash (hubs.md: HF HEAD uses this).
+    # Bodies are hashed as sent: a gzip layer would change the bytes we count and hash. huggingface_hub sends the
+    # same header on its HEAD requests (docs/hubs.md).
     session.headers["Accept-Encoding"] = "identity"
     session.trust_env = True  # HTTPS_PROXY / NO_PROXY
     session.verify = True
@@ -71,7 +72,7 @@ def same_origin(a: str, b: str) -> bool:
     """Whether ``b`` may receive the credentials meant for ``a``: same scheme, host and port.
 
     Stricter than requests (which strips only ``Authorization`` and only on a host change): ModelScope's session
-    cookie would otherwise follow a redirect to another port of the same host (hubs.md).
+    cookie would otherwise follow a redirect to another port of the same host (docs/hubs.md, "ModelScope").
     """
     return origin_of(a) == origin_of(b)
 
@@ -120,7 +121,7 @@ def linked_sha256(headers: Any) -> str | None:
 
     ``X-Linked-Etag`` (HF, on the resolve 302) and ``X-Linked-ETag`` (ModelScope downloads) carry the LFS sha256.
     A plain ``ETag`` is deliberately not used: CDNs and the Xet bridge send 64-hex ETags that are not the file's
-    sha256 (hubs.md, "Where SHA-256 comes from").
+    sha256 (docs/hubs.md, "Where a file's SHA-256 comes from").
     """
     raw = headers.get("X-Linked-Etag") or headers.get("X-Linked-ETag")
     if not raw:

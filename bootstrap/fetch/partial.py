@@ -5,8 +5,8 @@ resumed into it (an upstream change gets another key). The file is cut into fixe
 lists the segments that are complete and how far each unfinished one got, all of it durable (a flusher thread
 fdatasyncs the part file, then writes the state), so a killed process loses at most what arrived since the last
 flush (a few seconds), and a small file that is one segment resumes as well as a large one.
-SHA-256 state cannot be saved (hubs.md, Throughput), so a resumed download re-hashes its complete prefix from
-disk, then keeps hashing as new bytes land.
+SHA-256 state cannot be saved (docs/hubs.md, "Throughput and hashing"), so a resumed download re-hashes its
+complete prefix from disk, then keeps hashing as new bytes land.
 """
 
 from __future__ import annotations

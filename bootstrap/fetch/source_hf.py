@@ -5,7 +5,7 @@ the commit the revision points to *and* every file's size and LFS sha256 from th
 consistent by construction. Download URLs are then built on the commit (``/{repo}/resolve/{commit}/{path}``), not
 on the branch: a push to ``main`` during an install cannot mix revisions (huggingface_hub #4815).
 The sha256 is ``siblings[].lfs.sha256``, never an ETag (a CDN/Xet ETag is 64-hex but not the sha256:
-reference/hubs.md "Where SHA-256 comes from").
+docs/hubs.md, "Where a file's SHA-256 comes from").
 """
 
 from __future__ import annotations

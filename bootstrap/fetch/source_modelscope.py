@@ -4,7 +4,7 @@ Why not the ``modelscope`` SDK: in 1.40 ``HubApi.get_model_files`` returns only 
 ``Sha256``, which is the whole point) and applies ``root`` by filtering client-side, so the listing cap below
 cannot be walked around; importing it also costs ~0.45 s and it reads ``MODELSCOPE_ENDPOINT`` at import time.
 
-Protocol (reference/hubs.md, "ModelScope endpoints"):
+Protocol (modelscope SDK ``modelscope/hub/api.py``; docs/hubs.md, "ModelScope"):
 - ``GET models/{o}/{n}/revisions`` → ``Data.RevisionMap.{Branches,Tags}[] = {Revision, CommitId?, …}``: the named
   branch/tag is pinned to its commit once, and every file URL uses that commit.
 - ``GET models/{o}/{n}/repo/files?Revision=&Root=&Recursive=`` → ``Data.Files[] = {Path, Type, Size, Sha256, …}``,

@@ -5,7 +5,7 @@ flags must be filtered through what *this* build accepts (flags come and go betw
 makes llama-server exit), and because ``--list-devices`` is the one view of GPUs that NVML cannot give (AMD,
 Intel, Vulkan). The parsers are pure functions over the recorded text, so they are tested on real output.
 
-Output formats (reference/llama-server.md, "Flags"):
+Output formats (llama.cpp ``common/arg.cpp`` and ``tools/server/README.md``; docs/engine.md, "Flags"):
 - ``--version`` prints on **stderr** ``version: 0.1.1 (build N, commit H)`` (#26839), earlier ``version: N (H)``.
 - ``--list-devices`` prints ``Available devices:`` then ``  CUDA0: <desc> (<total> MiB, <free> MiB free)`` lines
   (``  (none)`` without a GPU backend).

@@ -2,8 +2,8 @@
 
 The planner filters its flags through ``supported`` (a table by build, before any engine exists); once an engine
 is installed, ``filter_by_help`` filters them through what that binary's ``--help`` lists (``engine_probe``).
-Builds are llama.cpp release numbers (``b<N>``); sources are the PRs named in
-``reference/llama-server.md`` ("≈bN" = the build at that PR's merge).
+Builds are llama.cpp release numbers (``b<N>``); sources are the llama.cpp PRs listed with them in
+``docs/engine.md`` ("≈bN" = the build at that PR's merge).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Which llama.cpp release build a machine needs (DESIGN.md §4 variant names), and the NVIDIA driver floors.
 
-Facts (reference/llama-server.md "Release assets", field-notes driver table): the Windows CUDA 12.4 build wants
+Facts (docs/engine.md, "Release archives" and "NVIDIA driver floors"): the Windows CUDA 12.4 build wants
 driver ≥ 550; the CUDA 13 build wants driver ≥ 580 and compute capability ≥ 7.5; upstream ships no Linux CUDA
 tarball, so NVIDIA on Linux runs the Vulkan build; the CUDA builds carry SASS only for sm_86/sm_89 (+sm_120a/121a),
 other GPUs JIT-compile PTX on the first run. A driver below the floor makes the CUDA build fall back to the CPU
-silently (field-notes failure mode 4), so that case picks Vulkan and says so loudly instead.
+silently (docs/field-failures.md, failure mode 4), so that case picks Vulkan and says so loudly instead.
 """
 
 from __future__ import annotations
@@ -129,9 +129,10 @@ def cuda_toolkit_hint(profile: HardwareProfile, env: Mapping[str, str],
                       which: Callable[[str], str | None] = shutil.which) -> str | None:
     """A one-line offer to build a CUDA llama.cpp, when Linux + NVIDIA + a CUDA toolkit are all present.
 
-    Upstream ships no Linux CUDA tarball (reference/llama-server.md), so the kit installs the Vulkan build and
-    only *offers* the faster from-source build; it never compiles on the user's behalf. ``env`` is the
-    environment to look in (``os.environ`` from the caller) for ``CUDA_PATH`` / ``CUDA_HOME``.
+    Upstream ships no Linux CUDA tarball (llama.cpp ``.github/workflows/release.yml``; docs/engine.md), so the kit
+    installs the Vulkan build and only *offers* the faster from-source build; it never compiles on the user's
+    behalf. ``env`` is the environment to look in (``os.environ`` from the caller) for ``CUDA_PATH`` /
+    ``CUDA_HOME``.
     """
     if profile.os.system != "Linux" or not any(g.vendor == "nvidia" for g in profile.gpus):
         return None

@@ -3,9 +3,10 @@
 Remote files: ``gguf_remote.read_remote_header`` feeds this parser growing prefixes.
 
 Why not ``gguf.GGUFReader``: it parses every key eagerly into numpy parts, so a 248k-token vocabulary costs ~30 s
-and ~835 MiB (field-notes "GGUF parsing"). This reader walks big arrays by their length prefixes and keeps only
-their item type and count, and it bounds every count and length by the bytes the file (or the fetched prefix) can
-hold, so a hostile header fails fast with one line and exit 2 instead of allocating or hanging.
+and ~835 MiB (measured: docs/test-bed.md, "Reading GGUF headers"). This reader walks big arrays by their length
+prefixes and keeps only their item type and count, and it bounds every count and length by the bytes the file (or
+the fetched prefix) can hold, so a hostile header fails fast with one line and exit 2 instead of allocating or
+hanging.
 
 Format facts: llama.cpp ``ggml/include/gguf.h`` (layout) and ``ggml/src/gguf.cpp`` (``gguf_init_from_reader``: the
 checks llama.cpp applies; this reader mirrors them so a header accepted here is one llama-server accepts),

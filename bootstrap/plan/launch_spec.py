@@ -17,7 +17,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.input_checks import check_text
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
-# llama-server's default 8080 is about to become 9931 (PR #26508, reference/llama-server.md), so we always pass
+# llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
 # --port; 8080 is what OpenAI-compatible clients for llama.cpp expect by default.
 DEFAULT_PORT = 8080
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - recognised, never chosen by default

@@ -1,7 +1,7 @@
 """ModelProfile + launch settings → the bytes llama-server will allocate, per device.
 
 The planner uses this to choose context, KV type, ``-ngl`` and ``--n-cpu-moe`` before anything is downloaded, so
-every term mirrors a buffer llama-server reports at ``-lv 4`` (``reference/llama-server.md``):
+every term mirrors a buffer llama-server reports at ``-lv 4`` (``docs/engine.md``, "Memory log lines"):
 
 - weights (``load_tensors: <buft> model buffer size``): per-layer tensor bytes from the header. ``-ngl K`` puts
   the output layer and the last K−1 blocks on the GPU (``llama-model.cpp``: ``i_gpu_start = n_layer_all + 1 −

@@ -4,7 +4,7 @@ Everything here comes from the header alone (keys and tensor sizes), so a plan c
 is downloaded: the header reader fetches only the first megabytes. Facts are from llama.cpp b11434:
 ``src/llama-model.cpp`` (common hparams, ``n_layer = block_count − nextn_predict_layers``, ``load_swa_pattern``),
 ``src/llama-hparams.cpp`` (``set_swa_pattern``, ``n_embd_r``/``n_embd_s``), ``src/models/<arch>.cpp``
-(per-architecture defaults) and ``reference/qwen36.md``.
+(per-architecture defaults); the Qwen3.6 numbers are collected in ``docs/models.md``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ SUPPORTED_ARCHES = DENSE_ARCHES | MOE_ARCHES | HYBRID_ARCHES
 # llama-hparams.h LLAMA_MAX_LAYERS: llama.cpp refuses more blocks, and a hostile header must not make us allocate.
 MAX_LAYERS = 512
 
-# Routed experts, the tensors --cpu-moe / --n-cpu-moe keep on the CPU (llama-server.md "Flags").
+# Routed experts, the tensors --cpu-moe / --n-cpu-moe keep on the CPU (llama.cpp common/arg.cpp; docs/engine.md).
 _EXPERT_RE = re.compile(r"\.ffn_(up|down|gate|gate_up)_(ch|)exps\.")
 _BLOCK_RE = re.compile(r"^blk\.(\d+)\.")
 
@@ -179,7 +179,7 @@ def _weights(tensors: Iterable[TensorInfo], n_layer_all: int, n_layer: int, arch
             il = int(match.group(1))
             if il >= n_layer_all:
                 raise _bad_header(arch, f"tensor {tensor.name} beyond block_count {n_layer_all}")
-            if il >= n_layer:  # MTP/nextn block: TENSOR_SKIP unless MTP is enabled (reference/qwen36.md)
+            if il >= n_layer:  # MTP/nextn block: TENSOR_SKIP unless MTP is enabled (src/llama-model.cpp)
                 continue
             rp = tensor.nbytes if _repackable(tensor) else 0
             if _EXPERT_RE.search(tensor.name):

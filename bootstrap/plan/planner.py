@@ -3,8 +3,8 @@
 Knows nothing about the network. Every choice carries a one-line reason (``Reason``), and the plan predicts RAM and
 VRAM with the memory model, so a user learns before downloading 20 GB whether and how the model will run.
 
-Placement follows what works for mixture-of-experts models on small GPUs (reference/qwen36.md, "Low-VRAM
-recipes"): every layer on the GPU and only the routed-expert tensors that do not fit kept in RAM (``--n-cpu-moe N``,
+Placement follows what works for mixture-of-experts models on small GPUs (docs/models.md, "Placement on
+small GPUs"): every layer on the GPU and only the routed-expert tensors that do not fit kept in RAM (``--n-cpu-moe N``,
 experts of the first N layers); dense models get the most layers that fit (``-ngl``). The search is monotone: for a
 given quant, more memory never gives a smaller context or more experts on the CPU.
 """
@@ -24,7 +24,7 @@ from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
 
 MIB = 1 << 20
-# llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, reference/llama-server.md); so do we.
+# llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, common/arg.cpp; docs/engine.md); so do we.
 GPU_MARGIN = 1024 * MIB
 # Host RAM kept for the OS and other apps on top of what is in use now: the larger of 2 GiB and 1/8 of RAM.
 RAM_RESERVE_MIN = 2 * GIB

@@ -48,7 +48,7 @@ def output_of(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def port_busy(host: str, port: int, timeout: float = 1.0) -> bool:
-    """Whether something already accepts connections on ``host:port`` (an old instance: field notes, mode 8)."""
+    """Whether something already accepts connections on ``host:port`` (an old instance: docs/field-failures.md, 8)."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True

@@ -107,7 +107,7 @@ class FallbackManager(ServiceManager):
         return None
 
     def start(self) -> None:
-        """(Re)start: an old instance of ours is stopped first (field notes, mode 8)."""
+        """(Re)start: an old instance of ours is stopped first (docs/field-failures.md, failure mode 8)."""
         self._require_script()
         self.stop()
         self.home.run_dir.mkdir(parents=True, exist_ok=True)

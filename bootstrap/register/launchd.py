@@ -1,9 +1,9 @@
 """macOS LaunchAgent (DESIGN.md §5): ``~/Library/LaunchAgents/com.qwenclientkit.server.plist`` in the GUI domain.
 
-Agents run in the user's Aqua login session, where Metal is available (field notes: LaunchDaemons run before login
-and Metal there is unverified). ``KeepAlive`` restarts the server; stopping therefore unloads it (``bootout``),
-since killing it would only make launchd start it again. Commands per launchctl(1) "bootstrap | bootout | kickstart
-| print" with the ``gui/<uid>`` domain target.
+Agents run in the user's Aqua login session, where Metal is available (docs/field-failures.md, "Service
+managers": LaunchDaemons run before login and Metal there is unverified). ``KeepAlive`` restarts the server;
+stopping therefore unloads it (``bootout``), since killing it would only make launchd start it again. Commands
+per launchctl(1) "bootstrap | bootout | kickstart | print" with the ``gui/<uid>`` domain target.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.plan.gguf_header import GGUFHeaderError, read_header
 
 MIB = 1024 * 1024
-FIT_MARGIN_MIB = 1024  # llama.cpp's default -fitt (reference/llama-server.md, "--fit")
+FIT_MARGIN_MIB = 1024  # llama.cpp's default -fitt (llama.cpp common/arg.cpp, PR #18679; docs/engine.md)
 
 # Flags that describe context and batches: fit must see them to project the same memory as the server.
 _SIZE_FLAGS = ("-c", "-np", "-ctk", "-ctv", "-fa", "-b", "-ub")
@@ -231,7 +231,7 @@ def adopt_fit(plan_args: Sequence[str], advice: FitAdvice) -> list[str]:
 
 def with_no_repack(args: Sequence[str], hardware: HardwareProfile) -> tuple[list[str], str | None]:
     """Add ``--no-repack`` on AMX CPUs: the AMX repack path can die with SIGILL at warm-up (llama.cpp PR #26954)
-    and its buffer is host memory fit does not project (reference/llama-server.md, "Compute, output, repack")."""
+    and its buffer is host memory fit does not project (docs/engine.md, "Compute, output, repack")."""
     out = list(args)
     if not hardware.cpu.flags.amx:
         return out, None

@@ -5,7 +5,8 @@ are in, then 200 ``{"status":"ok"}``), then ``/v1/models`` with the key (the ali
 request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
 the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
 ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
-(reference/llama-server.md, "Endpoints"). The key is sent, never printed: reports name its file.
+(llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports
+name its file.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ def test_shipped_catalog_has_the_default_model_with_exact_facts() -> None:
     sizes = [q.file.size for q in model.quants]
     assert sizes == sorted(sizes, reverse=True)
     assert model.quants_from_default_down()[0].name == model.default_quant
-    # 20,480 B/token of f16 KV (qwen36.md) follows from the shape.
+    # 20,480 B/token of f16 KV (docs/models.md) follows from the shape.
     shape = model.shape
     assert shape is not None
     kv_layers = shape.n_layer // shape.full_attention_interval

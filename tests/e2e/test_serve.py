@@ -140,7 +140,7 @@ def test_tiny_model_installs_serves_and_reports_healthy(served: Home, hub: Loopb
 def test_real_gemma_installs_and_answers(served: Home, hub: LoopbackHub, gemma_gguf: Path, stop_server: None) -> None:
     model = _download(hub, "qwenkit-test/gemma-3-270m-GGUF", gemma_gguf, served)
     port = free_port()
-    # A base model without a chat template (field-notes): llama.cpp's built-in gemma template instead of Jinja.
+    # A base model without a chat template (docs/test-bed.md): llama.cpp's built-in gemma template, not Jinja.
     result = _deploy(served, model, DeployOptions(port=port, register_service=False, venv=False,
                                                   extra_args=("--no-jinja", "--chat-template", "gemma")))
     assert result.report.completion_tokens > 0 and result.report.tokens_per_s > 0

@@ -22,7 +22,7 @@ from bootstrap.place.engine_probe import (
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_flags import filter_by_help
 
-# --list-devices on a CUDA build, in the format of reference/llama-server.md ("Flags"): the name, the
+# --list-devices on a CUDA build, in the format of docs/engine.md ("Flags"): the name, the
 # description, then total and free MiB. (Not captured on this CPU-only machine: no NVIDIA GPU here.)
 CUDA_DEVICES = """\
 ggml_cuda_init: found 1 CUDA devices:

@@ -151,7 +151,7 @@ def test_qwen36_35b_a3b_header(tmp_path: Path) -> None:
     assert header.file_size == header.data_offset  # no tensor data at all
     split = size_split(QWEN36_35B_A3B)
     published = {"experts": 18.3, "attention": 0.27, "deltanet": 1.01, "shared_expert": 0.12,
-                  "token_embd": 0.50, "output": 0.50}  # qwen36.md, UD-Q4_K_XL headers
+                  "token_embd": 0.50, "output": 0.50}  # docs/models.md, UD-Q4_K_XL headers
     for group, gib in published.items():
         assert split[group] / GIB == pytest.approx(gib, rel=0.05), group
     assert sum(t.nbytes for t in header.tensors) == sum(split.values())
@@ -165,7 +165,7 @@ def test_qwen36_27b_header(tmp_path: Path) -> None:
     assert len(kv_layers) == 16
     assert {t.name for t in header.tensors if t.name.endswith("attn_k.weight")} == {
         f"blk.{il}.attn_k.weight" for il in kv_layers}
-    assert sum(t.nbytes for t in header.tensors) / GIB == pytest.approx(15.65, rel=0.01)  # qwen36.md Q4_K_M
+    assert sum(t.nbytes for t in header.tensors) / GIB == pytest.approx(15.65, rel=0.01)  # docs/models.md Q4_K_M
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The memory model: exact formulas against published numbers, and predictions against the real llama-server.
 
 Unit tests read real GGUF headers: files written with PyPI ``gguf`` carrying Qwen3.6-35B-A3B's published hparams
-(``reference/qwen36.md``; no tensors needed for KV and state), the tiny test-bed models, and the real Gemma 3
+(``docs/models.md``; no tensors needed for KV and state), the tiny test-bed models, and the real Gemma 3
 270M file. The validation tests start the test bed's llama-server (CPU only) at a small grid of settings and
 compare each buffer it reports at ``-lv 4`` with ``estimate``: weights, KV, recurrent state and repack within
 3 %, compute within 20 %, output to the printed 0.01 MiB. GPU-side numbers are modelled only (no GPU here).
@@ -26,7 +26,7 @@ from tests.support.memory_grid import label, parse_memory, run_point
 # headers with real hparams
 
 
-QWEN36 = {  # qwen35moe.* keys of Qwen3.6-35B-A3B (reference/qwen36.md "Architecture")
+QWEN36 = {  # qwen35moe.* keys of Qwen3.6-35B-A3B (docs/models.md, "Qwen3.6-35B-A3B architecture")
     "block_count": 40, "context_length": 262_144, "embedding_length": 2048, "attention.head_count": 16,
     "attention.head_count_kv": 2, "attention.key_length": 256, "attention.value_length": 256,
     "expert_count": 256, "expert_used_count": 8, "full_attention_interval": 4, "ssm.conv_kernel": 4,
@@ -68,7 +68,7 @@ def test_qwen36_layout(qwen36: ModelProfile) -> None:
     ("f32", "f32", 40_960), ("q8_0", "f16", 15_680),
 ])
 def test_qwen36_kv_bytes_per_token(qwen36: ModelProfile, k: str, v: str, per_token: int) -> None:
-    """reference/qwen36.md "Memory": 2 (K,V) × 10 layers × 2 heads × 256 × bytes/element."""
+    """docs/models.md, "Memory of Qwen3.6-35B-A3B": 2 (K,V) × 10 layers × 2 heads × 256 × bytes/element."""
     assert kv_bytes_per_token(qwen36, k, v) == per_token
 
 
@@ -149,8 +149,8 @@ def test_gemma_layout(gemma: ModelProfile) -> None:
 
 
 @pytest.mark.parametrize(("settings", "full_mib", "swa_mib", "swa_cells"), [
-    (LaunchSettings(ctx=4096), 12, 15, 1024),  # reference/llama-server.md, measured
-    (LaunchSettings(ctx=32_768, ubatch=2048), 96, 37.5, 2560),  # field-notes: 96 + 37.5 MiB
+    (LaunchSettings(ctx=4096), 12, 15, 1024),  # measured: docs/test-bed.md
+    (LaunchSettings(ctx=32_768, ubatch=2048), 96, 37.5, 2560),  # docs/test-bed.md: 96 + 37.5 MiB
     (LaunchSettings(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0"), 12.75, 7.96875, 1024),  # 12.75 + 7.97
 ])
 def test_gemma_kv_matches_measured(gemma: ModelProfile, settings: LaunchSettings, full_mib: float,
@@ -212,7 +212,7 @@ def test_mmproj_follows_the_flag(tiny_moe: ModelProfile) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the log parser, on lines recorded from a real run (reference/llama-server.md)
+# the log parser, on lines recorded from a real run (docs/test-bed.md)
 
 RECORDED = """\
 0.01.135.293 I load_tensors:          AMX model buffer size =   213.91 MiB

@@ -74,7 +74,7 @@ def with_memory(hardware: HardwareProfile, *, vram_free: int | None = None, ram_
 
 
 def test_header_profile_matches_the_published_split(models_dir: Path) -> None:
-    """The header-only file carries Qwen3.6-35B-A3B's real layout (qwen36.md): 40 layers, 10 with KV."""
+    """The header-only file carries Qwen3.6-35B-A3B's real layout (docs/models.md): 40 layers, 10 with KV."""
     [candidate, *_] = catalog_candidates(load_catalog().model(None), None, models_dir)
     profile = candidate.profile
     assert profile.architecture == "qwen35moe" and profile.n_layer == 40 and profile.is_moe
@@ -107,7 +107,7 @@ def test_plan_respects_the_budgets(name: str, models_dir: Path) -> None:
 def test_attention_and_kv_stay_on_the_gpu(name: str, models_dir: Path) -> None:
     plan = default_plan(machine(name), models_dir)
     assert plan.model_id == "qwen3.6-35b-a3b", plan.reasons[0].text
-    # -ngl counts every block of the file (block_count 41: the MTP block too, qwen36.md) and the output layer.
+    # -ngl counts every block of the file (block_count 41: the MTP block too, docs/models.md) and the output layer.
     assert plan.settings.n_gpu_layers == 42
     assert plan.estimate.kv_cpu == 0 and plan.estimate.recurrent_cpu == 0
     assert plan.settings.ctx >= planner.GOOD_CTX

@@ -20,7 +20,7 @@ from tests.support.testbed import GEMMA_FILE
 
 GEMMA_ID = "gemma-3-270m"
 GEMMA_REPO = "qwenkit-test/gemma-3-270m-GGUF"
-# A base model without a chat template (reference/field-notes.md): llama.cpp's built-in gemma template.
+# A base model without a chat template (docs/test-bed.md): llama.cpp's built-in gemma template.
 GEMMA_ARGS = ("--no-jinja", "--chat-template", "gemma", "-c", "1024", "-t", "2")
 
 

@@ -14,7 +14,7 @@
 Ground truth: llama.cpp b11434 ``src/models/qwen35moe.cpp`` / ``qwen35.cpp`` (``load_arch_tensors``: names and
 shapes), ``src/llama-arch.cpp`` (key and tensor names), ``src/llama-quant.cpp`` (Q4_K_M type choices),
 ``conversion/qwen.py`` (an MTP-capable convert writes ``block_count`` = layers + 1 and ``nextn_predict_layers`` 1;
-llama.cpp's ``n_layer = block_count - nextn_predict_layers``). Facts on the models: reference/qwen36.md.
+llama.cpp's ``n_layer = block_count - nextn_predict_layers``). Facts on the models: docs/models.md.
 Shapes are ggml order ``{ne0, ne1, ...}``.
 """
 
@@ -37,7 +37,7 @@ from tests.support import testbed
 
 HEADER_ONLY_KEY = "qwenkit.header_only"  # mirrors bootstrap.plan.gguf_header.HEADER_ONLY_KEY
 QWEN_VOCAB = 248_320
-QWEN_MERGES = 247_000  # "~247k merges" (field-notes): the count that makes GGUFReader slow, not the exact one
+QWEN_MERGES = 247_000  # "~247k merges" (docs/test-bed.md): the count that makes GGUFReader slow, not the exact one
 
 # (block size, bytes per block): ggml-common.h; also in gguf.GGML_QUANT_SIZES
 _SIZES = {
@@ -128,7 +128,7 @@ _NORMS = {"attn_norm", "post_attention_norm", "attn_q_norm", "attn_k_norm", "ssm
 
 
 def _ud_q4_k_xl(role: str, il: int, spec: QwenSpec) -> str:
-    """Near Unsloth's UD-Q4_K_XL split (qwen36.md): routed experts Q4_K (down Q5_K, Q6_K in 6 layers),
+    """Near Unsloth's UD-Q4_K_XL split (docs/models.md): routed experts Q4_K (down Q5_K, Q6_K in 6 layers),
     attention, DeltaNet, shared expert, token_embd and output Q8_0; routers, norms and alpha/beta F32."""
     if role in _NORMS:
         return "F32"
@@ -224,7 +224,7 @@ def tensor_list(spec: QwenSpec) -> list[tuple[str, tuple[int, ...], str, str]]:
 
 def qwen_vocab(n_vocab: int, n_merges: int) -> tuple[list[str], list[int], list[str]]:
     """A byte-level BPE vocabulary shaped like Qwen's: 256 byte symbols, merged pieces, then the special tokens
-    at Qwen's ids (``<|endoftext|>`` 248044, ``<|im_start|>`` 248045, ``<|im_end|>`` 248046; qwen36.md)."""
+    at Qwen's ids (``<|endoftext|>`` 248044, ``<|im_start|>`` 248045, ``<|im_end|>`` 248046; docs/models.md)."""
     symbols = [chr(c) for c in range(0x21, 0x7F)] + [chr(c) for c in range(0xA1, 0x100) if c != 0xAD]
     symbols += [chr(0x100 + i) for i in range(256 - len(symbols))]  # GPT-2 bytes_to_unicode shape
     tokens = list(symbols)

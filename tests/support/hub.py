@@ -2,7 +2,7 @@
 
 The product's fetch stage and the real SDKs (``huggingface_hub``, ``modelscope``) talk to it unchanged through
 ``HF_ENDPOINT`` / ``MODELSCOPE_ENDPOINT``, so tests exercise real HTTP, real redirects across origins and real
-broken connections on 127.0.0.1 instead of mocks. Protocol facts: ``reference/hubs.md``.
+broken connections on 127.0.0.1 instead of mocks. Protocol facts: ``docs/hubs.md``.
 
 Run standalone (scripts, benchmarks)::
 

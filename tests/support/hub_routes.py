@@ -1,6 +1,6 @@
 """Protocol routes of the loopback hub: Hugging Face API and resolve, ModelScope ``/api/v1``, control.
 
-Response shapes follow ``reference/hubs.md``; the SDK tests in ``tests/testbed/test_hub_sdk.py`` hold them to what
+Response shapes follow ``docs/hubs.md``; the SDK tests in ``tests/testbed/test_hub_sdk.py`` hold them to what
 huggingface_hub and modelscope actually parse.
 """
 

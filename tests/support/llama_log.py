@@ -1,4 +1,4 @@
-"""Parsers for the llama-server log lines tests read (``reference/llama-server.md``, "Memory log lines").
+"""Parsers for the llama-server log lines tests read (``docs/engine.md``, "Memory log lines").
 
 llama-server prefixes each line with a timestamp and level (``0.00.017.383 I print_info: ...``); memory lines
 need ``-lv 4``.

@@ -4,7 +4,7 @@ Shared by ``tests/plan/test_memory.py`` (a small grid) and ``scripts/bench_memor
 ``bootstrap.plan.memory.estimate`` with what llama-server itself allocates. The server runs CPU-only here, so only
 host buffers are seen; GPU placement is modelled in ``bootstrap.plan.memory``, never validated by this harness.
 
-Buffer lines (``reference/llama-server.md`` "Memory log lines", printed at ``-lv 4``):
+Buffer lines (``docs/engine.md`` "Memory log lines", printed at ``-lv 4``):
 ``load_tensors: <buft> model buffer size``, ``llama_kv_cache: size = …``, ``llama_memory_recurrent: size = …``,
 ``sched_reserve: <buft> compute buffer size``, ``llama_context: <buft> output buffer size``.
 """

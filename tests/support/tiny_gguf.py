@@ -251,7 +251,7 @@ def _tensors_common(t: _Tensors, n_vocab: int, quiet_ids: Iterable[int]) -> None
     """token_embd, output_norm and (unless tied) output, with the output rows of non-word tokens silenced.
 
     Zeroed rows give those tokens logit 0 while word tokens get random ± logits, so greedy decoding picks
-    words instead of ``<0x23>``-style bytes, single letters or control tokens (field-notes "Test bed").
+    words instead of ``<0x23>``-style bytes, single letters or control tokens (docs/test-bed.md).
     """
     s = t.spec
     quiet = list(quiet_ids)

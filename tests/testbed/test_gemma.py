@@ -1,6 +1,6 @@
 """The real Gemma 3 270M file: served by the loopback hub, fetched by huggingface_hub, loaded by llama-server.
 
-Expected numbers are the measured ones in ``reference/field-notes.md`` ("Estimates vs reality on gemma3-270m").
+Expected numbers are the measured ones in ``docs/test-bed.md`` ("Gemma 3 270M").
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def test_hf_fails_at_once_on_reset_and_resumes_in_process_after_fin(
     assert len(cdn) == 2 and cdn[0].bytes == 15 * MIB
     assert cdn[1].range is not None and cdn[1].status == 206  # resumed in-process with a Range request
     resumed_from = int(cdn[1].range.split("=")[1].split("-")[0])
-    assert resumed_from == 10 * MIB  # hf 2.4.0 keeps whole 10 MiB chunks only (hubs.md)
+    assert resumed_from == 10 * MIB  # hf 2.4.0 keeps whole 10 MiB chunks only (docs/hubs.md)
     assert resumed_from + cdn[1].bytes == len(data)
 
 

@@ -2,8 +2,8 @@
 
 Glue only: the home, the installed ``LaunchSpec`` (from ``bootstrap.record.state``), the manager (the recorded one, else
 this machine's best), then one action and one localized result line. ``install`` also starts the server, after
-checking that no other program holds the port (field notes, failure mode 8). Exit 2 when nothing is installed,
-6 when the manager refuses or the server cannot start.
+checking that no other program holds the port (docs/field-failures.md, failure mode 8). Exit 2 when nothing is
+installed, 6 when the manager refuses or the server cannot start.
 """
 
 from __future__ import annotations

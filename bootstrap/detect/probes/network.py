@@ -1,4 +1,4 @@
-"""Proxy and CA settings (field-notes failure mode 3: corporate proxies and TLS interception).
+"""Proxy and CA settings (docs/field-failures.md, failure mode 3: corporate proxies and TLS interception).
 
 Reported, never changed: downloads honour ``HTTPS_PROXY``/``NO_PROXY`` and verify TLS against the OS store through
 truststore (pip does the same since 24.2). Proxy credentials are redacted so a shared report leaks no password.
