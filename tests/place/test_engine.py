@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap.catalog.engine_pins import EnginePins, assets_for, load_pins
+from bootstrap.catalog.engine_pins import VARIANTS, EnginePins, assets_for, load_pins
 from bootstrap.core import console
 from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
 from bootstrap.core.home import Home
@@ -296,7 +296,7 @@ def test_winsw_resolves_through_the_same_digest_lookup(hub: LoopbackHub, tmp_pat
 def test_shipped_pins_cover_every_variant_and_agree_with_the_rules() -> None:
     pins = load_pins()
     assert (pins.build, pins.tag, pins.repo) == (10434, "b10434", REPO)
-    assert set(pins.assets) == set(engine_variant.VARIANTS)
+    assert set(pins.assets) == set(VARIANTS)
     names = {v: [a.name for a in assets] for v, assets in pins.assets.items()}
     assert names["win-cuda-12.4"] == ["llama-b10434-bin-win-cuda-12.4-x64.zip",
                                       "cudart-llama-bin-win-cuda-12.4-x64.zip"]
