@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.app import cli
+from bootstrap.app import check_table, cli
 from bootstrap.app.commands import doctor
 from bootstrap.core import console
 from bootstrap.core.errors import UnsupportedMachine
@@ -176,11 +176,11 @@ def test_network_verdicts(tmp_path: Path) -> None:
 def test_human_table_is_aligned_in_chinese() -> None:
     console.set_language("zh")
     p = as_windows(recorded_profile("rtx3070_8gb_32gb"))
-    lines = doctor.render_table(run_checks(p, engine=check_engine))
+    lines = check_table.render_table(run_checks(p, engine=check_engine))
     assert lines[0].startswith("项目")
     rows = [line for line in lines[1:] if not line.lstrip().startswith("→")]
     # the details column starts at the same terminal column on every row (CJK counts double)
-    starts = {doctor.display_width(row[: row.index(row.split("  ")[-1])]) for row in rows}
+    starts = {check_table.display_width(row[: row.index(row.split("  ")[-1])]) for row in rows}
     assert len(rows) == 8 and len(starts) == 1
     assert any("低于 550" in line for line in lines)
 

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bootstrap.app.commands.doctor import render_table
-from bootstrap.app.commands.service import is_admin
+from bootstrap.app.check_table import render_table
 from bootstrap.catalog.source_names import is_url
 from bootstrap.core import console, settings
 from bootstrap.core.console import t
@@ -24,6 +23,7 @@ from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
 from bootstrap.core.prompts import ask_yes_no
 from bootstrap.core.sizes import gib_text, human_size
+from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import InstallRequest, Proposal, install
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 

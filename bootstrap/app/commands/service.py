@@ -9,8 +9,6 @@ installed, 6 when the manager refuses or the server cannot start.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
+from bootstrap.detect.privileges import is_admin
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import (
@@ -41,16 +40,6 @@ def load_installed_spec(home: Home) -> LaunchSpec | None:
     exit 2 from ``bootstrap.record.state``)."""
     state = load_state(home)
     return None if state is None else launch_spec(state, home)
-
-
-def is_admin() -> bool:
-    """Elevated (root / Administrator): the install asks for the system-wide flavour."""
-    if hasattr(os, "geteuid"):
-        return os.geteuid() == 0
-    try:
-        return bool(ctypes.windll.shell32.IsUserAnAdmin())  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        return False
 
 
 def _yes_no(flag: bool) -> str:
