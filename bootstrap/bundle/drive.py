@@ -1,6 +1,6 @@
 """The drive a bundle is written to: is there room, and can its filesystem hold every file?
 
-Both are asked before any download (``bundle_create`` step 4): a USB stick that fills up at 90 % of a 20 GB model,
+Both are asked before any download (``bundle.create`` step 4): a USB stick that fills up at 90 % of a 20 GB model,
 or a FAT32 stick that refuses the model's first byte past 4 GiB, would waste the whole download.
 """
 

@@ -1,6 +1,6 @@
 """What goes into a bundle: target platforms, Python versions, catalog models and quants, and every file they need.
 
-Everything here is decided before the bundle folder is touched (``bundle_create`` step 1): bad input costs nothing,
+Everything here is decided before the bundle folder is touched (``bundle.create`` step 1): bad input costs nothing,
 and each file is resolved to its size and sha256 (model files on the hubs, engine assets from the release) so the
 bundle's catalog and engine pins can name exactly the bytes it holds.
 """

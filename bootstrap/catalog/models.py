@@ -330,7 +330,7 @@ MAX_CATALOG_BYTES = 16 << 20  # the shipped catalog is ~10 KiB; an intranet's ow
 
 
 def catalog_document(path: Path | None = None) -> dict[str, Any]:
-    """The catalog as read (TOML; JSON for the copy an offline bundle carries, ``bundle_install``), bounded by
+    """The catalog as read (TOML; JSON for the copy an offline bundle carries, ``install.from_bundle``), bounded by
     ``file_formats``; not validated (``load_catalog`` does that)."""
     where = path or catalog_path()
 

@@ -109,7 +109,7 @@ class Home:
     @property
     def bundle_pending_dir(self) -> Path:
         """A newly opened bundle's records, until the install from it has passed every check
-        (``bundle_install.commit_records`` then makes them ``bundle/``)."""
+        (``install.from_bundle.commit_records`` then makes them ``bundle/``)."""
         return self.root / "cache" / "bundle-new"
 
     @property

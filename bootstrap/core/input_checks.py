@@ -2,7 +2,7 @@
 
 A value with a control character, or one too long to be meant, is refused at once with exit 2, before a lock is
 taken or a byte is downloaded: the install home, MODEL, a source or bundle URL all end up in paths, URLs, start
-scripts and unit files, where a newline cannot be quoted (``render``'s filters refuse it, but only after the
+scripts and unit files, where a newline cannot be quoted (``core.templating``'s filters refuse it, but only after the
 download) and a 100,000-character name fails the kernel, not the user. The host and port have their own parsers
 next to the server start they describe (``launch_spec.parse_host``).
 """

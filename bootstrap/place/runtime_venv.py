@@ -246,7 +246,7 @@ def _create_venv(home: Home, python: PythonInfo, env: dict[str, str]) -> None:
 def make_venv(python: str, venv: Path, env: dict[str, str], *, log: Callable[[str], None] | None = None) -> None:
     """``python -I -m venv VENV`` (pip included, from ensurepip); ``UnsupportedMachine`` (exit 3) saying why not.
 
-    Also the throwaway venv whose pip a frozen setup uses to fetch a bundle's wheels (``bundle_wheels``).
+    Also the throwaway venv whose pip a frozen setup uses to fetch a bundle's wheels (``bundle.wheels``).
     """
     argv = [python, "-I", "-m", "venv", str(venv)]
     if log is not None:

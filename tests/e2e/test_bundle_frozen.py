@@ -1,6 +1,6 @@
 """The frozen setup as the bundle maker: ``QwenClientKit-Setup bundle create`` carries no pip, and here neither
 does the machine's only Python, so the wheels come from a throwaway venv made with that Python
-(``bundle_wheels.pip_python``); the setup copies itself to the bundle root. Real parts only: the PyInstaller build,
+(``bundle.wheels.pip_python``); the setup copies itself to the bundle root. Real parts only: the PyInstaller build,
 the loopback hub, pip offline from the wheelhouse."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Messages of ``qwenkit bundle create`` / ``bundle verify`` (owned by ``bootstrap/bundle/create.py`` and the
-modules it runs: ``bundle_selection``, ``bundle_reuse``, ``bundle_drive``, ``bundle_wheels``, ``bundle_root``; and by
+modules it runs: ``bundle.selection``, ``.reuse``, ``.drive``, ``.wheels``, ``.root_files``; and by
 ``bootstrap/app/commands/bundle.py``)."""
 
 from __future__ import annotations
