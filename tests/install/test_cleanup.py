@@ -9,6 +9,7 @@ Real files in a real home under pytest's tmp dir.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,8 +66,6 @@ def test_files_outside_the_home_are_never_obsolete(home: Home, tmp_path: Path) -
     state, model, mmproj, _ = previous_install(home, own)
     foreign_engine = tmp_path / "llama.cpp" / "build"
     foreign_engine.mkdir(parents=True)
-    from dataclasses import replace
-
     state = replace(state, engine=replace(state.engine, dir=str(foreign_engine)))
     new_engine = place_engine(home)
     assert cleanup.obsolete_paths(home, state, [], new_engine) == [model, mmproj]
@@ -75,7 +74,7 @@ def test_files_outside_the_home_are_never_obsolete(home: Home, tmp_path: Path) -
 
 def test_remove_deletes_files_engines_and_empty_repo_folders_only(home: Home) -> None:
     """The repo folder left empty goes (up to, not including, ``models/``); a folder still holding a file stays."""
-    state, model, mmproj, old_engine = previous_install(home)
+    _, model, mmproj, old_engine = previous_install(home)
     new_engine = place_engine(home)
     keep = write(home.models_dir / "acme" / "new-GGUF" / "new.gguf", b"new")
     removed = cleanup.remove_obsolete(home, [model, mmproj, old_engine])
@@ -131,8 +130,6 @@ def test_a_recorded_path_climbing_out_of_the_home_is_never_deleted(home: Home, t
     victim = write(tmp_path / "victim.gguf")
     victim_dir = tmp_path / "victim-dir"
     write(victim_dir / "notes.txt")
-    from dataclasses import replace
-
     climbing = replace(state.files[0], path="models/../../victim.gguf")
     state = replace(state, files=(climbing,), engine=replace(state.engine, dir="engine/../../victim-dir"))
     obsolete = cleanup.obsolete_paths(home, state, [], place_engine(home))
@@ -143,7 +140,7 @@ def test_a_recorded_path_climbing_out_of_the_home_is_never_deleted(home: Home, t
 def test_after_success_finishes_the_upgrade(home: Home) -> None:
     """With the journal: the obsolete files, the journal, the backups, the unused staging and the partials of the
     files now installed all go; a partial of another file (another download, resumable later) stays."""
-    previous, model, _, old_engine = previous_install(home)
+    _, model, _, old_engine = previous_install(home)
     new_engine = place_engine(home)
     new_model = write(home.models_dir / "acme" / "new-GGUF" / "new.gguf", b"new")
     current = install_state(home, new_engine, [file_record(home, new_model, NEW_SHA)], model="new", model_id="new",
