@@ -10,6 +10,7 @@ never touched.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +21,13 @@ from bootstrap.record.state import InstallState, resolve_in_home
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    return folder in path.parents
+    """Whether ``path`` lies under ``folder`` once ``..`` and links among its parents are resolved (``state.json``
+    stores paths as text, and a damaged or hand-edited record must never aim a deletion outside the home). The
+    last part may itself be a link: it is removed, never followed."""
+    if path.name in ("", ".", ".."):
+        return False
+    real = Path(os.path.realpath(path.parent)) / path.name
+    return Path(os.path.realpath(folder)) in real.parents
 
 
 def obsolete_paths(home: Home, previous: InstallState, new_files: Iterable[Path], new_engine: Path) -> list[Path]:

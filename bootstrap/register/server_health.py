@@ -43,9 +43,12 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
         if resp.status_code != 200:
             return Health("down", f"HTTP {resp.status_code}")
         try:
-            ids = tuple(str(m.get("id")) for m in resp.json().get("data", []) if isinstance(m, dict))
+            data = resp.json().get("data", [])
         except (ValueError, AttributeError):
+            data = None
+        if not isinstance(data, list):
             return Health("down", "bad /v1/models answer")
+        ids = tuple(str(m.get("id")) for m in data if isinstance(m, dict))
         if spec.alias not in ids:
             return Health("no_model", ", ".join(ids), ids)
         return Health("ok", "", ids)

@@ -120,12 +120,10 @@ def test_links_are_removed_never_followed(home: Home, tmp_path: Path) -> None:
     assert target_file.is_file() and (target_dir / "llama-server").is_file() and link_dir.is_symlink()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: '..' in a recorded path passes the lexical 'inside' check")
 def test_a_recorded_path_climbing_out_of_the_home_is_never_deleted(home: Home, tmp_path: Path) -> None:
     """``state.json`` stores paths as text; one holding ``..`` (a damaged or hand-edited record) must not make
-    cleanup delete outside the home. ``_inside`` compares path components without resolving them, so
-    ``models/../../victim.gguf`` counts as inside ``models/`` and the file outside the home is unlinked; the same
-    goes for an engine dir ``engine/../../victim-dir``, which is ``rmtree``d."""
+    cleanup delete outside the home: ``models/../../victim.gguf`` (an unlink) and an engine dir
+    ``engine/../../victim-dir`` (an ``rmtree``) are both outside once ``..`` is resolved, and are left alone."""
     state, _, _, _ = previous_install(home)
     victim = write(tmp_path / "victim.gguf")
     victim_dir = tmp_path / "victim-dir"

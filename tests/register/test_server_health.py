@@ -186,7 +186,6 @@ def test_entries_that_are_not_objects_are_skipped(stand_in: tuple[Script, int], 
     assert check_health(spec_for(tmp_path, port), KEY) == Health("ok", "", (ALIAS,))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="bug: a non-list 'data' escapes as TypeError")
 @pytest.mark.parametrize("data", [None, 5])
 def test_a_models_answer_whose_data_is_not_a_list_is_down(stand_in: tuple[Script, int], tmp_path: Path,
                                                           data: object) -> None:
