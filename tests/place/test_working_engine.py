@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -26,6 +25,7 @@ from bootstrap.core.home import Home
 from bootstrap.place.working_engine import who
 from bootstrap.register import FallbackManager
 from tests.support import standin
+from tests.support.chat_client import ChattingClient
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import (
@@ -268,36 +268,6 @@ def test_a_port_another_socket_holds_is_named(make_bed: Callable[..., InstallBed
 
 
 # ---- an upgrade to an engine that cannot run here ----------------------------------------------------------
-class _Client:
-    """A client chatting every 0.5 s on its own thread, counting what failed and the longest outage."""
-
-    def __init__(self, bed: InstallBed, port: int) -> None:
-        self.bed, self.port = bed, port
-        self.sent = 0
-        self.failed: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sent += 1
-            try:
-                resp = _chat(self.bed, self.port, timeout=10)
-                if resp.status_code != 200:
-                    self.failed.append(f"HTTP {resp.status_code}")
-            except requests.RequestException as exc:
-                self.failed.append(type(exc).__name__)
-            self._stop.wait(0.5)
-
-    def __enter__(self) -> _Client:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-
 def test_an_upgrade_to_an_engine_that_fails_its_selftest_never_stops_the_working_server(
         make_bed: Callable[..., InstallBed], engine_bin_dir: Path, tmp_path: Path) -> None:
     bed = make_bed()
@@ -312,7 +282,7 @@ def test_an_upgrade_to_an_engine_that_fails_its_selftest_never_stops_the_working
     for variant in (VULKAN, CPU):
         bed.hub.add_release_asset("ggml-org/llama.cpp", "b10500", broken, f"llama-b10500-bin-{variant}.tar.gz")
     bed.extra_env["QWENKIT_ENGINES"] = str(pins)
-    with _Client(bed, port) as client:
+    with ChattingClient(port, bed.home.api_key_file) as client:
         time.sleep(1.0)
         upgrade = bed.install("--no-venv")
         time.sleep(1.0)

@@ -1,0 +1,64 @@
+"""A client that keeps chatting with an install's server while something else happens (an upgrade, a stop).
+
+It sends one short chat every ``interval`` seconds on its own thread, so a request is often in flight when the
+server is stopped, and records every failure and the longest outage: the time from the last answer before a failed
+stretch to the first answer after it (measured on the client's clock, as a user would see it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+
+def chat(port: int, key_file: Path, *, timeout: float = 30, max_tokens: int = 4) -> requests.Response:
+    """One non-streamed chat with the key in ``key_file`` (no proxies: the server is local)."""
+    key = key_file.read_text(encoding="utf-8").strip()
+    with requests.Session() as session:
+        session.trust_env = False
+        return session.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=timeout,
+                            headers={"Authorization": f"Bearer {key}"},
+                            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": max_tokens})
+
+
+class ChattingClient:
+    """``with ChattingClient(port, key_file) as client: …``; then ``client.sent``, ``client.failed``,
+    ``client.longest_gap_s``."""
+
+    def __init__(self, port: int, key_file: Path, *, interval: float = 0.5, timeout: float = 10) -> None:
+        self.port, self.key_file, self.interval, self.timeout = port, key_file, interval, timeout
+        self.sent = 0
+        self.failed: list[str] = []
+        self.longest_gap_s = 0.0
+        self._last_ok: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sent += 1
+            try:
+                resp = chat(self.port, self.key_file, timeout=self.timeout)
+                ok = resp.status_code == 200
+                if not ok:
+                    self.failed.append(f"HTTP {resp.status_code}")
+            except requests.RequestException as exc:
+                ok = False
+                self.failed.append(type(exc).__name__)
+            now = time.monotonic()
+            if ok:
+                if self._last_ok is not None:
+                    self.longest_gap_s = max(self.longest_gap_s, now - self._last_ok)
+                self._last_ok = now
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> ChattingClient:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
