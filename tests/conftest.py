@@ -16,7 +16,8 @@ import pytest
 from bootstrap.core import console
 from tests.support import testbed
 
-pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures", "tests.support.wheelhouse"]
+pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures", "tests.support.wheelhouse",
+                  "tests.support.install_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +21,15 @@ import pytest
 import requests
 
 from bootstrap.core.console import t
-from bootstrap.core.home import Home
 from bootstrap.place.working_engine import who
-from bootstrap.register import FallbackManager
 from tests.support import standin
 from tests.support.chat_client import ChattingClient
-from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import (
     MODEL_FILE,
     MODEL_REPO,
     InstallBed,
     catalog_text,
-    serve_engine,
     write_chat_model,
 )
 from tests.support.llama import free_port
@@ -66,30 +62,6 @@ def _one_line_error(proc: Any) -> str:
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     assert len(lines) == 1, proc.stderr
     return lines[0].removeprefix("error: ")
-
-
-@pytest.fixture
-def make_bed(hub: LoopbackHub, engine_asset: Path, engine_bin_dir: Path, tmp_path: Path
-             ) -> Iterator[Callable[..., InstallBed]]:
-    """``make_bed({variant: stand-in script}, model=…, server_args=…)``: a hub serving the test bed's engine under
-    both Linux names except where a stand-in build takes its place, a one-model catalog, and a home."""
-    beds: list[InstallBed] = []
-
-    def make(builds: Mapping[str, str] | None = None, *, model: Path | None = None,
-             server_args: tuple[str, ...] = ("-c", "512", "-t", "2")) -> InstallBed:
-        assets = {variant: standin.release_asset(tmp_path / f"standin-{variant}", engine_bin_dir, script)
-                  for variant, script in (builds or {}).items()}
-        model = model or write_chat_model(tmp_path / "rev1" / MODEL_FILE)
-        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
-        bed = InstallBed(hub, Home(tmp_path / "Qwen 安装 home"), tmp_path / "catalog.toml",
-                         serve_engine(hub, engine_asset, variants=assets))
-        bed.catalog.write_text(catalog_text(revision, server_args=server_args), encoding="utf-8")
-        beds.append(bed)
-        return bed
-
-    yield make
-    for bed in beds:
-        FallbackManager(bed.home).stop()
 
 
 def _profile(bed: InstallBed, tmp_path: Path, *, gpus: list[dict[str, Any]] | None = None,
