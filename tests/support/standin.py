@@ -86,3 +86,23 @@ def engine_folder(dest: Path, real_bin: Path, script: str, *, tools: bool = True
     server.write_text(script, encoding="utf-8")
     server.chmod(0o755)
     return dest
+
+
+def without_architecture(work: Path, real_bin: Path, arch: str) -> Path:
+    """The test bed's real engine with ``arch`` struck from its loader's name table (every ``arch\\0`` in the server
+    and the fit tool becomes another name of the same length), packed as upstream's release archive: a real build
+    that loads every other model and refuses ``arch`` with "unknown model architecture", as an older build refuses
+    a newer model."""
+    from .testbed import release_asset as pack
+
+    dest = work / "bin"
+    shutil.copytree(real_bin, dest, ignore=shutil.ignore_patterns(".*"), symlinks=True)
+    old = arch.encode("ascii") + b"\0"
+    new = arch[:-1].encode("ascii") + (b"x" if not arch.endswith("x") else b"y") + b"\0"
+    for name in ("llama-server", "llama-fit-params"):
+        path = dest / name
+        data = path.read_bytes()
+        if old not in data:
+            raise AssertionError(f"{name} does not name {arch!r}: not the build these tests expect")
+        path.write_bytes(data.replace(old, new))
+    return pack(dest, out_dir=work / "asset")

@@ -35,4 +35,25 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Its files are back in place: run 'qwenkit service start', or 'qwenkit install' to try again.",
         "zh": "原有文件已恢复：请运行 'qwenkit service start'，或重新运行 'qwenkit install'。",
     },
+    "switch.refused": {
+        "en": "{file} cannot serve, so nothing was changed: {reason}",
+        "zh": "{file} 无法提供服务，因此没有做任何更改：{reason}",
+    },
+    "switch.hint_refused_upgrade": {
+        "en": "The previous install keeps serving. A newer revision or another quant will be installed normally "
+              "(qwenkit install MODEL:QUANT).",
+        "zh": "之前的安装继续提供服务。较新的修订版或其他量化版本可以正常安装（qwenkit install MODEL:QUANT）。",
+    },
+    "switch.hint_refused_first": {
+        "en": "Choose another quant (qwenkit install MODEL:QUANT), or wait for a newer revision of this file.",
+        "zh": "请选择其他量化版本（qwenkit install MODEL:QUANT），或等待该文件的较新修订版。",
+    },
+    "switch.refused_before": {
+        "en": "{file} (revision {revision}) was refused on {when}, so nothing was changed: {reason}",
+        "zh": "{file}（修订版 {revision}）已于 {when} 被拒绝，因此没有做任何更改：{reason}",
+    },
+    "switch.gap": {
+        "en": "Switched over in {gap} s: the new server answered {load} s after it started.",
+        "zh": "切换用时 {gap} 秒：新服务启动后 {load} 秒即可响应。",
+    },
 }
