@@ -23,6 +23,7 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -38,7 +39,8 @@ class FallbackManager(ServiceManager):
 
     name = "script"
 
-    def __init__(self, home: Home, *, health_url: str | None = None, stop_timeout: float = 20.0) -> None:
+    def __init__(self, home: Home, *, health_url: str | None = None,
+                 stop_timeout: float = SERVER_STOP_TIMEOUT_S) -> None:
         super().__init__(home)
         self.health_url = health_url
         self.stop_timeout = stop_timeout
@@ -124,6 +126,10 @@ class FallbackManager(ServiceManager):
 
     def stop(self) -> None:
         """SIGTERM the recorded server's session, SIGKILL after ``stop_timeout``; a no-op when none runs.
+
+        The grace is short on purpose (``SERVER_STOP_TIMEOUT_S``: once it got SIGTERM, llama-server never finishes
+        a generation in flight, it only waits for the client to hang up), so a stop takes about ``stop_timeout`` at
+        most per server, and a client mid-answer gets a reset connection instead of a request that hangs.
 
         Also stops a server of this home that no pid file names: an installer killed between starting it and
         writing the pid file leaves one (the crash harness's review found the window), and it would hold the port.
