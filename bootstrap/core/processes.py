@@ -18,6 +18,26 @@ NOT_FOUND = 127  # the shell's codes: a missing program, one that could not star
 NOT_STARTED = 126
 TIMED_OUT = 124
 
+SERVER_STOP_TIMEOUT_S = 5
+"""Seconds from asking llama-server to stop (SIGTERM; Ctrl+C under WinSW) to killing it (SIGKILL; TerminateProcess).
+
+The one bound of every stop of the server, for an upgrade, a restart, an uninstall or the engine's self-test: the
+fallback manager (``bootstrap.register.fallback``) and the self-test (``bootstrap.place.engine_selftest``) wait
+this long, and the register stage passes the same value into each service definition (systemd ``TimeoutStopSec=``,
+launchd ``ExitTimeOut``, WinSW ``<stoptimeout>``; the Task Scheduler has no such setting, see
+``templates/task-scheduler.xml.j2``). Whole seconds, because launchd takes an integer.
+
+Why a hard stop at all: llama-server's SIGTERM handler ends its task loop at once (``tools/server/server.cpp``,
+``shutdown_handler`` → ``server_context::terminate``), so a generation in flight makes no more progress; its
+clean-up then joins the HTTP workers (``server_http_context::join``, ``tools/server/server-http.cpp``), and the
+worker streaming that generation polls for results that never come until its client hangs up
+(``server_response_reader::next``, ``tools/server/server-queue.cpp``). Without a kill, a stop with a request in
+flight lasts as long as the manager's own timeout (the fallback's old 20 s, launchd's default 20 s, WinSW's 15 s,
+our units' old 30 s) and holds the client's request open all that time; the kill resets its connection instead.
+Why 5 s: with nothing in flight the graceful stop ends in well under a second (``scripts/bench_stop.py``), so the
+grace leaves room for a large model's clean-up and still keeps the stop prompt.
+"""
+
 
 def _options(env: Mapping[str, str] | None, text: bool) -> dict[str, Any]:
     options: dict[str, Any] = {"capture_output": True, "check": False, "stdin": subprocess.DEVNULL,

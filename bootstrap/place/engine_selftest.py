@@ -23,11 +23,11 @@ import requests
 
 from bootstrap.core import settings
 from bootstrap.core.console import t
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailure, ExitInfo, classify, read_log_tail
 
 SELFTEST_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 5.0
 _POLL_S = 0.1
 
 
@@ -63,10 +63,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
+            proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=STOP_TIMEOUT_S)
+            proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
 
 
 def _one_token(session: requests.Session, base: str, timeout: float) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bootstrap.core.home import Home
-from bootstrap.core.processes import run_command
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -32,9 +32,10 @@ SHELL = "/bin/sh"
 
 
 def render_plist(home: Home, *, shell: str = SHELL) -> str:
-    """The LaunchAgent plist for ``home`` (XML-escaped by the template environment)."""
+    """The LaunchAgent plist for ``home`` (XML-escaped by the template environment); ``ExitTimeOut`` is the kit's
+    one stop bound (``SERVER_STOP_TIMEOUT_S``) instead of launchd's default 20 s."""
     return render_template("launchd.plist.j2", label=LABEL, shell=shell, script=home.run_sh, workdir=home.root,
-                           log=home.logs_dir / SERVER_LOG)
+                           log=home.logs_dir / SERVER_LOG, stop_timeout_s=SERVER_STOP_TIMEOUT_S)
 
 
 class LaunchdManager(ServiceManager):

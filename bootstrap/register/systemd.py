@@ -13,7 +13,7 @@ from typing import Literal
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
-from bootstrap.core.processes import run_command
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -63,7 +63,8 @@ def render_unit(scope: Scope, home: Home, *, user: str = "", shell: str = SHELL)
     """
     if any(c in shell for c in "$\"'\\"):
         raise QuotingError(f"systemd: the program word cannot hold $, quotes or backslashes: {shell!r}")
-    values = {"script": home.run_sh, "shell": shell, "workdir": unit_path_value(home.root)}
+    values = {"script": home.run_sh, "shell": shell, "workdir": unit_path_value(home.root),
+              "stop_timeout_s": SERVER_STOP_TIMEOUT_S}
     if scope == "system":
         return render_template("systemd-system.service.j2", user=unit_path_value(user), **values)
     return render_template("systemd-user.service.j2", **values)

@@ -14,7 +14,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.home import Home
-from bootstrap.core.processes import run_command
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -34,7 +34,8 @@ WINSW_VERSION = "2.12.0"
 def render_winsw_xml(spec: LaunchSpec, home: Home) -> str:
     """The WinSW definition: llama-server with one ``<argument>`` per word (XML-escaped by the environment)."""
     return render_template("winsw.xml.j2", service_id=SERVICE_ID, executable=str(spec.server),
-                           arguments=spec.server_args(), workdir=str(home.root), logpath=str(home.logs_dir))
+                           arguments=spec.server_args(), workdir=str(home.root), logpath=str(home.logs_dir),
+                           stop_timeout_s=SERVER_STOP_TIMEOUT_S)
 
 
 class WinswManager(ServiceManager):

@@ -20,6 +20,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from bootstrap.core.home import Home
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.core.templating import QuotingError
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.launchd import LABEL, render_plist
@@ -70,6 +71,9 @@ def test_systemd_unit_passes_systemd_analyze_verify(scope: str, weird_home: Home
     result = _verify(text, tmp_path / "units", user=scope == "user")
     assert (result.returncode, result.stderr) == (0, "")
     assert "Restart=always\n" in text and "RestartSec=3\n" in text
+    # The one stop bound; SIGTERM then SIGKILL to the whole unit stay systemd's defaults (systemd.kill(5)).
+    assert f"TimeoutStopSec={SERVER_STOP_TIMEOUT_S}\n" in text
+    assert "KillMode=" not in text and "SendSIGKILL=" not in text and "KillSignal=" not in text
     wanted = "default.target" if scope == "user" else "multi-user.target"
     assert f"WantedBy={wanted}\n" in text
     assert ("User=" in text) is (scope == "system")
@@ -118,6 +122,7 @@ def test_launchd_plist_round_trips_the_weird_path(weird_home: Home) -> None:
     assert plist["StandardOutPath"] == plist["StandardErrorPath"] == str(weird_home.logs_dir / "server.log")
     assert plist["RunAtLoad"] is True and plist["KeepAlive"] is True
     assert plist["LimitLoadToSessionType"] == "Aqua"
+    assert plist["ExitTimeOut"] == SERVER_STOP_TIMEOUT_S  # an <integer>, not launchd's default 20 s
 
 
 def _windows_spec(root: PureWindowsPath) -> LaunchSpec:
@@ -164,6 +169,8 @@ def test_task_scheduler_xml_is_utf16_and_round_trips(tmp_path: Path) -> None:
     assert settings.findtext("t:ExecutionTimeLimit", namespaces=TASK_NS) == "PT0S"
     assert settings.findtext("t:MultipleInstancesPolicy", namespaces=TASK_NS) == "IgnoreNew"
     assert settings.findtext("t:DisallowStartIfOnBatteries", namespaces=TASK_NS) == "false"
+    # A stop (schtasks /End) is TerminateProcess at once: the template's comment relies on this setting.
+    assert settings.findtext("t:AllowHardTerminate", namespaces=TASK_NS) == "true"
 
 
 def test_winsw_xml_round_trips_every_server_argument() -> None:
@@ -180,3 +187,21 @@ def test_winsw_xml_round_trips_every_server_argument() -> None:
     assert onfailure is not None and onfailure.attrib == {"action": "restart", "delay": "10 sec"}
     log = service.find("log")
     assert log is not None and log.attrib == {"mode": "roll-by-size"}
+    assert service.findtext("stoptimeout") == f"{SERVER_STOP_TIMEOUT_S} sec"  # Ctrl+C, then TerminateProcess
+
+
+def test_the_stop_bound_reaches_every_definition_as_a_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each renderer passes ``SERVER_STOP_TIMEOUT_S`` to its template: with another value in its place, every
+    definition carries that one, so no template holds a number of its own."""
+    from bootstrap.register import launchd, systemd, winsw
+
+    bound = SERVER_STOP_TIMEOUT_S + 7
+    for module in (launchd, systemd, winsw):
+        monkeypatch.setattr(module, "SERVER_STOP_TIMEOUT_S", bound)
+    home = Home(Path("/opt/qwen"))
+    for scope in ("user", "system"):
+        assert f"TimeoutStopSec={bound}\n" in render_unit(scope, home, user="li")  # type: ignore[arg-type]
+    assert plistlib.loads(render_plist(home).encode("utf-8"))["ExitTimeOut"] == bound
+    root = PureWindowsPath("C:\\", "Qwen")
+    service = ET.fromstring(render_winsw_xml(_windows_spec(root), Home(root)).encode("utf-8"))  # type: ignore[arg-type]
+    assert service.findtext("stoptimeout") == f"{bound} sec"

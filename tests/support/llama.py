@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -123,3 +124,67 @@ class LlamaServer:
                              timeout=timeout)
         resp.raise_for_status()
         return resp.json()
+
+
+class InFlightChat:
+    """A streamed chat request running in a thread, to have a generation in flight while something else happens.
+
+    It counts the server-sent ``data:`` chunks as they arrive (``wait_generating`` returns once enough did, so the
+    server is known to be generating, not still queueing), and records how the request ended: ``finished`` after
+    ``data: [DONE]``, else ``error`` (the connection reset when the server was killed) and ``ended_at`` either way.
+    ``ignore_eos`` (a llama-server sampling option) keeps the model going until ``max_tokens`` or the context ends.
+    """
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, max_tokens: int = 4096,
+                 content: str = "Write a very long story about a lighthouse keeper.",
+                 timeout: float = 600.0) -> None:
+        self.url = f"{base_url}/v1/chat/completions"
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.body: dict[str, Any] = {"messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
+                                     "stream": True, "ignore_eos": True, "temperature": 0}
+        self.timeout = timeout
+        self.chunks = 0
+        self.finished = False
+        self.error: str | None = None
+        self.ended_at: float | None = None  # time.monotonic() when the request returned or failed
+        self._ended = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="in-flight-chat", daemon=True)
+
+    def start(self) -> InFlightChat:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            with requests.Session() as session:
+                session.trust_env = False  # loopback: never through a proxy from the environment
+                with session.post(self.url, json=self.body, headers=self.headers, stream=True,
+                                  timeout=(10, self.timeout)) as resp:
+                    resp.raise_for_status()
+                    for line in resp.iter_lines():
+                        if line == b"data: [DONE]":
+                            self.finished = True
+                        elif line.startswith(b"data: "):
+                            self.chunks += 1
+        except (requests.RequestException, OSError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.ended_at = time.monotonic()
+            self._ended.set()
+
+    def wait_generating(self, chunks: int = 8, timeout: float = 120.0) -> None:
+        """Block until ``chunks`` chunks arrived; raise if the request ended first or none came in time."""
+        deadline = time.monotonic() + timeout
+        while self.chunks < chunks:
+            if self._ended.is_set():
+                raise RuntimeError(f"the chat ended after {self.chunks} chunks: {self.error or 'finished'}")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"only {self.chunks} chunks after {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def wait_ended(self, timeout: float) -> bool:
+        """Whether the request has ended (returned or failed) within ``timeout``."""
+        if not self._ended.wait(timeout):
+            return False
+        self._thread.join(timeout)  # only its last lines are left to run
+        return True
