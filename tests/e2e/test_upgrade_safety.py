@@ -89,7 +89,7 @@ def test_a_damaged_revision_is_refused_before_anything_stops_and_remembered(
 
     # the same bytes again: refused at once, nothing downloaded, nothing stopped
     bed.hub.clear_log()
-    proc, client, took = _upgrade_while_chatting(bed, port)
+    proc, client, _ = _upgrade_while_chatting(bed, port)
     assert proc.returncode == 5, proc.stderr
     line = _one_line_error(proc)
     assert line.startswith(t("switch.refused_before", file=MODEL_FILE, revision=revision[:12], when="@")
