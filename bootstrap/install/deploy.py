@@ -281,7 +281,7 @@ def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOption
         warn(why)
         manager = register.FallbackManager(home)
     if isinstance(manager, register.FallbackManager):
-        warn(t("register.no_manager", script=home.run_sh))
+        warn(t("service.no_manager", script=home.run_sh))
     return manager
 
 
@@ -312,7 +312,7 @@ def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
             if not port_busy(spec.connect_host, port):
                 warn(t("deploy.port_moved", port=spec.port, new=port))
                 return replace(spec, port=port)
-    raise ServerError(t("register.err_port_busy", host=spec.host, port=spec.port), t("register.hint_port_busy"))
+    raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
 
 
 def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],

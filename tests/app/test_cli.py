@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,17 @@ def test_every_message_has_english_and_chinese() -> None:
         assert any("\u4e00" <= ch <= "\u9fff" for ch in texts["zh"]), key
         # the same {fields} in both languages, so formatting never raises in one of them
         assert sorted(_fields(texts["en"])) == sorted(_fields(texts["zh"])), key
+
+
+def test_every_message_key_in_the_code_exists() -> None:
+    """A key missing from ``MESSAGES`` prints as the bare key: every literal ``t("…")`` must name a message."""
+    import re
+
+    root = Path(cli.__file__).resolve().parents[1]
+    missing = [(path.relative_to(root).as_posix(), key) for path in sorted(root.rglob("*.py"))
+               for key in re.findall(r'\bt\(\s*"([a-z_]+\.[A-Za-z0-9_.]+)"', path.read_text(encoding="utf-8"))
+               if key not in MESSAGES]
+    assert missing == []
 
 
 def _fields(text: str) -> list[str]:
