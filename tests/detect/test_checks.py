@@ -20,8 +20,8 @@ from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.detect.checks import DEFAULT_MODEL_BYTES, run_checks
 from bootstrap.detect.hardware import Check, HardwareProfile, load_profile
 from bootstrap.plan.engine_variant import check_engine, choose_variant, driver_major
-from tests.support.paths import REPO_ROOT
 from tests.detect.test_hardware import MACHINES, recorded_profile
+from tests.support.paths import REPO_ROOT
 
 GIB = 1 << 30
 REPO = REPO_ROOT
