@@ -1,8 +1,7 @@
 """The ``qwenkit`` command line (DESIGN.md §2): parsing, dispatch, and the one place errors become exit codes.
 
 Each command is a thin layer over the pipeline stages and lives in ``bootstrap/app/commands/<name>.py`` with a
-``run(args) -> int``; ``COMMANDS`` maps names to those modules. A command of the contract whose module has not
-been written yet answers "not available yet" (exit 2), so scripts can rely on the whole contract today.
+``run(args) -> int``; ``COMMANDS`` maps names to those modules, imported only when their command runs.
 """
 
 from __future__ import annotations
@@ -12,16 +11,19 @@ import importlib
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bootstrap import __version__
 from bootstrap.core import console
 from bootstrap.core.console import t
-from bootstrap.core.errors import ExitCode, NotAvailableYet, QwenKitError, UsageError, exit_code_for
+from bootstrap.core.errors import ExitCode, QwenKitError, UsageError, exit_code_for
 from bootstrap.core.fs_errors import os_error
 
-# command name → module under bootstrap.app.commands implementing run(args); None = not built yet.
-COMMANDS: dict[str, str | None] = {
+if TYPE_CHECKING:
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+# command name → module under bootstrap.app.commands implementing run(args).
+COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "plan": "plan",
     "download": "download",
@@ -58,32 +60,47 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command-line contract, including commands not built yet (their help is already true)."""
+    """The whole command-line contract (DESIGN.md §2), one helper per command, in the order of ``--help``."""
     parser = _Parser(prog="qwenkit", description=t("cli.description"), epilog=t("cli.epilog"))
     parser.add_argument("-V", "--version", action="version", version=f"qwenkit {__version__}",
                         help=t("cli.version"))
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in (_add_doctor, _add_plan, _add_download, _add_install, _add_status, _add_service, _add_bundle,
+                _add_uninstall):
+        add(sub)
+    # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
+    sub.add_parser("selfcheck")
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "selfcheck"]
+    return parser
 
-    def command_help(name: str) -> str:
-        text = t(f"cmd.{name}")
-        return text if COMMANDS.get(name) else f"{text} {t('label.not_yet')}"
 
-    doctor = sub.add_parser("doctor", help=command_help("doctor"), description=t("cmd.doctor"))
+def _command(sub: Subcommands, name: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=t(f"cmd.{name}"), description=t(f"cmd.{name}"))
+
+
+def _add_doctor(sub: Subcommands) -> None:
+    doctor = _command(sub, "doctor")
     doctor.add_argument("--json", action="store_true", help=t("cli.json"))
 
-    plan = sub.add_parser("plan", help=command_help("plan"), description=t("cmd.plan"))
+
+def _add_plan(sub: Subcommands) -> None:
+    plan = _command(sub, "plan")
     plan.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
     plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
     plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
     plan.add_argument("--json", action="store_true", help=t("cli.json"))
 
-    download = sub.add_parser("download", help=command_help("download"), description=t("cmd.download"))
+
+def _add_download(sub: Subcommands) -> None:
+    download = _command(sub, "download")
     download.add_argument("model", metavar="MODEL", help=t("arg.model"))
     download.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
     download.add_argument("--dest", metavar="DIR", help=t("arg.dest"))
 
-    install = sub.add_parser("install", help=command_help("install"), description=t("cmd.install"))
+
+def _add_install(sub: Subcommands) -> None:
+    install = _command(sub, "install")
     install.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
     install.add_argument("--source", metavar="SRC", help=t("arg.source"))
     install.add_argument("--bundle", metavar="DIR|URL", help=t("arg.bundle"))
@@ -97,18 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
     install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
 
-    status = sub.add_parser("status", help=command_help("status"), description=t("cmd.status"))
+
+def _add_status(sub: Subcommands) -> None:
+    status = _command(sub, "status")
     status.add_argument("--json", action="store_true", help=t("cli.json"))
     status.add_argument("--open", action="store_true", help=t("arg.open_web"))
 
-    service = sub.add_parser("service", help=command_help("service"), description=t("cmd.service"))
+
+def _add_service(sub: Subcommands) -> None:
+    service = _command(sub, "service")
     service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],
                          help=t("arg.service_action"))
 
-    bundle = sub.add_parser("bundle", help=command_help("bundle"), description=t("cmd.bundle"))
-    bundle_sub = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True,
-                                       parser_class=_Parser, help=t("arg.bundle_action"))
-    create = bundle_sub.add_parser("create", help=t("cmd.bundle"))
+
+def _add_bundle(sub: Subcommands) -> None:
+    """``bundle create`` and ``bundle verify``."""
+    bundle = _command(sub, "bundle")
+    actions = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True, parser_class=_Parser,
+                                    help=t("arg.bundle_action"))
+    create = actions.add_parser("create", help=t("cmd.bundle"))
     create.add_argument("models", nargs="*", metavar="MODEL", help=t("arg.bundle_models"))
     create.add_argument("--out", required=True, metavar="DIR", help=t("arg.out"))
     create.add_argument("--platform", action="append", metavar="P", help=t("arg.platform"))
@@ -118,27 +142,20 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--reuse", action="append", metavar="DIR", help=t("arg.bundle_reuse"))
     create.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
     create.add_argument("--home", metavar="DIR", help=t("arg.home"))
-    verify = bundle_sub.add_parser("verify", help=t("cmd.bundle"))
+    verify = actions.add_parser("verify", help=t("cmd.bundle"))
     verify.add_argument("dir", metavar="DIR|URL", help=t("arg.dir"))
     verify.add_argument("--json", action="store_true", help=t("cli.json"))
 
-    uninstall = sub.add_parser("uninstall", help=command_help("uninstall"), description=t("cmd.uninstall"))
+
+def _add_uninstall(sub: Subcommands) -> None:
+    uninstall = _command(sub, "uninstall")
     uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))
     uninstall.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
 
-    # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
-    sub.add_parser("selfcheck")
-    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "selfcheck"]
-    return parser
-
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the command's module, or say it is not available yet."""
-    module_name = COMMANDS.get(args.command)
-    if module_name is None:
-        raise NotAvailableYet(t("err.not_available", command=args.command, version=__version__),
-                              t("hint.not_available"))
-    module = importlib.import_module(f"bootstrap.app.commands.{module_name}")
+    """Run the command's module."""
+    module = importlib.import_module(f"bootstrap.app.commands.{COMMANDS[args.command]}")
     return int(module.run(args))
 
 

@@ -22,15 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from bootstrap import __version__
 from bootstrap.bundle import root_files, selection
 from bootstrap.bundle.drive import check_room
-from bootstrap.bundle.reuse import RECORD, VerifiedRecord, local_sources, remove_stale, sort_out
-from bootstrap.bundle.selection import Want
+from bootstrap.bundle.reuse import RECORD, Sorted, VerifiedRecord, local_sources, remove_stale, sort_out
+from bootstrap.bundle.selection import Selection, Want
 from bootstrap.bundle.wheels import ESTIMATE as WHEELS_ESTIMATE
 from bootstrap.bundle.wheels import download_wheels
 from bootstrap.catalog.bundle_manifest import BundleFile, Manifest, unpublish, write
+from bootstrap.catalog.bundle_platforms import TargetPlatform
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.console import info, t
 from bootstrap.core.disk_space import free_bytes
@@ -98,9 +100,67 @@ def publish_modes(out: Path, entries: Sequence[BundleFile], *, include_root: boo
             folder.chmod(0o755)
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    """Step 1: every input checked and every file located, before anything is written."""
+
+    out: Path
+    targets: list[TargetPlatform]
+    pythons: tuple[str, ...]
+    setups: list[Path]
+    chosen: Selection
+    wants: list[Want]  # model files and engine assets
+    catalog_doc: dict[str, Any]
+    engines_doc: dict[str, Any]
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(f"{m.id}:{q}" for m, qs in self.chosen for q in qs)
+
+
 def create(request: CreateRequest) -> CreateResult:
     """Write the bundle described by ``request`` (see the module docstring for the order)."""
     # 1. inputs and files, resolved before any write
+    bundle = _resolve(request)
+    out = bundle.out
+
+    # 2. unpublished; 3. what is here or on this disk kept or linked
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    old_root = root_files.old_root_files(out)
+    unpublish(out)
+    partial = out / PARTIAL
+    record = VerifiedRecord(partial / RECORD)
+    todo = sort_out(out, bundle.wants, record)
+
+    # 4. room for the rest
+    _check_room(bundle, todo, partial)
+
+    # 5. wheels, copies, downloads
+    wheel_files = download_wheels(out, bundle.targets, bundle.pythons, partial)
+    copied, downloaded = _fill(todo, record, partial)
+
+    # 6. the root files; what an earlier bundle left
+    root_wants = [*root_files.place_setups(out, bundle.setups, partial), root_files.write_readme(out)]
+    entries = [*(w.entry() for w in bundle.wants),
+               *(BundleFile(wf.path.relative_to(out).as_posix(), wf.size, wf.sha256, "wheel", platform=wf.folder)
+                 for wf in wheel_files),
+               *(w.entry() for w in root_wants)]
+    keep = {e.path for e in entries}
+    root_files.remove_old_root(out, old_root, keep)
+    remove_stale(out, keep)
+
+    # 7. work folder gone, manifest last
+    manifest = _manifest(bundle, entries)
+    _remove_work(partial)
+    publish_modes(out, entries, include_root=created)
+    write(out, manifest)
+    return CreateResult(manifest, sum(e.size for e in entries), downloaded, todo.reused + copied, free_bytes(out),
+                        fits=True)
+
+
+def _resolve(request: CreateRequest) -> _Resolved:
+    """Check every input and locate every file (catalog models on the hubs, engine assets' digests)."""
     out = Path(request.out).expanduser().absolute()
     if out.exists() and not out.is_dir():
         raise UsageError(t("bcreate.err_out", path=str(out)))
@@ -113,56 +173,39 @@ def create(request: CreateRequest) -> CreateResult:
            platforms=", ".join(tp.name for tp in targets)))
     model_wants, catalog_doc = selection.model_wants(chosen, request.source, local)
     engine_wants, engines_doc = selection.engine_wants(targets, local)
-    wants = model_wants + engine_wants
+    return _Resolved(out, targets, pythons, setups, chosen, model_wants + engine_wants, catalog_doc, engines_doc)
 
-    # 2. unpublished; 3. what is here or on this disk kept or linked
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    old_root = root_files.old_root_files(out)
-    unpublish(out)
-    partial = out / PARTIAL
-    record = VerifiedRecord(partial / RECORD)
-    todo = sort_out(out, wants, record)
 
-    # 4. room for the rest
-    setup_sizes = {p.name: p.stat().st_size for p in setups}
+def _check_room(bundle: _Resolved, todo: Sorted, partial: Path) -> None:
+    """The bytes still to write (copies, setups, the README, what downloads have left, the wheels' estimate)
+    against the free space and the drive's file-size limit."""
+    setup_sizes = {p.name: p.stat().st_size for p in bundle.setups}
     needed = (sum(w.size for _, _, w in todo.copies) + sum(setup_sizes.values())
               + len(root_files.readme_text().encode("utf-8"))
               + sum(w.size - resumable_bytes(partial, w.sha256, w.size) for _, _, w in todo.downloads)
-              + WHEELS_ESTIMATE * len({tp.wheels for tp in targets}) * len(pythons))
-    check_room(out, {**{w.rel: w.size for w in wants}, **setup_sizes}, needed)
+              + WHEELS_ESTIMATE * len({tp.wheels for tp in bundle.targets}) * len(bundle.pythons))
+    check_room(bundle.out, {**{w.rel: w.size for w in bundle.wants}, **setup_sizes}, needed)
 
-    # 5. wheels, copies, downloads
-    wheel_files = download_wheels(out, targets, pythons, partial)
-    reused, downloaded = todo.reused, 0
+
+def _fill(todo: Sorted, record: VerifiedRecord, partial: Path) -> tuple[int, int]:
+    """Copy the files found on this machine and download the rest, each verified and stamped in the record:
+    (bytes copied, bytes downloaded)."""
+    copied, downloaded = 0, 0
     for src, dest, want in todo.copies:
         info(t("bcreate.copying", path=want.rel, source=str(src)))
         copy_verified(src, dest, want.size, want.sha256, partial)
         record.stamp(dest, want)
-        reused += want.size
+        copied += want.size
     if todo.downloads:
         results = fetch_files([(r, d) for r, d, _ in todo.downloads], partial, FetchOptions())
         for (_, dest, want), result in zip(todo.downloads, results, strict=True):
             record.stamp(dest, want)
             downloaded += result.bytes_downloaded
+    return copied, downloaded
 
-    # 6. the root files; what an earlier bundle left
-    root_wants: list[Want] = [*root_files.place_setups(out, setups, partial), root_files.write_readme(out)]
-    entries = [*(w.entry() for w in wants),
-               *(BundleFile(wf.path.relative_to(out).as_posix(), wf.size, wf.sha256, "wheel", platform=wf.folder)
-                 for wf in wheel_files),
-               *(w.entry() for w in root_wants)]
-    keep = {e.path for e in entries}
-    root_files.remove_old_root(out, old_root, keep)
-    remove_stale(out, keep)
 
-    # 7. work folder gone, manifest last
-    manifest = Manifest(
+def _manifest(bundle: _Resolved, entries: Sequence[BundleFile]) -> Manifest:
+    return Manifest(
         created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), tool_version=__version__,
-        platforms=tuple(tp.name for tp in targets), python_versions=pythons,
-        models=tuple(f"{m.id}:{q}" for m, qs in chosen for q in qs), catalog=catalog_doc, engines=engines_doc,
-        files=tuple(entries))
-    _remove_work(partial)
-    publish_modes(out, entries, include_root=created)
-    write(out, manifest)
-    return CreateResult(manifest, sum(e.size for e in entries), downloaded, reused, free_bytes(out), fits=True)
+        platforms=tuple(tp.name for tp in bundle.targets), python_versions=bundle.pythons,
+        models=bundle.model_names, catalog=bundle.catalog_doc, engines=bundle.engines_doc, files=tuple(entries))

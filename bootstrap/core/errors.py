@@ -39,10 +39,6 @@ class UsageError(QwenKitError):
     exit_code = ExitCode.USAGE
 
 
-class NotAvailableYet(UsageError):
-    """A command of the CLI contract whose stage has not been built yet."""
-
-
 class UnsupportedMachine(QwenKitError):
     """Not enough RAM or disk, or an OS/CPU the product cannot serve."""
 

@@ -182,6 +182,34 @@ def estimate(profile: ModelProfile, settings: LaunchSettings) -> MemoryEstimate:
     """Bytes llama-server allocates for ``profile`` launched with ``settings`` (see the module docstring)."""
     p, s = profile, settings
     _check(p, s)
+    cache = _cache_layout(p, s)
+    offload = _offload(p, s)
+    weights = _weights(p, offload, s.n_cpu_moe)
+    kv_gpu, kv_cpu = _kv(p, s, cache, offload)
+    rs_gpu, rs_cpu = _recurrent(p, cache.n_seq, offload)
+    compute_gpu, compute_cpu = _compute_split(p, s, cache, offload, weights.kept_on_cpu)
+    mm_gpu = s.mmproj_bytes if s.mmproj_on_gpu and offload.output_gpu else 0
+    return MemoryEstimate(
+        weights_gpu=weights.gpu, weights_cpu=weights.cpu, kv_gpu=kv_gpu, kv_cpu=kv_cpu,
+        recurrent_gpu=rs_gpu, recurrent_cpu=rs_cpu, compute_gpu=compute_gpu, compute_cpu=compute_cpu,
+        output=p.n_vocab * 4 * cache.n_seq, mmproj_gpu=mm_gpu, mmproj_cpu=s.mmproj_bytes - mm_gpu,
+        repack=weights.repack if s.cpu_repack else 0, kv_cells=cache.cells, swa_cells=cache.swa_cells,
+    )
+
+
+@dataclass(frozen=True)
+class _CacheLayout:
+    """How llama-server sizes its caches for these settings (the module docstring's KV item)."""
+
+    n_ctx: int  # padded to 256
+    n_seq: int  # slots (-np)
+    cells: int  # full-attention cells per stream
+    n_stream: int  # 1 with a unified cache, else one per slot
+    n_ubatch: int
+    swa_cells: int  # sliding-window cells per stream (0: no SWA layer)
+
+
+def _cache_layout(p: ModelProfile, s: LaunchSettings) -> _CacheLayout:
     n_seq = s.n_parallel
     n_ctx = _pad(s.ctx)
     if s.kv_unified:
@@ -190,63 +218,96 @@ def estimate(profile: ModelProfile, settings: LaunchSettings) -> MemoryEstimate:
         cells, n_stream = _pad(n_ctx // n_seq), n_seq
     n_batch = min(n_ctx, s.batch)
     n_ubatch = min(n_batch, s.ubatch)
-    swa = set(p.swa_layers)
-    swa_cells = _pad(min(cells, p.n_swa * (n_seq if s.kv_unified else 1) + n_ubatch)) if swa else 0
+    swa_cells = _pad(min(cells, p.n_swa * (n_seq if s.kv_unified else 1) + n_ubatch)) if p.swa_layers else 0
+    return _CacheLayout(n_ctx, n_seq, cells, n_stream, n_ubatch, swa_cells)
 
+
+@dataclass(frozen=True)
+class _Offload:
+    """What ``-ngl`` puts on the GPU: the output layer and the blocks from ``gpu_start`` on."""
+
+    ngl: int  # -ngl, capped at every block plus the output layer
+    gpu_start: int  # llama-model.cpp ``i_gpu_start``
+
+    def on_gpu(self, il: int) -> bool:
+        return il >= self.gpu_start
+
+    @property
+    def output_gpu(self) -> bool:
+        return self.ngl > 0
+
+
+def _offload(p: ModelProfile, s: LaunchSettings) -> _Offload:
     n_layer_all = p.n_layer_all
     ngl = min(s.n_gpu_layers, n_layer_all + 1)
-    gpu_start = n_layer_all + 1 - ngl if ngl > 0 else n_layer_all + 1
+    return _Offload(ngl, n_layer_all + 1 - ngl if ngl > 0 else n_layer_all + 1)
 
-    def on_gpu(il: int) -> bool:
-        return il >= gpu_start
 
+@dataclass(frozen=True)
+class _Weights:
+    gpu: int
+    cpu: int
+    repack: int  # CPU_REPACK copies of the matrices kept on the CPU
+    kept_on_cpu: int  # largest CPU-resident block a GPU may have to copy in for a big batch (op offload)
+
+
+def _weights(p: ModelProfile, offload: _Offload, n_cpu_moe: int) -> _Weights:
+    """Tensor bytes per device: blocks by ``-ngl``, routed experts of the first ``n_cpu_moe`` blocks on the CPU,
+    token embeddings always on the CPU (and copied to the GPU for a tied output)."""
     weights = {True: 0, False: 0}
     repack = 0
-    kept_on_cpu = 0  # largest CPU-resident block a GPU may have to copy in for a big batch (op offload)
+    kept_on_cpu = 0
     for lw in p.layers:
-        gpu = on_gpu(lw.index)
-        experts_gpu = gpu and lw.index >= s.n_cpu_moe
+        gpu = offload.on_gpu(lw.index)
+        experts_gpu = gpu and lw.index >= n_cpu_moe
         weights[gpu] += lw.dense_bytes
         weights[experts_gpu] += lw.expert_bytes
         cpu_part = (0 if gpu else lw.dense_bytes) + (0 if experts_gpu else lw.expert_bytes)
         kept_on_cpu = max(kept_on_cpu, cpu_part)
         repack += (0 if gpu else lw.dense_repack) + (0 if experts_gpu else lw.expert_repack)
-    output_gpu = ngl > 0
+    output_gpu = offload.output_gpu
     weights[False] += p.token_embd_bytes
     weights[output_gpu] += p.output_bytes + p.other_bytes
     if p.tied_output and output_gpu:
         weights[True] += p.token_embd_bytes  # TENSOR_DUPLICATED: the output layer's own copy
     if not output_gpu:
         repack += p.output_repack
+    return _Weights(weights[True], weights[False], repack, kept_on_cpu)
 
+
+def _kv(p: ModelProfile, s: LaunchSettings, cache: _CacheLayout, offload: _Offload) -> tuple[int, int]:
+    """KV cache bytes (GPU, CPU): each layer's cache lives on that layer's device."""
     kv = {True: 0, False: 0}
+    swa = set(p.swa_layers)
     for il in p.kv_layers:
-        n = swa_cells if il in swa else cells
+        n = cache.swa_cells if il in swa else cache.cells
         per_cell = (_row_bytes(s.cache_type_k, p.n_head_kv[il] * p.key_length)
                     + _row_bytes(s.cache_type_v, p.n_head_kv[il] * p.value_length))
-        kv[on_gpu(il)] += per_cell * n * n_stream
+        kv[offload.on_gpu(il)] += per_cell * n * cache.n_stream
+    return kv[True], kv[False]
+
+
+def _recurrent(p: ModelProfile, n_seq: int, offload: _Offload) -> tuple[int, int]:
+    """Recurrent state bytes (GPU, CPU): ``max(1, n_seq)`` copies, split evenly over the recurrent layers."""
     rs = {True: 0, False: 0}
     if p.recurrent_layers:
         per_layer = p.recurrent_bytes_per_seq // len(p.recurrent_layers) * max(1, n_seq)
         for il in p.recurrent_layers:
-            rs[on_gpu(il)] += per_layer
+            rs[offload.on_gpu(il)] += per_layer
+    return rs[True], rs[False]
 
-    n_tokens = min(n_ctx, n_ubatch)
-    graph = _compute(p, s, n_tokens, cells, swa_cells)
-    if ngl == 0:
-        compute_gpu, compute_cpu = 0, graph
-    else:
-        compute_gpu = graph
-        if n_tokens >= _OFFLOAD_MIN_BATCH:
-            compute_gpu += kept_on_cpu
-        all_on_gpu = gpu_start == 0
-        # The CPU still gathers the token embeddings; it runs whole layers only when some stay on it.
-        compute_cpu = n_tokens * 4 * p.n_embd if all_on_gpu else graph
 
-    mm_gpu = s.mmproj_bytes if s.mmproj_on_gpu and ngl > 0 else 0
-    return MemoryEstimate(
-        weights_gpu=weights[True], weights_cpu=weights[False], kv_gpu=kv[True], kv_cpu=kv[False],
-        recurrent_gpu=rs[True], recurrent_cpu=rs[False], compute_gpu=compute_gpu, compute_cpu=compute_cpu,
-        output=p.n_vocab * 4 * n_seq, mmproj_gpu=mm_gpu, mmproj_cpu=s.mmproj_bytes - mm_gpu,
-        repack=repack if s.cpu_repack else 0, kv_cells=cells, swa_cells=swa_cells,
-    )
+def _compute_split(p: ModelProfile, s: LaunchSettings, cache: _CacheLayout, offload: _Offload,
+                   kept_on_cpu: int) -> tuple[int, int]:
+    """Compute buffer bytes (GPU, CPU) for a batch of ``min(n_ctx, n_ubatch)`` tokens."""
+    n_tokens = min(cache.n_ctx, cache.n_ubatch)
+    graph = _compute(p, s, n_tokens, cache.cells, cache.swa_cells)
+    if offload.ngl == 0:
+        return 0, graph
+    compute_gpu = graph
+    if n_tokens >= _OFFLOAD_MIN_BATCH:
+        compute_gpu += kept_on_cpu
+    all_on_gpu = offload.gpu_start == 0
+    # The CPU still gathers the token embeddings; it runs whole layers only when some stay on it.
+    compute_cpu = n_tokens * 4 * p.n_embd if all_on_gpu else graph
+    return compute_gpu, compute_cpu

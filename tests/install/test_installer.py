@@ -18,7 +18,7 @@ from bootstrap.core.home_lock import home_lock
 from bootstrap.fetch import download
 from bootstrap.install import fetch_plan as model_fetch
 from bootstrap.install import installer
-from bootstrap.install.deploy import _with_free_port
+from bootstrap.install.switch_over import _with_free_port
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register import FallbackManager
 from bootstrap.verify import chat as verify

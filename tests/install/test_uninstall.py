@@ -20,6 +20,9 @@ from bootstrap.app.commands import uninstall
 from bootstrap.core.errors import ExitCode, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import HomeLocked
+from bootstrap.core.sizes import human_size
+from bootstrap.install import uninstall as uninstall_stage
+from bootstrap.install.uninstall import HomeLeft, Removal, tidy_home
 from bootstrap.register import FallbackManager, HostProbe
 from bootstrap.register.systemd import UNIT
 from tests.core.test_home_lock import REPO, hold_lock
@@ -117,10 +120,26 @@ def test_removes_only_our_entries_and_never_follows_links(home: Home, outside: P
     assert (home.root / "my-data" / "a.csv").read_text(encoding="utf-8") == "1,2\n"
     assert snapshot(outside) == before_outside
     err = capsys.readouterr().err
-    assert f"Freed {uninstall.human_size(ours)} ({ours:,} bytes)." in err
+    assert f"Freed {human_size(ours)} ({ours:,} bytes)." in err
     assert (f"Removed from {home.root}: state.json, run_qwen.sh, run_qwen.bat, service/, run/, engine/, venv/, "
             "secrets/, cache/, logs/, .state.json.x1y2.tmp, models/\n") in err
     assert f"{home.root} is kept: it still holds files that are not QwenClientKit's: my-data, notes.txt" in err
+
+
+def test_the_stage_deletes_and_reports_without_asking(home: Home, outside: Path) -> None:
+    """``install.uninstall`` is what the command calls after asking: the entries go under the lock, the result says
+    what went, and the home is removed only once nothing but our lock is left."""
+    ours = build_installed(home, outside)
+    models = sum(len(data) for data in MODEL_FILES.values())
+    removal = uninstall_stage.uninstall(home, keep_models=True, admin=False)
+    assert removal is not None
+    assert removal.removed[0] == "state.json" and "models/" not in removal.removed
+    assert (removal.freed, removal.failed) == (ours - models, 0)
+    assert tidy_home(home) == HomeLeft(removed=False, foreign=())  # the kept models hold it
+    assert uninstall_stage.uninstall(home, keep_models=True, admin=False) is None  # only the models are left
+    assert uninstall_stage.uninstall(home, keep_models=False, admin=False) == Removal(("models/",), models, 0)
+    assert tidy_home(home) == HomeLeft(removed=True, foreign=())
+    assert not home.root.exists()
 
 
 def test_keep_models_leaves_the_models_and_says_where(home: Home, outside: Path,

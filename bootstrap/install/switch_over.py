@@ -1,0 +1,214 @@
+"""The switch-over: stop the live server, swap in the new files, start and verify the new one, or roll back.
+
+Everything before this ran while the previous install kept serving (``deploy``). Here, in order:
+1. the server that serves this home now is stopped (and a registration by another manager removed);
+2. for an upgrade, the swap journal (``file_swap``) is written before any live file changes, then each changed
+   file is moved aside and the verified new one moved in;
+3. render → register → start → verify (a real chat request); a first start that runs out of memory is retried
+   once with the caller's smaller plan.
+If any of that fails, or the user presses Ctrl-C, the old files go back, the old scripts and service are restored
+and restarted, and the error says so (``_roll_back``). Nothing here writes ``state.json``: that is the commit point,
+after a verified start (``deploy``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import NoReturn
+
+from bootstrap import register
+from bootstrap.core.checkpoints import checkpoint
+from bootstrap.core.console import t, warn
+from bootstrap.core.errors import QwenKitError, ServerError
+from bootstrap.core.home import Home
+from bootstrap.fetch.records import PlacedFile
+from bootstrap.install import cleanup, file_swap
+from bootstrap.place.api_key import read_api_key
+from bootstrap.place.engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure, mib_text
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.planner import Plan
+from bootstrap.record.state import InstallState, launch_spec, relative_to_home
+from bootstrap.register.base import port_busy
+from bootstrap.render.start_scripts import StartScripts, render_start_scripts
+from bootstrap.verify import chat
+from bootstrap.verify.chat import VerifyReport
+
+PORT_SEARCH = 100  # how far past a taken default port to look for a free one
+
+# The first start ran out of memory: a smaller plan to try once (None: none).
+Replanner = Callable[[EngineFailure, Plan], Plan | None]
+
+
+@dataclass(frozen=True)
+class SwitchOver:
+    """How the new server is started and what a failed start falls back to."""
+
+    port_explicit: bool  # False: the default port, so another free one is used when it is taken
+    verify_timeout: float
+    replan: Replanner | None  # None: no smaller plan is tried after running out of memory
+    args_for: Callable[[Plan], Sequence[str]]  # a (smaller) plan's flags as this engine accepts them
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The new server, started and verified."""
+
+    plan: Plan  # the plan it runs: the caller's, or the smaller one tried after running out of memory
+    spec: LaunchSpec  # as started (the port may have moved, the flags may be the smaller plan's)
+    report: VerifyReport
+    scripts: StartScripts
+    journal: file_swap.Journal | None  # the upgrade's moves and leftovers (None for a first install)
+    retried: str | None  # why the smaller plan was used, or None
+
+
+def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[PlacedFile], manager: register.ServiceManager,
+                how: SwitchOver, previous: InstallState | None) -> Serving:
+    """Stop the old server, swap the changed files, start and verify the new server; on any failure (or Ctrl-C) put
+    the previous install back and raise."""
+    _stop_previous(home, manager)
+    checkpoint("old-stopped")
+
+    journal = _journal(home, previous, files, spec.engine_dir)
+    moves = journal.moves if journal is not None else ()
+    retried: str | None = None
+    try:
+        if journal is not None:
+            file_swap.begin(home, journal)
+            checkpoint("swap-journaled")
+            file_swap.apply(moves)
+            checkpoint("swapped")
+        spec = _with_free_port(spec, explicit=how.port_explicit)
+        try:
+            report, scripts = _start_and_verify(home, spec, manager, how.verify_timeout)
+        except EngineFailed as exc:
+            smaller = _smaller_plan(exc.failure, plan, how.replan)
+            if smaller is None:
+                raise
+            plan, retried = smaller
+            spec = replace(spec, args=tuple(how.args_for(plan)))
+            report, scripts = _start_and_verify(home, spec, manager, how.verify_timeout)
+    except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
+        _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
+    return Serving(plan, spec, report, scripts, journal, retried)
+
+
+def _stop_previous(home: Home, manager: register.ServiceManager) -> None:
+    """Stop whatever serves this home now, so its port and (on Windows) its open files are free.
+
+    When the previous install used another manager (a service then, ``--no-service`` now), that registration is
+    removed, or it would start the old server again at the next logon.
+    """
+    recorded = register.recorded_manager(home)
+    if recorded is not None and recorded != manager.name:
+        old = register.manager_named(recorded, home)
+        try:
+            register.uninstall_service(old)
+        except QwenKitError as exc:
+            warn(exc.message)
+    manager.stop()
+    if not isinstance(manager, register.FallbackManager):
+        register.FallbackManager(home).stop()
+
+
+def _journal(home: Home, previous: InstallState | None, files: Sequence[PlacedFile],
+             engine_dir: Path) -> file_swap.Journal | None:
+    """What an upgrade will change, written before it changes anything (None for a first install)."""
+    if previous is None:
+        return None
+    return file_swap.Journal(
+        moves=tuple(file_swap.plan_move(home, f.path, f.sha256) for f in files if f.staged is not None),
+        obsolete=tuple(cleanup.obsolete_paths(home, previous, [f.path for f in files], engine_dir)),
+        new_files=tuple((relative_to_home(home, f.path), f.sha256) for f in files),
+        new_engine=relative_to_home(home, engine_dir),
+    )
+
+
+def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
+    """The spec's port when free; a port the user did not ask for moves to the next free one (and says so)."""
+    if not port_busy(spec.connect_host, spec.port):
+        return spec
+    if not explicit:
+        for port in range(spec.port + 1, min(spec.port + PORT_SEARCH, 65536)):
+            if not port_busy(spec.connect_host, port):
+                warn(t("deploy.port_moved", port=spec.port, new=port))
+                return replace(spec, port=port)
+    raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+
+
+def _start_and_verify(home: Home, spec: LaunchSpec, manager: register.ServiceManager,
+                      timeout: float) -> tuple[VerifyReport, StartScripts]:
+    """render → register → start → verify; an ``EngineFailed`` names why the server did not come up."""
+    # render: the start scripts (the service definitions are rendered by register)
+    scripts = render_start_scripts(spec, home)
+    checkpoint("rendered")
+    # register (second half), then verify: a real chat request, non-stream and stream
+    register.install_service(manager, spec)
+    checkpoint("registered")
+    manager.start()
+    checkpoint("started")
+    report = chat.verify_server(spec, read_api_key(home), timeout=timeout, log_path=manager.log_file,
+                                alive=lambda: manager.status().active, evidence=manager.evidence)
+    checkpoint("verified")
+    return report, scripts
+
+
+def _smaller_plan(failure: EngineFailure, plan: Plan, replan: Replanner | None) -> tuple[Plan, str] | None:
+    """Out of memory at the first start: the caller's smaller plan (once), and the note that says why."""
+    if failure.cause != OUT_OF_MEMORY or replan is None:
+        return None
+    smaller = replan(failure, plan)
+    if smaller is None or smaller.args == plan.args:
+        return None
+    if smaller.settings.ctx != plan.settings.ctx:
+        change = t("failure.change_ctx", ctx=smaller.settings.ctx, old=plan.settings.ctx)
+    else:
+        placement = next((r.value for r in smaller.reasons if r.topic == "placement"), "")
+        change = t("failure.change_gpu", placement=placement)
+    note = t("failure.oom_replan", wanted=mib_text(failure.wanted_bytes), device=failure.device or "?",
+             change=change)
+    warn(note)
+    return smaller, note
+
+
+def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],
+               manager: register.ServiceManager, cause: QwenKitError | KeyboardInterrupt, timeout: float) -> NoReturn:
+    """The new install did not come up (or the user pressed Ctrl-C): put the previous one back and start it, then
+    report why (exit 6, or 130 for Ctrl-C). A first install has nothing to go back to: its files stay for a rerun,
+    its service goes."""
+    reason = cause.message if isinstance(cause, QwenKitError) else t("err.interrupted")
+    warn(reason)
+    try:
+        manager.stop()
+    except QwenKitError as exc:
+        warn(exc.message)
+    file_swap.undo(moves)
+    file_swap.discard(home)
+    if previous is None:
+        with contextlib.suppress(QwenKitError):
+            register.uninstall_service(manager)
+        raise cause
+    warn(t("deploy.rolling_back", model=previous.model_id))
+    old_spec = launch_spec(previous, home)
+    render_start_scripts(old_spec, home)
+    old_manager = manager
+    old_name = previous.service.manager if previous.service is not None else manager.name
+    if old_name != manager.name:
+        with contextlib.suppress(QwenKitError):
+            register.uninstall_service(manager)
+        old_manager = register.manager_named(old_name, home)
+    try:
+        register.install_service(old_manager, old_spec)
+        old_manager.start()
+        chat.wait_healthy(old_spec.base_url, timeout=timeout, log_path=old_manager.log_file,
+                          alive=lambda: old_manager.status().active, evidence=old_manager.evidence)
+    except QwenKitError as exc:
+        raise ServerError(t("deploy.err_rollback_failed", reason=reason, detail=exc.message),
+                          t("deploy.hint_rollback_failed")) from exc
+    if isinstance(cause, KeyboardInterrupt):
+        warn(t("deploy.interrupted_rolled_back", model=previous.model_id, url=old_spec.openai_base_url))
+        raise cause
+    raise ServerError(t("deploy.err_rolled_back", reason=reason, model=previous.model_id,
+                        url=old_spec.openai_base_url), t("deploy.hint_rolled_back")) from cause

@@ -1,0 +1,204 @@
+"""Uninstall: stop and remove the service, then delete what the installer put in the home.
+
+Deletes only the home's own entries (DESIGN.md §3: ``state.json``, ``engine/``, ``cache/``, ``venv/``, ``secrets/``,
+the start scripts, ``logs/``, ``service/``, ``run/``, and ``models/`` unless kept), and only in a folder that carries
+our marker (``state.json`` or ``.lock``, ``is_ours``), so a ``QWENKIT_HOME`` pointed at the wrong folder cannot cost
+the user their own ``venv/`` or ``logs/``. Links are removed, never followed out of the home. Files the user put there
+stay, and then the home stays too (``tidy_home``). A service that cannot be removed is a warning: the files still go.
+The command (``bootstrap/app/commands/uninstall.py``) asks first and reports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bootstrap.core import console
+from bootstrap.core.console import t
+from bootstrap.core.errors import QwenKitError, ServerError
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import home_lock
+from bootstrap.core.processes import run_command
+from bootstrap.register import (
+    FallbackManager,
+    HostProbe,
+    choose_manager,
+    recorded_manager,
+    this_system,
+    uninstall_service,
+)
+from bootstrap.register.base import Runner
+
+# A junction's reparse tag (winnt.h, IO_REPARSE_TAG_MOUNT_POINT); ``stat`` defines it only on Windows builds.
+_JUNCTION_TAG = 0xA0000003
+
+
+class UninstallIncomplete(ServerError):
+    """Some entries could not be deleted, almost always because a running server still holds them open (exit 6)."""
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What an uninstall deleted."""
+
+    removed: tuple[str, ...]  # entries deleted, relative to the home (folders end in ``/``)
+    freed: int  # bytes, including the part of an entry that could only be deleted in part
+    failed: int  # entries that could not be deleted
+
+
+@dataclass(frozen=True)
+class HomeLeft:
+    """The home folder after an uninstall: removed, or kept for the entries that are not ours."""
+
+    removed: bool
+    foreign: tuple[str, ...]  # names in the home that are not ours (kept models not counted)
+
+
+def _our_files(home: Home) -> list[Path]:
+    return [home.state_file, home.run_sh, home.run_bat]
+
+
+def our_entries(home: Home, keep_models: bool) -> list[Path]:
+    """Our entries that exist, in deletion order: the record first (a half-done uninstall no longer looks installed),
+    models last (the biggest, and the one ``keep_models`` spares)."""
+    candidates = [*_our_files(home), home.services_dir, home.run_dir, home.engines_dir, home.venv_dir,
+                  home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir]
+    # A crash between write and rename (atomic_file) leaves ".<name>.<random>.tmp" next to our files.
+    for path in _our_files(home):
+        candidates += sorted(home.root.glob(f".{path.name}.*.tmp"))
+    if not keep_models:
+        candidates.append(home.models_dir)
+    return [path for path in candidates if os.path.lexists(path)]
+
+
+def is_ours(home: Home) -> bool:
+    """The installer writes ``.lock`` before anything else and ``state.json`` at the end: either marks the home."""
+    return os.path.lexists(home.state_file) or os.path.lexists(home.lock_file)
+
+
+def uninstall(home: Home, keep_models: bool, *, admin: bool, probe: HostProbe | None = None,
+              runner: Runner = run_command) -> Removal | None:
+    """Under the home's lock: remove the service and delete our entries; None when there was nothing to delete.
+    ``admin``: elevated, so the recorded service may be a system-wide one; ``probe``/``runner`` reach the service
+    managers (tests)."""
+    with home_lock(home, "uninstall"):
+        if not our_entries(home, keep_models):  # the home may have changed since the caller looked
+            return None
+        _remove_service(home, admin, probe, runner)
+        return _delete(home, our_entries(home, keep_models))
+
+
+def _is_link(path: Path) -> bool:
+    """A symlink, or a Windows junction (which ``is_symlink`` does not report before Python 3.12)."""
+    if path.is_symlink():
+        return True
+    try:
+        return getattr(path.lstat(), "st_reparse_tag", 0) == _JUNCTION_TAG
+    except OSError:
+        return False
+
+
+def tree_size(path: Path) -> int:
+    """Bytes under ``path`` without following links (a link counts as itself, not as what it points to).
+
+    Iterative, so a hostile deeply nested tree cannot exhaust the recursion limit.
+    """
+    total = 0
+    pending = [path]
+    while pending:
+        current = pending.pop()
+        try:
+            if _is_link(current) or not current.is_dir():
+                total += current.lstat().st_size
+                continue
+            pending.extend(Path(entry.path) for entry in os.scandir(current))
+        except OSError:
+            continue
+    return total
+
+
+def _retry_writable(func: Callable[..., Any], path: str, *_: Any) -> None:
+    """Windows refuses to delete read-only files (some wheels ship them): clear the flag and try once more."""
+    os.chmod(path, stat.S_IWRITE)
+    func(path)
+
+
+def remove_entry(path: Path) -> None:
+    """Delete one entry; a link (file, folder or junction) is unlinked, never descended into."""
+    if _is_link(path) or not path.is_dir():
+        path.unlink()
+        return
+    # rmtree does not follow links inside the tree (it unlinks them); onexc replaces onerror from Python 3.12.
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=_retry_writable)
+    else:
+        shutil.rmtree(path, onerror=_retry_writable)
+
+
+def _shown(home: Home, path: Path) -> str:
+    name = path.relative_to(home.root).as_posix()
+    return f"{name}/" if path.is_dir() and not _is_link(path) else name
+
+
+def _remove_service(home: Home, admin: bool, probe: HostProbe | None, runner: Runner) -> None:
+    """Uninstall the recorded service, then stop a start-script server if one still runs; failures only warn."""
+    name = recorded_manager(home)
+    if name:
+        try:
+            manager = choose_manager(this_system(), home, admin=admin, probe=probe, runner=runner)
+            uninstall_service(manager)
+            console.info(t("service.uninstalled", manager=manager.name))
+        except (QwenKitError, OSError) as exc:
+            detail = exc.message if isinstance(exc, QwenKitError) else str(exc)
+            console.warn(t("uninstall.warn_service", manager=name, detail=detail))
+    fallback = FallbackManager(home)
+    if fallback.pid_file.exists():
+        try:
+            fallback.uninstall()
+        except (QwenKitError, OSError) as exc:
+            detail = exc.message if isinstance(exc, QwenKitError) else str(exc)
+            console.warn(t("uninstall.warn_service", manager=fallback.name, detail=detail))
+
+
+def _delete(home: Home, entries: list[Path]) -> Removal:
+    """Delete ``entries``, warning about each one that cannot be deleted."""
+    removed: list[str] = []
+    freed = 0
+    failed = 0
+    for path in entries:
+        shown = _shown(home, path)
+        before = tree_size(path)
+        try:
+            remove_entry(path)
+        except OSError as exc:
+            failed += 1
+            freed += before - tree_size(path)
+            console.warn(t("uninstall.warn_not_removed", path=path, detail=exc.strerror or exc))
+            continue
+        freed += before
+        removed.append(shown)
+    return Removal(tuple(removed), freed, failed)
+
+
+def tidy_home(home: Home) -> HomeLeft:
+    """Remove the home once only our ``.lock`` is left; otherwise name the foreign entries that keep it (kept models
+    are not foreign)."""
+    try:
+        left = sorted(name for name in os.listdir(home.root) if name != home.lock_file.name)
+    except OSError:
+        return HomeLeft(False, ())
+    foreign = tuple(name for name in left if name != home.models_dir.name)
+    if left:
+        return HomeLeft(False, foreign)
+    try:
+        home.lock_file.unlink(missing_ok=True)
+        home.root.rmdir()
+    except OSError:
+        return HomeLeft(False, foreign)
+    return HomeLeft(True, foreign)

@@ -1,0 +1,76 @@
+"""The record of a verified install, built from what the stages returned (``state.py`` writes and reads it).
+
+Kept apart from ``state.py``: a rerun with nothing to do reads ``state.json`` and must not import the place and tune
+stages this module names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from bootstrap.core.home import Home
+from bootstrap.fetch.records import PlacedFile
+from bootstrap.place.working_engine import WorkingEngine
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.planner import Plan
+from bootstrap.record.state import (
+    AssetRecord,
+    EngineRecord,
+    FileRecord,
+    GivenUpRecord,
+    InstallState,
+    RequestRecord,
+    ServerRecord,
+    ServiceRecord,
+    relative_to_home,
+)
+from bootstrap.tune.fit import TuneResult
+
+
+def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, files: Sequence[PlacedFile],
+                spec: LaunchSpec, tuned: TuneResult, retried: str | None, service_manager: str,
+                venv_python: Path | None, request: RequestRecord | None,
+                previous: InstallState | None) -> InstallState:
+    """The install record: the plan that runs (``retried``: why it is a smaller one), the engine with the builds given
+    up on the way, the files in place, the server as started (``spec``), the service manager and the venv."""
+    installed = working.installed
+    given_up, selftest_s = _engine_history(working, previous)
+    return InstallState(
+        system=system, model_id=plan.model_id, quant=plan.quant,
+        engine=EngineRecord(build=installed.build, variant=installed.variant,
+                            dir=relative_to_home(home, installed.dir), server=relative_to_home(home, installed.server),
+                            version=working.probed.version_line,
+                            assets=tuple(AssetRecord(n, s, z) for n, s, z in installed.assets),
+                            given_up=given_up, selftest_s=selftest_s),
+        files=tuple(_file_record(home, f) for f in files),
+        server=ServerRecord(host=spec.host, port=spec.port, alias=spec.alias, args=spec.args,
+                            plan_args=tuple(plan.args), tuned_by=tuned.adopted,
+                            fit_args=tuned.fit_args, retried=retried),
+        service=ServiceRecord(service_manager, True),
+        venv_python=None if venv_python is None else relative_to_home(home, venv_python),
+        request=request,
+    )
+
+
+def _engine_history(working: WorkingEngine, previous: InstallState | None
+                    ) -> tuple[tuple[GivenUpRecord, ...], float | None]:
+    """The builds that could not run here and the self-test's time: found in this run, or (the live engine kept)
+    as recorded before, so an unchanged engine keeps an unchanged record."""
+    given_up = tuple(GivenUpRecord(g.variant, g.failure.cause, g.failure.detail) for g in working.given_up)
+    kept = previous is not None and previous.engine.build == working.installed.build \
+        and previous.engine.variant == working.variant
+    if kept and working.selftest_s is None:
+        assert previous is not None
+        return previous.engine.given_up, previous.engine.selftest_s
+    if kept and not given_up:
+        assert previous is not None
+        given_up = previous.engine.given_up
+    return given_up, working.selftest_s
+
+
+def _file_record(home: Home, placed: PlacedFile) -> FileRecord:
+    """The record of a file in place, with the stat identity a rerun trusts instead of hashing."""
+    st = placed.path.stat()
+    return FileRecord(placed.role, relative_to_home(home, placed.path), placed.size, placed.sha256, placed.source,
+                      placed.revision, mtime_ns=st.st_mtime_ns, inode=st.st_ino)
