@@ -74,6 +74,8 @@ def after_success(home: Home, current: InstallState, journal: file_swap.Journal 
     # Staged downloads that were not used (an upgrade abandoned for another), and partial downloads of files that
     # are now complete: nothing would ever resume them.
     shutil.rmtree(file_swap.staged_root(home), ignore_errors=True)
+    with contextlib.suppress(OSError):  # the staging folder itself, when nothing else waits there
+        home.staging_dir.rmdir()
     done = {f.sha256 for f in current.files}
     if home.partial_dir.is_dir():
         for part in home.partial_dir.iterdir():

@@ -4,14 +4,15 @@ This is the second half of the pipeline (DESIGN.md §1); the installer runs dete
 Each stage is its own module; ``deploy`` only passes records from one step to the next, in pipeline order, so a
 reader finds a stage by its name:
 
-    _place (engine, API key, venv) → _tune → switch_over (stop old, swap, render, register, start, verify)
-    → build_state → _commit (state.json, then cleanup)
+    _place (engine, API key, venv) → validate (check_files) → _tune → validate (check_tuned)
+    → switch_over (stop old, swap, render, register, start, verify) → build_state → _commit (state.json, cleanup)
 
 Every stage is idempotent: a rerun reuses the engine and venv it finds verified, keeps the API key, re-renders the
 scripts, and restarts the server.
 
 An upgrade does everything it can while the previous install keeps serving (engine into its own folder, venv,
-tune on the staged files). Only then it stops the old server, swaps the changed files (``file_swap``), starts and
+tune on the staged files), and refuses a model file that cannot serve before it stops anything (``validate``).
+Only then it stops the old server, swaps the changed files (``file_swap``), starts and
 verifies the new one (``switch_over``). If that fails, the old files go back, the old scripts and service are
 restored and restarted, and the error says so. ``state.json`` is written only after a verified start (the commit
 point, ``_commit``), and the old files are deleted only after that (``cleanup``).
@@ -32,6 +33,7 @@ from bootstrap.fetch.download import FetchOptions
 from bootstrap.fetch.records import PlacedFile
 from bootstrap.install import cleanup, file_swap
 from bootstrap.install.switch_over import Replanner, SwitchOver, switch_over
+from bootstrap.install.validate import check_files, check_tuned, refuse
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key
 from bootstrap.place.engine import DEFAULT_FETCH
@@ -98,7 +100,16 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     plan's own build is placed and self-tested here, with no fallback.
     """
     placed = _place(home, plan, files, hardware, options, previous, working)
+    # validate: a file that cannot serve is refused before anything that serves now is stopped
+    refused = check_files(files, placed.working.installed.dir)
+    if refused is not None:
+        raise refuse(home, refused, files, upgrade=previous is not None,
+                     engine_build=placed.working.installed.build)
     tuned = _tune(plan, files, hardware, options, placed.working)
+    refused = check_tuned(files, tuned)
+    if refused is not None:
+        raise refuse(home, refused, files, upgrade=previous is not None,
+                     engine_build=placed.working.installed.build)
     spec = replace(placed.untuned, args=tuple(tuned.final_args))
 
     # register (first half): a service when asked and possible, else the start script in the background
@@ -112,9 +123,11 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     state = build_state(home, system=hardware.os.system, plan=serving.plan, working=placed.working, files=files,
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
-                        previous=previous)
+                        previous=previous, switch=serving.switch)
     _commit(home, state, serving.journal)
     print_report(serving.report)
+    if serving.switch is not None:
+        info(t("switch.gap", gap=f"{serving.switch.gap_s:.1f}", load=f"{serving.switch.load_s:.1f}"))
     return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name)
 
 

@@ -19,6 +19,7 @@ Every step is a named checkpoint (``checkpoints.POINTS``) so the crash harness c
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,6 +43,7 @@ from bootstrap.record.state import InstallState, RequestRecord, launch_spec, loa
 if TYPE_CHECKING:
     from bootstrap.detect.hardware import HardwareProfile
     from bootstrap.install.deploy import DeployOptions, DeployResult
+    from bootstrap.install.fetch_plan import FetchPlan
     from bootstrap.install.from_bundle import OpenedBundle
     from bootstrap.place.engine_failure import EngineFailure
     from bootstrap.place.working_engine import WorkingEngine
@@ -165,6 +167,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     checkpoint("planned")
     # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
     fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    _refused_before(home, fetch_plan, upgrade=previous is not None)
     proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
                         tuple(j.final.name for j in fetch_plan.changed), reasons)
     if confirm is not None and not confirm(proposal):
@@ -180,8 +183,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if working.variant != plan.variant.name:
         replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=_fallback_choice(working))
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
-            fetch_plan = plan_fetch(wanted, replanned, source, home, previous,
-                                                rehash=request.verify_files)
+            fetch_plan = plan_fetch(wanted, replanned, source, home, previous, rehash=request.verify_files)
+            _refused_before(home, fetch_plan, upgrade=previous is not None)
             placed = None
         plan = replanned
     if placed is None:
@@ -200,6 +203,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         if winsw is not None:  # copied next to its service definition by now
             winsw.unlink(missing_ok=True)
         shutil.rmtree(home.staging_dir / "held", ignore_errors=True)
+        with contextlib.suppress(OSError):
+            home.staging_dir.rmdir()
     if previous is None:
         kind = "installed"
     elif reasons or fetch_plan.changed or recovered:
@@ -207,6 +212,21 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
     return InstallOutcome(kind, result.state, result)
+
+
+def _refused_before(home: Home, fetch_plan: FetchPlan, *, upgrade: bool) -> None:
+    """Bytes an earlier run refused (``install.validate``) are refused again at once: no download, no stop."""
+    from bootstrap.catalog.engine_pins import load_pins
+    from bootstrap.place.engine_failure import EngineFailed, EngineFailure
+    from bootstrap.record.refusals import refusal_for
+
+    found = refusal_for(home, [j.sha256 for j in fetch_plan.jobs if j.sha256 is not None], load_pins().build)
+    if found is None:
+        return
+    message = t("switch.refused_before", file=found.file, revision=(found.revision or found.source)[:12],
+                when=found.when, reason=found.reason)
+    raise EngineFailed(EngineFailure(found.cause, found.reason), message,
+                       t("switch.hint_refused_upgrade" if upgrade else "switch.hint_refused_first"))
 
 
 def _hardware(home: Home, request: InstallRequest) -> HardwareProfile:

@@ -14,6 +14,7 @@ after a verified start (``deploy``).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.place.engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure, mib_text
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
-from bootstrap.record.state import InstallState, launch_spec, relative_to_home
+from bootstrap.record.state import InstallState, SwitchRecord, launch_spec, relative_to_home
 from bootstrap.register.base import port_busy
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
 from bootstrap.verify import chat
@@ -62,12 +63,14 @@ class Serving:
     scripts: StartScripts
     journal: file_swap.Journal | None  # the upgrade's moves and leftovers (None for a first install)
     retried: str | None  # why the smaller plan was used, or None
+    switch: SwitchRecord | None  # an upgrade's gap: old server stopped → new one answering (None: first install)
 
 
 def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[PlacedFile], manager: register.ServiceManager,
                 how: SwitchOver, previous: InstallState | None) -> Serving:
     """Stop the old server, swap the changed files, start and verify the new server; on any failure (or Ctrl-C) put
     the previous install back and raise."""
+    stopping = time.monotonic()
     _stop_previous(home, manager)
     checkpoint("old-stopped")
 
@@ -82,17 +85,18 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
             checkpoint("swapped")
         spec = _with_free_port(spec, explicit=how.port_explicit)
         try:
-            report, scripts = _start_and_verify(home, spec, manager, how.verify_timeout)
+            report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
         except EngineFailed as exc:
             smaller = _smaller_plan(exc.failure, plan, how.replan)
             if smaller is None:
                 raise
             plan, retried = smaller
             spec = replace(spec, args=tuple(how.args_for(plan)))
-            report, scripts = _start_and_verify(home, spec, manager, how.verify_timeout)
+            report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
-    return Serving(plan, spec, report, scripts, journal, retried)
+    switch = None if previous is None else SwitchRecord(round(healthy - stopping, 2), round(healthy - started, 2))
+    return Serving(plan, spec, report, scripts, journal, retried, switch)
 
 
 def _stop_previous(home: Home, manager: register.ServiceManager) -> None:
@@ -139,20 +143,23 @@ def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
 
 
 def _start_and_verify(home: Home, spec: LaunchSpec, manager: register.ServiceManager,
-                      timeout: float) -> tuple[VerifyReport, StartScripts]:
-    """render → register → start → verify; an ``EngineFailed`` names why the server did not come up."""
+                      timeout: float) -> tuple[VerifyReport, StartScripts, float, float]:
+    """render → register → start → verify; an ``EngineFailed`` names why the server did not come up. Also when the
+    server was started and when it first answered ``/health`` (``time.monotonic``)."""
     # render: the start scripts (the service definitions are rendered by register)
     scripts = render_start_scripts(spec, home)
     checkpoint("rendered")
     # register (second half), then verify: a real chat request, non-stream and stream
     register.install_service(manager, spec)
     checkpoint("registered")
+    started = time.monotonic()
     manager.start()
     checkpoint("started")
+    waiting = time.monotonic()
     report = chat.verify_server(spec, read_api_key(home), timeout=timeout, log_path=manager.log_file,
                                 alive=lambda: manager.status().active, evidence=manager.evidence)
     checkpoint("verified")
-    return report, scripts
+    return report, scripts, started, waiting + report.health_wait_s
 
 
 def _smaller_plan(failure: EngineFailure, plan: Plan, replan: Replanner | None) -> tuple[Plan, str] | None:

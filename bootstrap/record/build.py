@@ -23,6 +23,7 @@ from bootstrap.record.state import (
     RequestRecord,
     ServerRecord,
     ServiceRecord,
+    SwitchRecord,
     relative_to_home,
 )
 from bootstrap.tune.fit import TuneResult
@@ -31,7 +32,7 @@ from bootstrap.tune.fit import TuneResult
 def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, files: Sequence[PlacedFile],
                 spec: LaunchSpec, tuned: TuneResult, retried: str | None, service_manager: str,
                 venv_python: Path | None, request: RequestRecord | None,
-                previous: InstallState | None) -> InstallState:
+                previous: InstallState | None, switch: SwitchRecord | None = None) -> InstallState:
     """The install record: the plan that runs (``retried``: why it is a smaller one), the engine with the builds given
     up on the way, the files in place, the server as started (``spec``), the service manager and the venv."""
     installed = working.installed
@@ -46,7 +47,7 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
         files=tuple(_file_record(home, f) for f in files),
         server=ServerRecord(host=spec.host, port=spec.port, alias=spec.alias, args=spec.args,
                             plan_args=tuple(plan.args), tuned_by=tuned.adopted,
-                            fit_args=tuned.fit_args, retried=retried),
+                            fit_args=tuned.fit_args, retried=retried, switch_over=switch),
         service=ServiceRecord(service_manager, True),
         venv_python=None if venv_python is None else relative_to_home(home, venv_python),
         request=request,

@@ -2,8 +2,9 @@
 same bytes refuses at once (no download, no stop) and says which revision, when, and why.
 
 A refusal is keyed by the file's sha256: the same bytes are refused again whatever the revision is called, and a new
-revision or another quant (other bytes) proceeds normally. Written atomically and bounded; a damaged file is
-ignored (at worst the bad revision is downloaded and refused again).
+revision or another quant (other bytes) proceeds normally. A damaged file stays refused; a model the engine could
+not load is refused only for that engine build (a newer pinned build may know its architecture). Written
+atomically and bounded; a damaged record is ignored (at worst the bad revision is downloaded and refused again).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class Refusal:
     source: str  # "hf", "modelscope", a mirror's host, "bundle", "local"
     when: str  # ISO 8601 UTC
     cause: str  # model_corrupt | model_unsupported
-    message: str  # the one line the refusing run printed
+    reason: str  # why, in one clause (the line the refusing run printed, without the file name)
     exit_code: int
+    engine_build: int | None = None  # the llama.cpp build that could not load it (model_unsupported only)
 
 
 def _path(home: Home) -> Path:
@@ -49,20 +51,27 @@ def load_refusals(home: Home) -> list[Refusal]:
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict) or not is_sha256(entry.get("sha256")):
             continue
-        texts = ("file", "source", "when", "cause", "message")
+        texts = ("file", "source", "when", "cause", "reason")
         revision = entry.get("revision")
         if not all(isinstance(entry.get(k), str) for k in texts) or not isinstance(entry.get("exit_code"), int) \
                 or not (revision is None or isinstance(revision, str)):
             continue
+        build = entry.get("engine_build")
         out.append(Refusal(entry["sha256"], entry["file"], revision, entry["source"], entry["when"],
-                           entry["cause"], entry["message"], entry["exit_code"]))
+                           entry["cause"], entry["reason"], entry["exit_code"],
+                           build if isinstance(build, int) and not isinstance(build, bool) else None))
     return out
 
 
-def refusal_for(home: Home, sha256s: Iterable[str]) -> Refusal | None:
-    """The recorded refusal of any of these files' bytes, newest first; None when none was refused."""
+def refusal_for(home: Home, sha256s: Iterable[str], engine_build: int | None) -> Refusal | None:
+    """The recorded refusal of any of these files' bytes that still stands with ``engine_build`` (the build that
+    would run them), newest first; None when none does."""
     wanted = set(sha256s)
-    return next((r for r in reversed(load_refusals(home)) if r.sha256 in wanted), None)
+
+    def stands(r: Refusal) -> bool:
+        return r.engine_build is None or r.engine_build == engine_build
+
+    return next((r for r in reversed(load_refusals(home)) if r.sha256 in wanted and stands(r)), None)
 
 
 def now_utc() -> str:

@@ -71,6 +71,15 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
+class SwitchRecord:
+    """The last upgrade's outage: the old server stopped → the new one answering ``/health`` (``gap_s``), of which
+    the new server's own load took ``load_s`` (one copy of a model in memory at a time: it cannot be less)."""
+
+    gap_s: float
+    load_s: float
+
+
+@dataclass(frozen=True)
 class ServerRecord:
     host: str
     port: int
@@ -80,6 +89,7 @@ class ServerRecord:
     tuned_by: str = "plan"  # "plan" | "fit"
     fit_args: tuple[str, ...] | None = None  # llama-fit-params' advice, when it ran
     retried: str | None = None  # the first start ran out of memory: why the recorded plan is smaller
+    switch_over: SwitchRecord | None = None  # an upgrade's measured gap (None: a first install)
 
 
 @dataclass(frozen=True)
@@ -177,10 +187,21 @@ def _opt_int(r: FieldReader, name: str) -> int | None:
 
 def _read_server(r: FieldReader) -> ServerRecord:
     fit = r.doc.get("fit_args")
+    switch = r.doc.get("switch_over")
     return ServerRecord(host=r.text("host"), port=r.integer("port", minimum=1), alias=r.text("alias"),
                         args=r.strings("args"), plan_args=r.strings("plan_args"),
                         tuned_by=r.choice("tuned_by", ("plan", "fit")),
-                        fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"))
+                        fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"),
+                        switch_over=_read_switch(switch))
+
+
+def _read_switch(doc: Any) -> SwitchRecord | None:
+    """A report only: a missing or unreadable one is None, never a reason to reject the record."""
+    if not isinstance(doc, dict):
+        return None
+    gap, load = doc.get("gap_s"), doc.get("load_s")
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in (gap, load))
+    return SwitchRecord(float(gap), float(load)) if numbers else None
 
 
 def state_from_json(doc: Any) -> InstallState:

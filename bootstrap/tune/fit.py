@@ -22,7 +22,7 @@ import re
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,9 +30,11 @@ from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.processes import NOT_FOUND, NOT_STARTED, TIMED_OUT, run_captured, run_command
 from bootstrap.detect.hardware import HardwareProfile
+from bootstrap.place.engine_failure import MODEL_CORRUPT, MODEL_UNSUPPORTED, EngineFailure, ExitInfo, classify
 from bootstrap.plan.gguf_header import GGUFHeaderError, read_header
 
 MIB = 1024 * 1024
+MODEL_CAUSES = (MODEL_CORRUPT, MODEL_UNSUPPORTED)  # the model's fault, not the tool's
 FIT_MARGIN_MIB = 1024  # llama.cpp's default -fitt (llama.cpp common/arg.cpp, PR #18679; docs/engine.md)
 
 # Flags that describe context and batches: fit must see them to project the same memory as the server.
@@ -99,6 +101,7 @@ class TuneResult:
     projections: tuple[Projection, ...]
     duration_s: float
     notes: tuple[str, ...] = ()  # further one-line decisions (``--no-repack``)
+    model_failure: EngineFailure | None = None  # fit could not load the model at all (see ``FitToolError``)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,7 +120,15 @@ class TuneResult:
 
 
 class FitToolError(Exception):
-    """llama-fit-params failed, timed out or printed something we cannot read (``str`` is one line)."""
+    """llama-fit-params failed, timed out or printed something we cannot read (``str`` is one line).
+
+    ``failure``: the cause its own words name when they say the model cannot be loaded at all (damaged, incomplete,
+    an unknown architecture): not a tool failure but the model's, which an upgrade refuses before it stops anything.
+    """
+
+    def __init__(self, message: str, failure: EngineFailure | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
 # --- pure parsers ------------------------------------------------------------------------------------------------
@@ -267,8 +278,10 @@ def _run(argv: list[str], timeout: float) -> str:
             return proc.stdout
         if error_line(proc.stderr):
             break
+    failure = classify(ExitInfo.from_returncode(proc.returncode), proc.stderr)
     raise FitToolError(f"exit status {proc.returncode}: "
-                       f"{first_error_line(proc.stderr) or t('tune.tool_silent', tries=_SILENT_FAILURE_TRIES)}")
+                       f"{first_error_line(proc.stderr) or t('tune.tool_silent', tries=_SILENT_FAILURE_TRIES)}",
+                       failure if failure.cause in MODEL_CAUSES else None)
 
 
 def _accepted_flags(fit_params: Path, timeout: float) -> set[str]:
@@ -330,7 +343,8 @@ def tune(fit_params: Path | None, model: Path, plan_args: Sequence[str], hardwar
         ours = pick_args(base, _PLACE_FLAGS, _PLACE_BARE)
         projections = parse_projections(_run([*common, *ours, "-fitp", "on"], timeout))
     except FitToolError as exc:
-        return result("plan", base, t("tune.tool_failed", error=str(exc)), fit_args)
+        return replace(result("plan", base, t("tune.tool_failed", error=str(exc)), fit_args),
+                       model_failure=exc.failure)
 
     adopted, final, reason = decide(base, advice, projections, hardware)
     return result(adopted, final, reason, fit_args, projections)

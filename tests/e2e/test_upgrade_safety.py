@@ -92,7 +92,7 @@ def test_a_damaged_revision_is_refused_before_anything_stops_and_remembered(
     proc, client, _ = _upgrade_while_chatting(bed, port)
     assert proc.returncode == 5, proc.stderr
     line = _one_line_error(proc)
-    assert line.startswith(t("switch.refused_before", file=MODEL_FILE, revision=revision[:12], when="@")
+    assert line.startswith(t("switch.refused_before", file=MODEL_FILE, revision=revision[:12], when="@", reason="")
                            .partition("@")[0]), line
     model_reads = [r for r in bed.hub.requests() if r.path.endswith(MODEL_FILE)]
     assert all(r.range is not None for r in model_reads)  # header reads of the plan at most, never the file

@@ -17,18 +17,19 @@ from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, catalo
 @pytest.fixture
 def make_bed(hub: LoopbackHub, engine_asset: Path, engine_bin_dir: Path, tmp_path: Path
              ) -> Iterator[Callable[..., InstallBed]]:
-    """``make_bed({variant: stand-in script}, model=…, server_args=…)``: a hub serving the test bed's engine under
-    both Linux names except where a stand-in build takes its place, a one-model catalog, and a home."""
+    """``make_bed({variant: stand-in script}, model=…, server_args=…, engine=…)``: a hub serving the test bed's
+    engine (or the ``engine`` archive) under both Linux names except where a stand-in build takes its place, a
+    one-model catalog, and a home."""
     beds: list[InstallBed] = []
 
     def make(builds: Mapping[str, str] | None = None, *, model: Path | None = None,
-             server_args: tuple[str, ...] = ("-c", "512", "-t", "2")) -> InstallBed:
+             server_args: tuple[str, ...] = ("-c", "512", "-t", "2"), engine: Path | None = None) -> InstallBed:
         assets = {variant: standin.release_asset(tmp_path / f"standin-{variant}", engine_bin_dir, script)
                   for variant, script in (builds or {}).items()}
         model = model or write_chat_model(tmp_path / "rev1" / MODEL_FILE)
         revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
         bed = InstallBed(hub, Home(tmp_path / "Qwen 安装 home"), tmp_path / "catalog.toml",
-                         serve_engine(hub, engine_asset, variants=assets))
+                         serve_engine(hub, engine or engine_asset, variants=assets))
         bed.catalog.write_text(catalog_text(revision, server_args=server_args), encoding="utf-8")
         beds.append(bed)
         return bed

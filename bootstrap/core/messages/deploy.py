@@ -56,4 +56,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Switched over in {gap} s: the new server answered {load} s after it started.",
         "zh": "切换用时 {gap} 秒：新服务启动后 {load} 秒即可响应。",
     },
+    "switch.reason_damaged": {
+        "en": "the file is damaged or incomplete ({detail})",
+        "zh": "文件已损坏或不完整（{detail}）",
+    },
 }
