@@ -34,7 +34,8 @@ BIG, SMALL = "big.gguf", "throttled.gguf"
 ENGINE = """
 import json, sys, time
 from pathlib import Path
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile, fetch_files
+from bootstrap.fetch.download import FetchOptions, fetch_files
+from bootstrap.fetch.records import Mirror, RemoteFile
 s = json.loads(sys.argv[1])
 rf = RemoteFile(s["name"], s["size"], s["sha256"], (Mirror("hf", s["url"]),))
 t = time.perf_counter()

@@ -32,7 +32,8 @@ CHILD = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
-from bootstrap.fetch.download import FetchOptions, Mirror, RemoteFile, fetch_files
+from bootstrap.fetch.download import FetchOptions, fetch_files
+from bootstrap.fetch.records import Mirror, RemoteFile
 spec = json.loads(sys.argv[1])
 rf = RemoteFile(spec["name"], spec["size"], spec["sha256"], tuple(Mirror(**m) for m in spec["mirrors"]))
 try:
