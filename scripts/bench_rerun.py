@@ -44,7 +44,7 @@ from bootstrap.core.home import Home  # noqa: E402
 from bootstrap.fetch import download  # noqa: E402
 from bootstrap.install import fetch_plan, installer  # noqa: E402
 from bootstrap.record.state import load_state  # noqa: E402
-from bootstrap.register import FallbackManager  # noqa: E402
+from bootstrap.register.managers import FallbackManager  # noqa: E402
 from tests.support import testbed  # noqa: E402
 from tests.support.install_bed import InstallBed  # noqa: E402
 from tests.support.llama import free_port  # noqa: E402

@@ -48,7 +48,7 @@ def one_run(code: Path) -> dict[str, Any]:
     _import_kit(code)
     from bootstrap.core.home import Home
     from bootstrap.plan.launch_spec import LaunchSpec
-    from bootstrap.register import FallbackManager
+    from bootstrap.register.managers import FallbackManager
     from bootstrap.render.start_scripts import render_start_scripts
     from tests.support import testbed
     from tests.support.llama import InFlightChat, free_port

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bootstrap.core.home import Home  # noqa: E402
-from bootstrap.register import FallbackManager  # noqa: E402
+from bootstrap.register.managers import FallbackManager  # noqa: E402
 from tests.support import standin, testbed  # noqa: E402
 from tests.support.chat_client import ChattingClient  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from bootstrap.core.home import Home  # noqa: E402
 from bootstrap.place.api_key import read_api_key  # noqa: E402
 from bootstrap.record.state import launch_spec, load_state  # noqa: E402
-from bootstrap.register import FallbackManager  # noqa: E402
+from bootstrap.register.managers import FallbackManager  # noqa: E402
 from tests.support import testbed  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402
 from tests.support.install_bed import InstallBed, catalog_text, serve_engine  # noqa: E402

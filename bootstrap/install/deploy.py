@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bootstrap import register
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.home import Home
@@ -44,6 +43,7 @@ from bootstrap.plan.planner import Plan
 from bootstrap.record.build import build_state
 from bootstrap.record.failure_record import clear_failure
 from bootstrap.record.state import InstallState, RequestRecord, resolve_in_home, save_state
+from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
 from bootstrap.verify.chat import VerifyReport, print_report
@@ -203,14 +203,14 @@ def _flags(plan: Plan, options: DeployOptions, working: WorkingEngine) -> list[s
     return flags.kept
 
 
-def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> register.ServiceManager:
+def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> managers.ServiceManager:
     if not options.register_service:
-        return register.FallbackManager(home)
-    manager = register.choose_manager(hardware.os.system, home, admin=options.admin, winsw=options.winsw)
+        return managers.FallbackManager(home)
+    manager = managers.choose_manager(hardware.os.system, home, admin=options.admin, winsw=options.winsw)
     available, why = manager.available()
     if not available:
         warn(why)
-        manager = register.FallbackManager(home)
-    if isinstance(manager, register.FallbackManager):
+        manager = managers.FallbackManager(home)
+    if isinstance(manager, managers.FallbackManager):
         warn(t("service.no_manager", script=home.run_sh))
     return manager

@@ -379,10 +379,8 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
 
 def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
     """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
-    from bootstrap import register
     from bootstrap.place.api_key import read_api_key, repair_modes
     from bootstrap.register.server_health import check_health
-    from bootstrap.verify.chat import wait_healthy
 
     repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
@@ -390,8 +388,12 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     if health.state == "ok":
         info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
         return InstallOutcome("unchanged", state)
+    # Only now the service managers (and the template engine they render with): a serving no-op needs neither.
+    from bootstrap.register import managers
+    from bootstrap.verify.chat import wait_healthy
+
     info(t("install.starting", state=health.state))
-    manager = register.choose_manager(register.this_system(), home, admin=request.admin)
+    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
     try:
         manager.start()
         wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,

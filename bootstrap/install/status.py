@@ -113,7 +113,7 @@ def _service_status(state: InstallState, home: Home, spec: LaunchSpec) -> dict[s
     """The service manager's view, when one was registered."""
     if state.service is None:
         return None
-    from bootstrap.register import choose_manager, this_system  # late: the service package pulls OS-specific helpers
+    from bootstrap.register.managers import choose_manager, this_system  # late: it loads every manager
 
     manager = choose_manager(this_system(), home, admin=False, health_url=f"{spec.base_url}/health")
     return asdict(manager.status())

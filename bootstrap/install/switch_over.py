@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
-from bootstrap import register
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import t, warn
 from bootstrap.core.errors import QwenKitError, ServerError
@@ -32,6 +31,7 @@ from bootstrap.place.engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFa
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import InstallState, SwitchRecord, launch_spec, relative_to_home
+from bootstrap.register import managers
 from bootstrap.register.base import port_busy
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
 from bootstrap.verify import chat
@@ -66,7 +66,7 @@ class Serving:
     switch: SwitchRecord | None  # an upgrade's gap: old server stopped → new one answering (None: first install)
 
 
-def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[PlacedFile], manager: register.ServiceManager,
+def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[PlacedFile], manager: managers.ServiceManager,
                 how: SwitchOver, previous: InstallState | None) -> Serving:
     """Stop the old server, swap the changed files, start and verify the new server; on any failure (or Ctrl-C) put
     the previous install back and raise."""
@@ -99,22 +99,22 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
     return Serving(plan, spec, report, scripts, journal, retried, switch)
 
 
-def _stop_previous(home: Home, manager: register.ServiceManager) -> None:
+def _stop_previous(home: Home, manager: managers.ServiceManager) -> None:
     """Stop whatever serves this home now, so its port and (on Windows) its open files are free.
 
     When the previous install used another manager (a service then, ``--no-service`` now), that registration is
     removed, or it would start the old server again at the next logon.
     """
-    recorded = register.recorded_manager(home)
+    recorded = managers.recorded_manager(home)
     if recorded is not None and recorded != manager.name:
-        old = register.manager_named(recorded, home)
+        old = managers.manager_named(recorded, home)
         try:
-            register.uninstall_service(old)
+            managers.uninstall_service(old)
         except QwenKitError as exc:
             warn(exc.message)
     manager.stop()
-    if not isinstance(manager, register.FallbackManager):
-        register.FallbackManager(home).stop()
+    if not isinstance(manager, managers.FallbackManager):
+        managers.FallbackManager(home).stop()
 
 
 def _journal(home: Home, previous: InstallState | None, files: Sequence[PlacedFile],
@@ -142,7 +142,7 @@ def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
     raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
 
 
-def _start_and_verify(home: Home, spec: LaunchSpec, manager: register.ServiceManager,
+def _start_and_verify(home: Home, spec: LaunchSpec, manager: managers.ServiceManager,
                       timeout: float) -> tuple[VerifyReport, StartScripts, float, float]:
     """render → register → start → verify; an ``EngineFailed`` names why the server did not come up. Also when the
     server was started and when it first answered ``/health`` (``time.monotonic``)."""
@@ -150,7 +150,7 @@ def _start_and_verify(home: Home, spec: LaunchSpec, manager: register.ServiceMan
     scripts = render_start_scripts(spec, home)
     checkpoint("rendered")
     # register (second half), then verify: a real chat request, non-stream and stream
-    register.install_service(manager, spec)
+    managers.install_service(manager, spec)
     checkpoint("registered")
     started = time.monotonic()
     manager.start()
@@ -181,7 +181,7 @@ def _smaller_plan(failure: EngineFailure, plan: Plan, replan: Replanner | None) 
 
 
 def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap.Move, ...],
-               manager: register.ServiceManager, cause: QwenKitError | KeyboardInterrupt, timeout: float) -> NoReturn:
+               manager: managers.ServiceManager, cause: QwenKitError | KeyboardInterrupt, timeout: float) -> NoReturn:
     """The new install did not come up (or the user pressed Ctrl-C): put the previous one back and start it, then
     report why (exit 6, or 130 for Ctrl-C). A first install has nothing to go back to: its files stay for a rerun,
     its service goes."""
@@ -195,7 +195,7 @@ def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap
     file_swap.discard(home)
     if previous is None:
         with contextlib.suppress(QwenKitError):
-            register.uninstall_service(manager)
+            managers.uninstall_service(manager)
         raise cause
     warn(t("deploy.rolling_back", model=previous.model_id))
     old_spec = launch_spec(previous, home)
@@ -204,10 +204,10 @@ def _roll_back(home: Home, previous: InstallState | None, moves: tuple[file_swap
     old_name = previous.service.manager if previous.service is not None else manager.name
     if old_name != manager.name:
         with contextlib.suppress(QwenKitError):
-            register.uninstall_service(manager)
-        old_manager = register.manager_named(old_name, home)
+            managers.uninstall_service(manager)
+        old_manager = managers.manager_named(old_name, home)
     try:
-        register.install_service(old_manager, old_spec)
+        managers.install_service(old_manager, old_spec)
         old_manager.start()
         chat.wait_healthy(old_spec.base_url, timeout=timeout, log_path=old_manager.log_file,
                           alive=lambda: old_manager.status().active, evidence=old_manager.evidence)

@@ -25,7 +25,8 @@ from bootstrap.core.errors import QwenKitError, ServerError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.core.processes import run_command
-from bootstrap.register import (
+from bootstrap.register.base import Runner
+from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
     choose_manager,
@@ -33,7 +34,6 @@ from bootstrap.register import (
     this_system,
     uninstall_service,
 )
-from bootstrap.register.base import Runner
 
 # A junction's reparse tag (winnt.h, IO_REPARSE_TAG_MOUNT_POINT); ``stat`` defines it only on Windows builds.
 _JUNCTION_TAG = 0xA0000003

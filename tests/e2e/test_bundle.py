@@ -34,7 +34,7 @@ from bootstrap.bundle.verify import verify_bundle
 from bootstrap.catalog import bundle_manifest
 from bootstrap.core.errors import ExitCode, IntegrityError
 from bootstrap.core.home import Home
-from bootstrap.register import FallbackManager
+from bootstrap.register.managers import FallbackManager
 from tests.support.bundle_bed import (
     GEMMA_ID,
     GEMMA_REPO,

@@ -39,7 +39,7 @@ import requests
 from bootstrap.catalog import bundle_manifest
 from bootstrap.core.home import Home
 from bootstrap.plan.launch_spec import lan_address
-from bootstrap.register import FallbackManager
+from bootstrap.register.managers import FallbackManager
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import requests
 
-from bootstrap import register as service
 from bootstrap.core.hashing import sha256_file
 from bootstrap.core.home import Home
 from bootstrap.detect.profile import detect
@@ -26,6 +25,7 @@ from bootstrap.fetch.records import PlacedFile
 from bootstrap.install.deploy import DeployOptions, DeployResult, deploy
 from bootstrap.plan.model_facts import file_candidate
 from bootstrap.plan.planner import choose
+from bootstrap.register import managers as service
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.llama import free_port

@@ -23,7 +23,7 @@ import requests
 
 from bootstrap.core.home import Home
 from bootstrap.fetch.download import sha256_file
-from bootstrap.register import FallbackManager
+from bootstrap.register.managers import FallbackManager
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model

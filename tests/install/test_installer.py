@@ -20,7 +20,7 @@ from bootstrap.install import fetch_plan as model_fetch
 from bootstrap.install import installer
 from bootstrap.install.switch_over import _with_free_port
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.register import FallbackManager
+from bootstrap.register.managers import FallbackManager
 from bootstrap.verify import chat as verify
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT

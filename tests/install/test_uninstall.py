@@ -23,7 +23,7 @@ from bootstrap.core.home_lock import HomeLocked
 from bootstrap.core.sizes import human_size
 from bootstrap.install import uninstall as uninstall_stage
 from bootstrap.install.uninstall import HomeLeft, Removal, tidy_home
-from bootstrap.register import FallbackManager, HostProbe
+from bootstrap.register.managers import FallbackManager, HostProbe
 from bootstrap.register.systemd import UNIT
 from tests.core.test_home_lock import REPO, hold_lock
 

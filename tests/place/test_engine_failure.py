@@ -32,7 +32,7 @@ from bootstrap.place.engine_failure import (
 from bootstrap.place.engine_selftest import run_selftest, selftest_engine
 from bootstrap.place.selftest_model import SELFTEST_SHA256, SELFTEST_SIZE, selftest_bytes, write_selftest_model
 from bootstrap.plan.gguf_header import read_header
-from bootstrap.register import LaunchdManager, SystemdManager
+from bootstrap.register.managers import LaunchdManager, SystemdManager
 from tests.support import standin
 from tests.support.tiny_gguf import write_model
 

@@ -27,7 +27,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.place.engine_failure import ExitInfo, classify
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.register import (
+from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
     LaunchdManager,

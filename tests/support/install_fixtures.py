@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core.home import Home
-from bootstrap.register import FallbackManager
+from bootstrap.register.managers import FallbackManager
 from tests.support import standin
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, catalog_text, serve_engine, write_chat_model

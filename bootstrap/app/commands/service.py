@@ -20,7 +20,8 @@ from bootstrap.core.processes import run_command
 from bootstrap.detect.privileges import is_admin
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
-from bootstrap.register import (
+from bootstrap.register.base import Runner, port_busy
+from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
     ServiceManager,
@@ -30,7 +31,6 @@ from bootstrap.register import (
     this_system,
     uninstall_service,
 )
-from bootstrap.register.base import Runner, port_busy
 
 SpecLoader = Callable[[Home], "LaunchSpec | None"]
 

@@ -27,8 +27,8 @@ from bootstrap.install.uninstall import (
     tree_size,
     uninstall,
 )
-from bootstrap.register import HostProbe
 from bootstrap.register.base import Runner
+from bootstrap.register.managers import HostProbe
 
 
 def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Runner = run_command) -> int:
