@@ -201,28 +201,25 @@ def test_out_of_memory_at_the_first_start_is_replanned_once(make_bed: Callable[.
         assert json.loads((bed.home.logs_dir / "last-failure.json").read_text())["cause"] == "out_of_memory"
 
 
-def test_a_truncated_model_is_named_as_damaged(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:
-    """A half-uploaded release: a new revision whose header parses but whose last tensor runs past the end (its
-    sha256 is the hub's, so the download verifies; the plan reads the installed file's header). llama-server
-    refuses it, the install says the file is damaged, and the previous install serves again (exit 6)."""
-    bed = make_bed()
-    port = free_port()
-    assert bed.install("--no-venv", "--port", str(port)).returncode == 0
-    good = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
+def test_a_truncated_model_is_named_as_damaged_before_anything_starts(make_bed: Callable[..., InstallBed],
+                                                                      tmp_path: Path) -> None:
+    """A half-uploaded release on a first install: its header parses but its last tensor runs past the end. The plan
+    reads the remote header and the file's size, so it is refused before any model byte is downloaded or the engine
+    started (exit 2, naming the file and the tensor). During an upgrade (the plan reads the installed file) the
+    refusal comes from ``install.validate`` and the old server keeps serving: ``tests/e2e/test_upgrade_safety.py``;
+    what llama-server itself says about such a file: ``tests/place/test_engine_failure.py``."""
+    good = write_chat_model(tmp_path / "good" / MODEL_FILE)
     truncated = tmp_path / "truncated" / MODEL_FILE
     truncated.parent.mkdir()
-    truncated.write_bytes(good[:-4096])
-    bed.catalog.write_text(catalog_text(bed.hub.commit(MODEL_REPO, {MODEL_FILE: truncated})), encoding="utf-8")
-    proc = bed.install("--no-venv")
-    assert proc.returncode == 6, proc.stderr
-    cause = t("failure.model_corrupt", who="llama-server",
-              detail="tensor 'blk.11.ffn_down.weight' data is not within the file bounds, model is corrupted or "
-                     "incomplete")
-    assert _one_line_error(proc).startswith(t("deploy.err_rolled_back", reason=cause, model="tiny-chat", url="@")
-                                            .partition("@")[0].rstrip())
-    recorded = json.loads((bed.home.logs_dir / "last-failure.json").read_text(encoding="utf-8"))
-    assert (recorded["cause"], recorded["message"], recorded["exit_code"]) == ("model_corrupt", cause, 6)
-    assert _chat(bed, port).status_code == 200
+    truncated.write_bytes(good.read_bytes()[:-4096])
+    bed = make_bed(model=truncated)
+    proc = bed.install("--no-venv", "--port", str(free_port()))
+    assert proc.returncode == 2, proc.stderr
+    line = _one_line_error(proc)
+    assert line.endswith(f"{MODEL_FILE}: tensor 'blk.11.ffn_down.weight' data ends at byte 1424064, past the end of "
+                         "the file (1419968 bytes)"), line
+    assert all(r.range is not None for r in bed.hub.requests() if r.path.endswith(MODEL_FILE))  # header reads only
+    assert not (bed.home.models_dir / MODEL_REPO / MODEL_FILE).exists() and not bed.home.state_file.exists()
 
 
 def test_a_port_another_socket_holds_is_named(make_bed: Callable[..., InstallBed]) -> None:

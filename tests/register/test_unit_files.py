@@ -193,7 +193,7 @@ def test_winsw_xml_round_trips_every_server_argument() -> None:
 def test_the_stop_bound_reaches_every_definition_as_a_value(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each renderer passes ``SERVER_STOP_TIMEOUT_S`` to its template: with another value in its place, every
     definition carries that one, so no template holds a number of its own."""
-    from bootstrap.register.managers import launchd, systemd, winsw
+    from bootstrap.register import launchd, systemd, winsw
 
     bound = SERVER_STOP_TIMEOUT_S + 7
     for module in (launchd, systemd, winsw):
