@@ -115,6 +115,7 @@ def run_cases(code: Path, work: Path, engine_bin: Path, engine: Path) -> dict[st
             out["good"]["recorded"] = server.get("switch_over")
         finally:
             FallbackManager(bed.home).stop()
+    with LoopbackHub(work / "hub-arch") as hub:
         older = standin.without_architecture(work / "older-engine", engine_bin, "qwen3moe")
         bed, port = _bed(hub, work / "arch", older, code)
         try:
