@@ -9,7 +9,6 @@ endpoints point at a closed port, so any request would fail the test.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
 from bootstrap.install.candidates import candidates_for
 from tests.support.bundle_files import model_bundle
+from tests.support.dead_hubs import point_hubs_nowhere
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import write_chat_model
 from tests.support.tiny_gguf import write_model
@@ -29,22 +29,10 @@ REPO = "acme/tiny-GGUF"
 FILE = "tiny-Q8_0.gguf"
 
 
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped catalog, no proxy, and hubs that cannot answer unless a test points them at the loopback hub."""
-    for name in ("QWENKIT_CATALOG", "HF_ENDPOINT", "MODELSCOPE_ENDPOINT", "HF_TOKEN", "HTTPS_PROXY", "HTTP_PROXY",
-                 "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    dead = closed_port_url()
-    monkeypatch.setenv("QWENKIT_HF_ENDPOINT", dead)
-    monkeypatch.setenv("QWENKIT_MODELSCOPE_ENDPOINT", dead)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    point_hubs_nowhere(monkeypatch, "QWENKIT_CATALOG")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from bootstrap.catalog.model_ref import wanted_model
 from bootstrap.core.home import Home
 from bootstrap.install.freshness import Freshness, check
 from bootstrap.record.state import InstallState
+from tests.support.dead_hubs import closed_port_url, point_hubs_nowhere
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
 from tests.support.install_records import file_record, install_state, place_engine, write_scripts
@@ -37,22 +37,10 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OTHER_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 
 
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shipped engine pins, no proxy, and hubs that cannot answer unless a test points them at the loopback hub."""
-    for name in ("QWENKIT_ENGINES", "HF_ENDPOINT", "MODELSCOPE_ENDPOINT", "HF_TOKEN", "HTTPS_PROXY", "HTTP_PROXY",
-                 "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    dead = closed_port_url()
-    monkeypatch.setenv("QWENKIT_HF_ENDPOINT", dead)
-    monkeypatch.setenv("QWENKIT_MODELSCOPE_ENDPOINT", dead)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    point_hubs_nowhere(monkeypatch, "QWENKIT_ENGINES")
 
 
 def write_catalog(path: Path, monkeypatch: pytest.MonkeyPatch, *, revision: str | None = COMMIT,
