@@ -5,12 +5,12 @@
 On the loopback hub with the test bed's real llama-server and a tiny real chat model, a client chats every 0.5 s
 (``tests/support/chat_client.py``) while ``qwenkit install`` upgrades a working install to:
 
+- ``selftest_fails``: a newly pinned engine build that dies with SIGILL on this machine;
 - ``damaged``: a new revision cut short by 4 KiB (a half-uploaded release: the header parses, the data does not fit);
 - ``damaged_again``: the same revision once more (a rerun, or a scheduled upgrade);
-- ``unknown_arch``: a qwen3moe model, on a real build whose loader table lacks ``qwen3moe``
-  (``standin.without_architecture``);
-- ``selftest_fails``: a newly pinned engine build that dies with SIGILL on this machine;
-- ``good``: a newer, good revision.
+- ``good``: a newer, good revision;
+- ``unknown_arch`` (its own home): a qwen3moe model, on a real build whose loader table lacks ``qwen3moe``
+  (``standin.without_architecture``).
 
 Per case: the exit code, the one error line, chats sent and failed, the client's longest gap between two answers,
 the run's wall time and, for ``good``, the gap the product recorded. With ``--before DIR`` (a plain copy of another
@@ -95,13 +95,7 @@ def run_cases(code: Path, work: Path, engine_bin: Path, engine: Path) -> dict[st
     with LoopbackHub(work / "hub") as hub:
         bed, port = _bed(hub, work / "main", engine, code)
         try:
-            good = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
-            cut = work / "cut.gguf"
-            cut.write_bytes(good[:-4096])
-            _publish(bed, work, "rev-cut", cut)
-            out["damaged"] = _upgrade(bed, port, code)
-            out["damaged_again"] = _upgrade(bed, port, code)
-            # a newly pinned build that dies with SIGILL (both Linux variants)
+            # a newly pinned build that dies with SIGILL (both Linux variants); the model is unchanged
             pins = work / "engines.toml"
             pins.write_text((ROOT / "payload" / "engines.toml").read_text(encoding="utf-8").replace("10434", "10500"),
                             encoding="utf-8")
@@ -109,6 +103,12 @@ def run_cases(code: Path, work: Path, engine_bin: Path, engine: Path) -> dict[st
             for variant in ("ubuntu-vulkan-x64", "ubuntu-x64"):
                 hub.add_release_asset("ggml-org/llama.cpp", "b10500", broken, f"llama-b10500-bin-{variant}.tar.gz")
             out["selftest_fails"] = _upgrade(bed, port, code, QWENKIT_ENGINES=str(pins))
+            good = (bed.home.models_dir / MODEL_REPO / MODEL_FILE).read_bytes()
+            cut = work / "cut.gguf"
+            cut.write_bytes(good[:-4096])
+            _publish(bed, work, "rev-cut", cut)
+            out["damaged"] = _upgrade(bed, port, code)
+            out["damaged_again"] = _upgrade(bed, port, code)
             _publish(bed, work, "rev-good", write_chat_model(work / "good.gguf", seed=7))
             out["good"] = _upgrade(bed, port, code)
             server = json.loads(bed.home.state_file.read_text(encoding="utf-8"))["server"]
