@@ -76,12 +76,12 @@ def _commit(bed: InstallBed, tmp_path: Path, name: str, content: bytes) -> None:
     bed.pin(bed.hub.commit(MODEL_REPO, {MODEL_FILE: path}))
 
 
-def test_frozen_setup_installs_upgrades_rolls_back_and_uninstalls(frozen_setup: Path, bed: InstallBed,
-                                                                  tmp_path: Path) -> None:
+def test_frozen_setup_installs_upgrades_refuses_a_damaged_upgrade_and_uninstalls(frozen_setup: Path, bed: InstallBed,
+                                                                                 tmp_path: Path) -> None:
     # 1. the double-click: one question, Enter accepts
     first = _double_click(frozen_setup, bed.env(), b"\n")
     assert first.returncode == 0, first.stderr
-    assert "Plan: Tiny chat (test) Q8_0" in first.stderr and "Continue? [Y/n]" in first.stdout
+    assert "Plan: Tiny chat (test) Q8_0" in first.stderr and "Continue? [Y/n]" in first.stderr
     assert "The server answers" in first.stderr
     assert _chat(bed) == 200
     assert (bed.home.venv_dir / "bin" / "qwenkit").is_file()  # the runtime venv, built from the offline wheels
@@ -104,13 +104,13 @@ def test_frozen_setup_installs_upgrades_rolls_back_and_uninstalls(frozen_setup: 
     assert placed.stat().st_size <= bed.hub.bytes_served(MODEL_FILE) < 1.5 * placed.stat().st_size
     assert _chat(bed) == 200
 
-    # 3. a new model that fails verification: rolled back, the old one answers
+    # 3. a new model that cannot load (cut short): refused before the old server is stopped, the old one answers
     upgraded = bed.home.state_file.read_text(encoding="utf-8")
     good = placed.read_bytes()
     _commit(bed, tmp_path, "rev3", good[:-4096])
     broken = bed.run("install", "--yes", exe=frozen_setup)
-    assert broken.returncode == 6, broken.stderr
-    assert "is back and serving" in broken.stderr
+    assert broken.returncode == 5, broken.stderr
+    assert "cannot serve, so nothing was changed" in broken.stderr and "keeps serving" in broken.stderr
     assert placed.read_bytes() == good and bed.home.state_file.read_text(encoding="utf-8") == upgraded
     assert _chat(bed) == 200
 
