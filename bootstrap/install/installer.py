@@ -199,12 +199,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                           python_versions=bundle.manifest.python_versions, winsw=winsw)
     result = deploy(home, plan, placed, hardware, options, previous=previous, working=working)
     if bundle is not None:
-        shutil.rmtree(home.wheels_cache, ignore_errors=True)
-        if winsw is not None:  # copied next to its service definition by now
-            winsw.unlink(missing_ok=True)
-        shutil.rmtree(home.staging_dir / "held", ignore_errors=True)
-        with contextlib.suppress(OSError):
-            home.staging_dir.rmdir()
+        _tidy_after_bundle(home, winsw)
     if previous is None:
         kind = "installed"
     elif reasons or fetch_plan.changed or recovered:
@@ -212,6 +207,17 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
     return InstallOutcome(kind, result.state, result)
+
+
+def _tidy_after_bundle(home: Home, winsw: Path | None) -> None:
+    """What an install from a bundle staged for itself: the wheels, WinSW (copied next to its service definition by
+    now), the held files, and the staging folder when nothing else waits there."""
+    shutil.rmtree(home.wheels_cache, ignore_errors=True)
+    if winsw is not None:
+        winsw.unlink(missing_ok=True)
+    shutil.rmtree(home.staging_dir / "held", ignore_errors=True)
+    with contextlib.suppress(OSError):
+        home.staging_dir.rmdir()
 
 
 def _refused_before(home: Home, fetch_plan: FetchPlan, *, upgrade: bool) -> None:
