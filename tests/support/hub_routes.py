@@ -70,7 +70,8 @@ class Handler(BaseHandler):
             if self.method == "DELETE":
                 hub.clear_log()
                 self._json(200, {"ok": True})
-            else:
+            else:  # a client that had its answer may ask before the hub logged it: wait for the others
+                hub.wait_idle(besides=1)
                 self._json(200, [asdict(r) for r in hub.log])
         elif s[:1] == ["settings"]:
             if self.method == "POST":
