@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from bootstrap import __version__
 from bootstrap.core import console
-from bootstrap.core.console import t
+from bootstrap.core.console import join_sentences, t
 from bootstrap.core.errors import ExitCode, QwenKitError, UsageError, exit_code_for
 from bootstrap.core.fs_errors import os_error
+from bootstrap.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -34,6 +36,51 @@ COMMANDS: dict[str, str] = {
     "uninstall": "uninstall",
     "selfcheck": "selfcheck",
 }
+HIDDEN = frozenset({"selfcheck"})
+
+# argparse's own error sentences (CPython Lib/argparse.py, the same since 3.9 apart from how choices are quoted),
+# matched so each can be said in the UI language; anything else passes through in English.
+_ARGUMENT = re.compile(r"argument (?P<arg>[^:]+): (?P<detail>.*)", re.S)
+_INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'.*?'|\S+) \(choose from (?P<choices>.*)\)", re.S)
+_INVALID_VALUE = re.compile(r"invalid (?P<type>\w+) value: (?P<value>.*)", re.S)
+_REQUIRED = "the following arguments are required: "
+_UNRECOGNIZED = "unrecognized arguments: "
+_EXPECTED_ONE = "expected one argument"
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+def usage_error(message: str) -> UsageError:
+    """argparse's English ``message`` as a localized ``UsageError``; a mistyped command or choice suggests the
+    closest names (``core.suggest``)."""
+    usage = t("hint.usage")
+    if message.startswith(_REQUIRED):
+        return UsageError(t("cli.err_required", args=message[len(_REQUIRED):]), usage)
+    if message.startswith(_UNRECOGNIZED):
+        return UsageError(t("cli.err_unrecognized", args=message[len(_UNRECOGNIZED):]), usage)
+    match = _ARGUMENT.fullmatch(message)
+    if match is None:
+        return UsageError(message, usage)
+    arg, detail = match["arg"], match["detail"]
+    choice = _INVALID_CHOICE.fullmatch(detail)
+    if choice:
+        value = _unquote(choice["value"])
+        choices = [c for c in (_unquote(c) for c in choice["choices"].split(",")) if c and c not in HIDDEN]
+        suggestion = did_you_mean(value, choices)
+        hint = join_sentences(suggestion, usage) if suggestion else usage
+        if arg == "COMMAND":
+            return UsageError(t("cli.err_unknown_command", value=value), hint)
+        return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=", ".join(choices)), hint)
+    if detail == _EXPECTED_ONE:
+        return UsageError(t("cli.err_expected_one", arg=arg), usage)
+    value = _INVALID_VALUE.fullmatch(detail)
+    if value:
+        return UsageError(t("cli.err_invalid_value", arg=arg, type=value["type"], value=_unquote(value["value"])),
+                          usage)
+    return UsageError(t("cli.err_argument", arg=arg, detail=detail), usage)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -56,7 +103,7 @@ class _Parser(argparse.ArgumentParser):
         self.add_argument("-h", "--help", action="help", help=t("cli.help"))
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message, t("hint.usage"))
+        raise usage_error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
-    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "selfcheck"]
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
 
 

@@ -18,6 +18,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_document
 from bootstrap.core.resources import resource_dir
+from bootstrap.core.suggest import did_you_mean
 
 CATALOG_SCHEMA = 1
 HUBS = ("hf", "modelscope")
@@ -136,8 +137,9 @@ class CatalogModel:
         for quant in self.quants:
             if quant.name.lower() == wanted:
                 return quant
+        names = [q.name for q in self.quants]
         raise UsageError(t("plan.err_unknown_quant", quant=name or self.default_quant, model=self.id,
-                           available=", ".join(q.name for q in self.quants)))
+                           available=", ".join(names)), did_you_mean(wanted, names))
 
     def quants_from_default_down(self) -> tuple[Quant, ...]:
         """The default quant and every smaller one, in the order the planner tries them."""
@@ -159,8 +161,9 @@ class Catalog:
         for model in self.models:
             if model.id.lower() == wanted:
                 return model
+        ids = [m.id for m in self.models]
         raise UsageError(t("plan.err_unknown_model", model=model_id or self.default_model,
-                           available=", ".join(m.id for m in self.models)))
+                           available=", ".join(ids)), did_you_mean(wanted, ids))
 
 
 class _Fields:

@@ -84,7 +84,32 @@ def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
     assert "Traceback" not in proc.stderr
     error_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     assert len(error_lines) == 1
-    assert proc.stderr.strip().splitlines()[-1] == "hint: Run 'qwenkit --help' for usage."
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("hint: ") and last.endswith("Run 'qwenkit --help' for usage.")  # maybe a guess first
+
+
+@pytest.mark.parametrize(("argv", "lang", "error", "hint"), [
+    (["instal"], "en_US.UTF-8", "error: Unknown command 'instal'.",
+     "hint: Did you mean 'install', 'uninstall'? Run 'qwenkit --help' for usage."),
+    (["instal"], "zh_CN.UTF-8", "错误: 未知命令 'instal'。",
+     "提示: 您是不是想输入 'install'、'uninstall'？运行 'qwenkit --help' 查看用法。"),
+    (["selfchek"], "en_US.UTF-8", "error: Unknown command 'selfchek'.", "hint: Run 'qwenkit --help' for usage."),
+    (["service", "stat"], "en_US.UTF-8",
+     "error: Argument action: invalid choice 'stat' (choose from install, start, stop, status, uninstall).",
+     "hint: Did you mean 'start', 'status'? Run 'qwenkit --help' for usage."),
+    (["service", "stat"], "zh_CN.UTF-8",
+     "错误: 参数 action：无效的选择 'stat'（可选：install, start, stop, status, uninstall）。",
+     "提示: 您是不是想输入 'start'、'status'？运行 'qwenkit --help' 查看用法。"),
+    (["install", "--port"], "zh_CN.UTF-8", "错误: 参数 --port 需要一个值。", "提示: 运行 'qwenkit --help' 查看用法。"),
+    (["plan", "--ctx", "lots"], "zh_CN.UTF-8", "错误: 参数 --ctx：无效的 int 值 'lots'。",
+     "提示: 运行 'qwenkit --help' 查看用法。"),
+    (["bundle"], "zh_CN.UTF-8", "错误: 缺少必需的参数：ACTION。", "提示: 运行 'qwenkit --help' 查看用法。"),
+    (["status", "extra"], "zh_CN.UTF-8", "错误: 无法识别的参数：extra。", "提示: 运行 'qwenkit --help' 查看用法。"),
+])
+def test_usage_errors_are_localized_and_suggest(argv: list[str], lang: str, error: str, hint: str) -> None:
+    proc = run_cli(*argv, lang=lang)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [error, hint]
 
 
 def test_no_command_prints_help_and_exits_2() -> None:

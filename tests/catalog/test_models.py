@@ -51,6 +51,19 @@ def test_unknown_model_and_quant_name_the_choices() -> None:
         cat.model(None).quant("Q3_K_XXL")
 
 
+def test_a_mistyped_id_or_quant_suggests_the_closest() -> None:
+    cat = load_catalog()
+    with pytest.raises(UsageError) as exc:
+        cat.model("qwen3.6-27")
+    assert exc.value.hint is not None and exc.value.hint.startswith("Did you mean 'qwen3.6-27b'")
+    with pytest.raises(UsageError) as exc:
+        cat.model(None).quant("ud-q4_k_xs")
+    assert exc.value.hint is not None and "'UD-Q4_K_XL'" in exc.value.hint  # shown as the catalog spells it
+    with pytest.raises(UsageError) as exc:
+        cat.model("llama-9000")
+    assert exc.value.hint is None  # nothing close: no guess
+
+
 @pytest.mark.parametrize(("text", "field"), [
     ('schema = 2\ndefault_model = "a"\nmodels = []', "schema"),
     ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\nquants = []',

@@ -233,6 +233,16 @@ def test_plan_command_errors_are_one_line(tmp_path: Path, args: list[str], code:
     assert text in lines[0] and len(lines) <= 2 and "Traceback" not in proc.stderr
 
 
+def test_plan_command_suggests_the_model_meant(tmp_path: Path) -> None:
+    hw = str(HARDWARE / "no_gpu_16gb.json")
+    proc = run_plan("--hardware", hw, "qwen3.5-4c", home=tmp_path)
+    assert proc.returncode == ExitCode.USAGE
+    assert proc.stderr.splitlines()[1].startswith("hint: Did you mean 'qwen3.5-4b'")
+    proc = run_plan("--hardware", hw, "qwen3.5-4b:Q4_K", lang="zh_CN.UTF-8", home=tmp_path)
+    assert proc.returncode == ExitCode.USAGE
+    assert proc.stderr.splitlines()[1].startswith("提示: 您是不是想输入 'Q4_K_M'")
+
+
 def test_plan_command_rejects_a_malformed_hardware_file(tmp_path: Path) -> None:
     bad = tmp_path / "hw.json"
     doc = json.loads((HARDWARE / "rtx3070_8gb_32gb.json").read_text())
