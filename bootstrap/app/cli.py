@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "plan": "plan",
+    "models": "models",
     "download": "download",
     "install": "install",
     "status": "status",
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=t("cli.version"))
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_add_doctor, _add_plan, _add_download, _add_install, _add_status, _add_service, _add_bundle,
-                _add_uninstall):
+    for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_service,
+                _add_bundle, _add_uninstall):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -137,6 +138,12 @@ def _add_plan(sub: Subcommands) -> None:
     plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
     plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
     plan.add_argument("--json", action="store_true", help=t("cli.json"))
+
+
+def _add_models(sub: Subcommands) -> None:
+    models = _command(sub, "models")
+    models.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
+    models.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def _add_download(sub: Subcommands) -> None:

@@ -25,11 +25,12 @@ from bootstrap.core.errors import (
 )
 from bootstrap.core.messages import MESSAGES
 
-CONTRACT = ["doctor", "plan", "download", "install", "status", "service", "bundle", "uninstall"]
+CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "service", "bundle", "uninstall"]
 # A minimal invocation of each command that parses (its arguments are part of the contract).
 INVOCATIONS = {
     "doctor": ["doctor", "--json"],
     "plan": ["plan", "qwen3.6-35b-a3b", "--hardware", "hw.json", "--ctx", "8192", "--json"],
+    "models": ["models", "--hardware", "hw.json", "--json"],
     "download": ["download", "hf:unsloth/Qwen3.6-35B-A3B-GGUF/mmproj-F16.gguf", "--source", "hf", "--dest", "d"],
     "install": ["install", "qwen3.6-35b-a3b:UD-IQ4_XS", "--source", "modelscope", "--home", "h", "--host",
                 "127.0.0.1", "--port", "8081", "--no-service", "--yes"],

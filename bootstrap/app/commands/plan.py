@@ -25,7 +25,8 @@ from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
 MIN_CTX, MAX_CTX = 512, 1 << 20
 
 
-def _hardware(path: str | None) -> HardwareProfile:
+def hardware_for(path: str | None) -> HardwareProfile:
+    """The profile in ``--hardware FILE.json``, else this machine's (with the engine check)."""
     if path:
         return load_profile(Path(path))
     return detect(resolve_home().root, engine=check_engine)
@@ -56,7 +57,7 @@ def print_plan(plan: Plan) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.ctx is not None and not MIN_CTX <= args.ctx <= MAX_CTX:
         raise UsageError(t("plan.err_ctx", ctx=args.ctx, low=MIN_CTX, high=MAX_CTX))
-    hardware = _hardware(args.hardware)
+    hardware = hardware_for(args.hardware)
     candidates, fallbacks = candidates_for(args.model)
     plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
     if args.json:

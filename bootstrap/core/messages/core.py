@@ -24,6 +24,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                    "zh": "检查本机：系统、CPU、内存、磁盘、GPU、Python、网络"},
     "cmd.plan": {"en": "choose the quant and launch parameters that fit this (or another) machine",
                  "zh": "为本机（或指定硬件）选择合适的量化版本和启动参数"},
+    "cmd.models": {"en": "list the catalog's models and quants, and which quant fits this (or another) machine",
+                   "zh": "列出目录中的模型和量化版本，以及本机（或指定硬件）适合哪个量化版本"},
     "cmd.download": {"en": "download a model (and its mmproj) resumably, verified by SHA-256",
                      "zh": "下载模型（及其 mmproj），支持断点续传并做 SHA-256 校验"},
     "cmd.install": {"en": "install or upgrade the engine, the model and the service",

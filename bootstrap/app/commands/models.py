@@ -1,0 +1,117 @@
+"""``qwenkit models [--hardware FILE.json] [--json]``: the catalog, and what of it fits this (or another) machine.
+
+Glue only, and offline: the catalog's quants and sizes, the hardware profile (``--hardware`` or detected), and for
+each model the plan stage's choice among its default quant and the smaller ones. Candidates come from the catalog's
+shape facts (or the header of a quant already in the home), as ``install.candidates`` builds them; a model with
+neither (an intranet admin's own entry) is shown without a verdict rather than read over the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from bootstrap.app.commands.plan import hardware_for
+from bootstrap.catalog.models import Catalog, CatalogModel, load_catalog
+from bootstrap.core import console
+from bootstrap.core.console import t
+from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.home import resolve_home
+from bootstrap.core.sizes import human_size
+from bootstrap.detect.hardware import HardwareProfile
+from bootstrap.plan.engine_variant import choose_variant
+from bootstrap.plan.model_facts import catalog_candidates, local_file
+from bootstrap.plan.planner import Budget, Plan, budget_for, choose
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the planner would run of one model here: a plan, "does not fit", or unknown (no offline facts)."""
+
+    plan: Plan | None
+    fits: bool | None
+
+
+def verdict(model: CatalogModel, hardware: HardwareProfile) -> Verdict:
+    """The planner's choice among the model's default quant and every smaller one (no fallback model)."""
+    models_dir = resolve_home().models_dir
+    if model.shape is None and not any(local_file(model, q.file.path, models_dir) for q in model.quants):
+        return Verdict(None, None)
+    try:
+        return Verdict(choose(catalog_candidates(model, None, models_dir), hardware), True)
+    except UnsupportedMachine:
+        return Verdict(None, False)
+
+
+def _size(size: int | None, exact: bool) -> str:
+    if size is None:
+        return "?"
+    return human_size(size) if exact else "~" + human_size(size)
+
+
+def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> dict[str, object]:
+    models = []
+    for model in catalog.models:
+        found = verdicts[model.id]
+        plan = found.plan
+        models.append({
+            "id": model.id,
+            "title": model.title,
+            "default": model.id == catalog.default_model,
+            "default_quant": model.default_quant,
+            "thinking_default": model.thinking_default,
+            "quants": [{"name": q.name, "file": q.file.path, "size": q.file.size, "size_exact": q.file.size_exact,
+                        "default": q.name == model.default_quant} for q in model.quants],
+            "fits": found.fits,
+            "here": None if plan is None else {"quant": plan.quant, "ctx": plan.settings.ctx,
+                                               "variant": plan.variant.name, "speed_class": plan.speed_class},
+        })
+    return {"default_model": catalog.default_model,
+            "budget": {"gpu_bytes": budget.gpu_bytes, "ram_bytes": budget.ram_bytes, "gpu_name": budget.gpu_name},
+            "models": models}
+
+
+def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> None:
+    """The human listing on stderr: one block per model, its quants, and the verdict for this machine."""
+    if budget.gpu_name:
+        console.info(t("models.title", gpu=budget.gpu_name, vram=human_size(budget.gpu_bytes),
+                       ram=human_size(budget.ram_bytes)))
+    else:
+        console.info(t("models.title_cpu", ram=human_size(budget.ram_bytes)))
+    for model in catalog.models:
+        marker = t("models.default_model") if model.id == catalog.default_model else ""
+        console.info("")
+        console.info(f"{model.id}  {model.title}{marker}")
+        found = verdicts[model.id]
+        chosen = found.plan.quant if found.plan is not None else None
+        width = max(len(q.name) for q in model.quants)
+        for quant in model.quants:
+            notes = []
+            if quant.name == model.default_quant:
+                notes.append(t("models.default_quant"))
+            if quant.name == chosen:
+                notes.append(t("models.chosen"))
+            size = _size(quant.file.size, quant.file.size_exact)
+            console.info(f"  {quant.name.ljust(width)}  {size:>10}  {' · '.join(notes)}".rstrip())
+        if found.plan is not None:
+            console.info("  " + t("models.fits", quant=found.plan.quant, ctx=found.plan.settings.ctx,
+                                  speed=t(f"models.speed_{found.plan.speed_class}")))
+        elif found.fits is False:
+            console.info("  " + t("models.no_fit"))
+        else:
+            console.info("  " + t("models.unknown"))
+    if any(q.file.size is not None and not q.file.size_exact for m in catalog.models for q in m.quants):
+        console.info("")
+        console.info(t("models.approximate"))
+
+
+def run(args: argparse.Namespace) -> int:
+    hardware = hardware_for(args.hardware)
+    catalog = load_catalog()
+    verdicts = {model.id: verdict(model, hardware) for model in catalog.models}
+    budget = budget_for(hardware, choose_variant(hardware))
+    if args.json:
+        console.emit_json(to_json(catalog, budget, verdicts))
+    else:
+        print_models(catalog, budget, verdicts)
+    return 0
