@@ -173,7 +173,7 @@ def test_frozen_entry_checks_then_runs_the_cli_and_never_pauses_off_windows(tmp_
     # an unknown option: the checks run and pass, then the CLI refuses it (exit 2); nothing gets installed
     proc = run_on_a_terminal([sys.executable, "-c", FROZEN_SNIPPET, "install", "--not-an-option"], setup_env())
     assert proc.returncode == 2, proc.stderr
-    assert "unrecognized arguments: --not-an-option" in proc.stderr
+    assert "Unrecognized arguments: --not-an-option." in proc.stderr
     assert "Press Enter" not in proc.stderr + proc.stdout
     # a failing check stops before the CLI: one line + hint, exit 1, no traceback
     (tmp_path / "empty.pem").write_bytes(b"")
@@ -274,7 +274,7 @@ def test_frozen_build_runs_its_checks_and_downloads_without_the_excluded_modules
         frozen_setup: Path, hub: LoopbackHub, tmp_path: Path) -> None:
     assert frozen_setup.stat().st_size <= 35_000_000
     proc = run_on_a_terminal([str(frozen_setup), "install", "--not-an-option"], setup_env())
-    assert proc.returncode == 2 and "unrecognized arguments" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "Unrecognized arguments" in proc.stderr, proc.stderr
     (tmp_path / "empty.pem").write_bytes(b"")
     (tmp_path / "certs").mkdir()
     proc = run_on_a_terminal([str(frozen_setup), "install"],
