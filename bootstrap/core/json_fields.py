@@ -49,6 +49,9 @@ class FieldReader:
     def flag(self, key: str) -> bool:
         return self._get(key, lambda v: isinstance(v, bool), "true/false")
 
+    def opt_flag(self, key: str) -> bool | None:
+        return self._get(key, lambda v: isinstance(v, bool), "true/false or null", optional=True)
+
     def integer(self, key: str, minimum: int = 0) -> int:
         value = self._get(key, lambda v: isinstance(v, int) and not isinstance(v, bool), "integer")
         if value < minimum:

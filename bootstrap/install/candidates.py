@@ -7,6 +7,7 @@ with a few ranged requests.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, LocalFileRef, ModelRef
@@ -59,30 +60,35 @@ def _hub_candidate(ref: HubFileRef, source: str) -> Candidate:
     return Candidate(name, name, "file", ref.path, first.size, _profile_of(first), facts="remote-header")
 
 
-def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto"
+def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto", thinking: bool | None = None
                    ) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates in preference order, fallbacks) for a model reference."""
+    """(candidates in preference order, fallbacks) for a model reference; ``thinking`` (``install --thinking``)
+    overrides the catalog's thinking default."""
     if isinstance(ref, LocalFileRef):
         if not ref.path.is_file():
             raise UsageError(t("plan.err_no_file", path=str(ref.path)))
-        return [file_candidate(ref.path)], []
+        return [_thinking(file_candidate(ref.path), thinking)], []
     if isinstance(ref, HubFileRef):
-        return [_hub_candidate(ref, source)], []
+        return [_thinking(_hub_candidate(ref, source), thinking)], []
     assert isinstance(ref, CatalogRef)
     catalog = load_catalog()
     entry = catalog.model(ref.model_id)
-    candidates = _catalog_candidates(entry, ref.quant, models_dir, source)
+    candidates = _catalog_candidates(entry, ref.quant, models_dir, source, thinking)
     if ref.quant:  # an explicit quant is what the user wants: no silent substitution
         return candidates, []
     fallbacks = [c for fid in entry.fallbacks for c in _catalog_candidates(catalog.model(fid), None, models_dir,
-                                                                           source)]
+                                                                           source, thinking)]
     return candidates, fallbacks
 
 
+def _thinking(candidate: Candidate, thinking: bool | None) -> Candidate:
+    return candidate if thinking is None else dataclasses.replace(candidate, thinking_default=thinking)
+
+
 def _catalog_candidates(entry: CatalogModel, quant: str | None, models_dir: Path | None,
-                        source: str) -> list[Candidate]:
+                        source: str, thinking: bool | None) -> list[Candidate]:
     reference = None
     have_local = models_dir is not None and any(local_file(entry, q.file.path, models_dir) for q in entry.quants)
     if entry.shape is None and not have_local:
         reference = _remote_reference(entry, quant, source)
-    return catalog_candidates(entry, quant, models_dir, reference)
+    return catalog_candidates(entry, quant, models_dir, reference, thinking)

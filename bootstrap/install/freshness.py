@@ -29,13 +29,17 @@ class Freshness:
     notes: tuple[str, ...] = ()  # e.g. "could not check for a newer revision: …"
 
 
-def check(home: Home, state: InstallState, wanted: Wanted, source: str) -> Freshness:
-    """Whether a rerun can stop here (the server may still need a start: that is the installer's business)."""
+def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None) -> Freshness:
+    """Whether a rerun can stop here (the server may still need a start: that is the installer's business).
+    ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's)."""
     reasons: list[str] = []
     notes: list[str] = []
     if state.request is None or state.request.model != wanted.text:
         reasons.append(t("fresh.model_changed", old=state.request.model if state.request else state.model_id,
                          new=wanted.text))
+    recorded = state.request.thinking if state.request is not None else None
+    if recorded != thinking:
+        reasons.append(t("fresh.thinking_changed", old=_on_off(recorded), new=_on_off(thinking)))
     if state.kit_version != __version__:
         reasons.append(t("fresh.kit_changed", old=state.kit_version, new=__version__))
     found = engine_marker.find_installed(home, state.engine.variant)
@@ -49,6 +53,10 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str) -> Fresh
     if not reasons:
         _check_revisions(state, wanted, source, reasons, notes)
     return Freshness(not reasons, tuple(reasons), tuple(notes))
+
+
+def _on_off(thinking: bool | None) -> str:
+    return t("fresh.thinking_default") if thinking is None else ("on" if thinking else "off")
 
 
 def _is_commit(revision: str | None) -> bool:

@@ -67,6 +67,7 @@ class InstallRequest:
     pip_index_url: str | None = None
     verify_timeout: float = 300.0
     hardware_file: Path | None = None  # plan for the memory, GPUs and CPU this profile states (install --hardware)
+    thinking: bool | None = None  # install --thinking on|off; None: as recorded, else the catalog's default
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,11 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
              recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
     source = request.source or "auto"
     wanted = wanted_model(request.model, previous.request.model if previous and previous.request else None)
+    if request.thinking is None and previous is not None and previous.request is not None:
+        request = replace(request, thinking=previous.request.thinking)  # a rerun keeps --thinking
     reasons: tuple[str, ...] = ()
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -162,7 +165,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # detect
     hardware = _hardware(home, request)
     # plan (from a bundle: only what it carries)
-    candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source)
+    candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
     # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
@@ -379,7 +382,7 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source or "auto"),
+        request=RequestRecord(wanted, request.source or "auto", request.thinking),
     )
 
 

@@ -56,6 +56,7 @@ class StatusReport:
                        "given_up": [asdict(g) for g in self.state.engine.given_up],
                        "selftest_s": self.state.engine.selftest_s},
             "args": list(self.spec.args),
+            "thinking": self.spec.thinking,  # the server's default; null: the chat template decides
             "retried": self.state.server.retried,
             "last_failure": None if self.last_failure is None else asdict(self.last_failure),
             "service": self.service,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,16 @@ def url_host(host: str) -> str:
         return host  # a host name
 
 
+def thinking_of(args: Sequence[str]) -> bool | None:
+    """Whether llama-server thinks by default with these flags: ``--reasoning on|off`` (llama.cpp
+    ``common/arg.cpp``: it sets the template's ``enable_thinking``); None when absent (an engine build without the
+    flag: the chat template decides, and Qwen3.6's thinks)."""
+    flags = list(args)
+    if "--reasoning" in flags[:-1]:
+        return flags[flags.index("--reasoning") + 1] in ("on", "true", "1", "enabled")
+    return None
+
+
 @dataclass(frozen=True)
 class LaunchSpec:
     """One llama-server start: binary, model, tuned flags, address and key file."""
@@ -169,6 +180,11 @@ class LaunchSpec:
     def client_openai_url(self) -> str:
         """The OpenAI ``base_url`` clients should use (``client_base_url`` + ``/v1``)."""
         return f"{self.client_base_url}/v1"
+
+    @property
+    def thinking(self) -> bool | None:
+        """Whether the server thinks by default (``thinking_of`` its flags)."""
+        return thinking_of(self.args)
 
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them."""

@@ -73,9 +73,10 @@ def _from_shape(arch: str, shape: ModelShape, file_size: int) -> ModelProfile:
     )
 
 
-def _sampling_pairs(model: CatalogModel) -> tuple[tuple[str, float], ...]:
-    """Server-side sampling defaults as llama-server flag names (``--temp``, ``--top-p`` …)."""
-    sampling = model.sampling_thinking if model.thinking_default else model.sampling
+def _sampling_pairs(model: CatalogModel, thinking: bool) -> tuple[tuple[str, float], ...]:
+    """Server-side sampling defaults as llama-server flag names (``--temp``, ``--top-p`` …), for thinking on or off
+    (the model card recommends different ones)."""
+    sampling = model.sampling_thinking if thinking else model.sampling
     if sampling is None:
         return ()
     return (("temp", sampling.temperature), ("top-p", sampling.top_p), ("top-k", float(sampling.top_k)),
@@ -92,12 +93,13 @@ def local_file(model: CatalogModel, path: str, models_dir: Path) -> Path | None:
 
 
 def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path | None,
-                       reference: tuple[ModelProfile, int] | None = None) -> list[Candidate]:
+                       reference: tuple[ModelProfile, int] | None = None, thinking: bool | None = None
+                       ) -> list[Candidate]:
     """Candidates for a catalog model: the named quant only, or the default quant and every smaller one.
 
     Profiles come from the header of any quant already downloaded (exact), scaled to the others, else from
     ``reference`` (a profile and the file size it describes: a remote header read by the caller), else from the
-    catalog's shape facts.
+    catalog's shape facts. ``thinking``: the server's thinking default (``install --thinking``), else the catalog's.
     """
     quants = [model.quant(quant)] if quant else list(model.quants_from_default_down())
     if models_dir is not None:
@@ -110,6 +112,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
                 reference = (profile, header.data_offset + profile.total_weight_bytes)
                 break
     mmproj = model.mmproj.size or 0 if model.mmproj else 0
+    thinks = model.thinking_default if thinking is None else thinking
     out = []
     for q in quants:
         size = q.file.size or (reference[1] if reference else 0)
@@ -118,7 +121,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
         else:
             profile = profile_from_shape(model, size)
         out.append(Candidate(model.id, model.title, q.name, q.file.path, size, profile, mmproj,
-                             model.thinking_default, _sampling_pairs(model),
+                             thinks, _sampling_pairs(model, thinks),
                              facts="header" if reference is not None else "catalog"))
     return out
 

@@ -21,7 +21,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
-from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.launch_spec import LaunchSpec, thinking_of
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
@@ -104,6 +104,7 @@ class RequestRecord:
 
     model: str  # MODEL as understood: a catalog id (no quant unless the user named one), hf:/ms: file, or a path
     source: str = "auto"
+    thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,12 @@ class InstallState:
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
+
+    @property
+    def thinking(self) -> bool | None:
+        """Whether the server thinks by default: its ``--reasoning on|off`` flag (None when the engine build took no
+        such flag and the chat template decides)."""
+        return thinking_of(self.server.args)
 
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
@@ -218,7 +225,8 @@ def state_from_json(doc: Any) -> InstallState:
         files=tuple(_read_file(f) for f in r.items("files")), server=_read_server(r.obj("server")),
         service=None if service is None else ServiceRecord(service.text("manager"), service.flag("installed")),
         venv_python=r.opt_text("venv_python"),
-        request=None if request is None else RequestRecord(request.text("model"), request.text("source")),
+        request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
+                                                                   request.opt_flag("thinking")),
     )
 
 

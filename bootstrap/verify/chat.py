@@ -52,6 +52,8 @@ class VerifyReport:
     rejects_without_key: bool
     curl: str
     python: str
+    thinking: bool | None = None  # the server's default (``--reasoning on|off``); None: the chat template decides
+    agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,14 +232,33 @@ def _stream(session: requests.Session, spec: LaunchSpec, headers: dict[str, str]
     return _Streamed(first, per_second, done)
 
 
-def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 64) -> tuple[str, str]:
+def home_python(spec: LaunchSpec) -> Path | None:
+    """The home's venv interpreter (``venv/bin/python``, ``venv\\Scripts\\python.exe``), which has the OpenAI SDK,
+    when it exists (``install --no-venv``: none)."""
+    venv = spec.home / "venv"
+    python = venv / "Scripts" / "python.exe" if spec.system == "Windows" else venv / "bin" / "python"
+    return python if python.is_file() else None
+
+
+def agent_command(spec: LaunchSpec) -> str:
+    """How to run the agent example the venv carries (``place.runtime_venv``), or "" when there is none."""
+    python, agent = home_python(spec), spec.home / "venv" / "examples" / "agent.py"
+    if python is None or not agent.is_file():
+        return ""
+    return render_template("agent-command.txt.j2", system=spec.system, python=str(python), agent=str(agent)).strip()
+
+
+def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 256) -> tuple[str, str]:
     """The curl line and the Python snippet for this server (both read the key from its file), addressed where
-    clients should connect (``LaunchSpec.client_openai_url``)."""
+    clients should connect (``LaunchSpec.client_openai_url``). The Python one names the home's venv interpreter
+    when there is one: a system Python usually lacks the ``openai`` package."""
     body = json.dumps(_chat_body(spec, prompt, max_tokens, False), ensure_ascii=False)
     curl = render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.client_openai_url}/chat/completions",
                            key_file=str(spec.api_key_file), body=body, body_cmd=body.replace('"', '\\"'))
-    python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url,
-                             key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt)
+    python_exe = home_python(spec)
+    python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url, system=spec.system,
+                             key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt, max_tokens=max_tokens,
+                             python=None if python_exe is None else str(python_exe))
     return curl.strip(), python.rstrip()
 
 
@@ -287,6 +308,8 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         rejects_without_key=True,
         curl=curl,
         python=python,
+        thinking=spec.thinking,
+        agent=agent_command(spec),
     )
 
 
@@ -305,6 +328,21 @@ def print_report(report: VerifyReport) -> None:
     info("")
     info(t("verify.report_python"))
     info(report.python)
+    if report.agent:
+        info("")
+        info(t("verify.report_agent"))
+        info(report.agent)
+    info("")
+    for line in thinking_lines(report.thinking):
+        info(line)
+
+
+def thinking_lines(thinking: bool | None) -> list[str]:
+    """Whether the server thinks by default, and how a client turns it on or off per request: the request's
+    ``chat_template_kwargs`` (llama.cpp ``tools/server/README.md``), the reasoning in ``reasoning_content``
+    (``--reasoning-format`` auto = deepseek, llama.cpp ``common/arg.cpp``)."""
+    state = {True: "verify.thinking_on", False: "verify.thinking_off", None: "verify.thinking_template"}[thinking]
+    return [t(state), t("verify.thinking_per_request"), t("verify.thinking_default")]
 
 
 def open_web_ui(spec: LaunchSpec) -> bool:

@@ -33,7 +33,7 @@ INVOCATIONS = {
     "models": ["models", "--hardware", "hw.json", "--json"],
     "download": ["download", "hf:unsloth/Qwen3.6-35B-A3B-GGUF/mmproj-F16.gguf", "--source", "hf", "--dest", "d"],
     "install": ["install", "qwen3.6-35b-a3b:UD-IQ4_XS", "--source", "modelscope", "--home", "h", "--host",
-                "127.0.0.1", "--port", "8081", "--no-service", "--yes"],
+                "127.0.0.1", "--port", "8081", "--no-service", "--yes", "--thinking", "off"],
     "status": ["status", "--json"],
     "service": ["service", "status"],
     "bundle": ["bundle", "create", "--out", "usb", "--platform", "linux-x64", "--platform", "windows-x64-cpu"],
@@ -111,6 +111,19 @@ def test_usage_errors_are_localized_and_suggest(argv: list[str], lang: str, erro
     proc = run_cli(*argv, lang=lang)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [error, hint]
+
+
+@pytest.mark.parametrize(("argv", "answers", "expected"), [
+    ([], {}, None), (["--thinking", "on"], {}, True), (["--thinking", "off"], {"thinking": True}, False),
+    ([], {"thinking": False}, False),
+])
+def test_install_thinking_from_the_command_line_or_the_answers_file(argv: list[str], answers: dict[str, bool],
+                                                                    expected: bool | None) -> None:
+    from bootstrap.app.commands import install
+
+    args = cli.build_parser().parse_args(["install", *argv])
+    request, _ = install._request(args, answers)
+    assert request.thinking is expected
 
 
 def test_no_command_prints_help_and_exits_2() -> None:

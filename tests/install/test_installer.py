@@ -76,7 +76,7 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     rev1_sha = bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
     assert _model_sha(bed) == rev1_sha
     state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
-    assert state["request"] == {"model": "tiny-chat", "source": "auto"}
+    assert state["request"] == {"model": "tiny-chat", "source": "auto", "thinking": None}
     assert state["files"][0]["inode"] == (bed.home.models_dir / MODEL_REPO / MODEL_FILE).stat().st_ino
 
     # A rerun with nothing changed: no request to any source, not one model byte hashed.
@@ -132,6 +132,34 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     assert _chat(bed).status_code == 200
     status = bed.run("status", "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True
+
+
+def test_thinking_is_set_recorded_kept_and_changed(bed: InstallBed) -> None:
+    port = str(free_port())
+    first = bed.install("--no-venv", "--port", port, "--thinking", "on")
+    assert first.returncode == 0, first.stderr
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    assert state["request"]["thinking"] is True
+    args = state["server"]["args"]
+    assert args[args.index("--reasoning") + 1] == "on"  # through engine_flags like every flag
+    assert "Thinking: on by default" in first.stderr and '"enable_thinking": True' in first.stderr
+    assert "reasoning_content" in first.stderr
+    # A rerun without --thinking keeps it: nothing to do.
+    again = bed.install("--no-venv", "--port", port)
+    assert again.returncode == 0, again.stderr
+    assert "thinking by default changes" not in again.stderr
+    assert json.loads(bed.home.state_file.read_text(encoding="utf-8"))["request"]["thinking"] is True
+    status = bed.run("status", "--json")
+    assert json.loads(status.stdout)["thinking"] is True
+    assert "Thinking: on by default" in bed.run("status").stderr
+    # --thinking off is a change: the server is redeployed with --reasoning off.
+    off = bed.install("--no-venv", "--port", port, "--thinking", "off")
+    assert off.returncode == 0, off.stderr
+    assert "thinking by default changes from on to off" in off.stderr
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    assert state["request"]["thinking"] is False
+    assert state["server"]["args"][state["server"]["args"].index("--reasoning") + 1] == "off"
+    assert _chat(bed).status_code == 200
 
 
 def test_second_installer_in_the_same_home_exits_2(bed: InstallBed) -> None:

@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,8 @@ from bootstrap.place.runtime_venv import (
     venv_python,
     venv_script,
 )
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.verify.chat import agent_command, render_snippets
 from tests.support.llama import LlamaServer, free_port
 from tests.support.wheelhouse import REPO, kit_wheel, provide_wheelhouse
 
@@ -144,6 +147,18 @@ def test_agent_example_runs_against_llama_server(built: tuple[Home, VenvResult],
         assert dead.example is not None
         moved = run([str(result.python), str(dead.example)], env={**env, "QWENKIT_BASE_URL": f"{srv.base_url}/v1"})
         assert moved.returncode == 0, moved.stderr
+
+        # The report's Python snippet, pasted into a shell as printed: it names this venv's interpreter (a system
+        # Python lacks the openai package) and runs against the server.
+        spec = LaunchSpec(home=home.root, system=platform.system(), engine_dir=llama_server.parent,
+                          server=llama_server, model=tiny_models["llama"], mmproj=None, args=("--reasoning", "off"),
+                          alias="qwen", api_key_file=home.api_key_file, port=srv.port)
+        _, snippet = render_snippets(spec, max_tokens=8)
+        assert snippet.startswith(shlex.quote(str(result.python)) + " - <<'PY'\n") and "max_tokens=8" in snippet
+        pasted = run(["sh", "-c", snippet], env=env)
+        assert pasted.returncode == 0, pasted.stderr
+        assert pasted.stdout.strip()
+        assert agent_command(spec) == f"{shlex.quote(str(result.python))} {shlex.quote(str(shown.example))}"
 
     # The tool itself (the tiny random model never calls it): what the loop would send back to the model.
     tool = run([str(result.python), "-c",

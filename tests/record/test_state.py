@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from bootstrap.record.state import (
     EngineRecord,
     FileRecord,
     InstallState,
+    RequestRecord,
     ServerRecord,
     ServiceRecord,
     launch_spec,
@@ -58,12 +60,31 @@ def test_round_trip_and_launch_spec(tmp_path: Path) -> None:
     assert spec.argv()[-2:] == ["--api-key-file", str(home.api_key_file)]
 
 
+def test_the_thinking_request_round_trips_and_an_older_record_reads_as_the_default(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    base = _state(home, tmp_path / "x")
+    for thinking in (True, False, None):
+        state = replace(base, request=RequestRecord("qwen3.6-35b-a3b", "auto", thinking),
+                        server=replace(base.server, args=("-c", "4096", "--reasoning", "on" if thinking else "off")))
+        save_state(home, state)
+        loaded = load_state(home)
+        assert loaded == state and loaded.request is not None and loaded.request.thinking is thinking
+        assert loaded.thinking is bool(thinking) and launch_spec(loaded, home).thinking is bool(thinking)
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    del doc["request"]["thinking"]  # written before install --thinking existed
+    home.state_file.write_text(json.dumps(doc), encoding="utf-8")
+    loaded = load_state(home)
+    assert loaded is not None and loaded.request is not None and loaded.request.thinking is None
+    assert replace(loaded, server=replace(loaded.server, args=("-c", "4096"))).thinking is None  # no flag: template
+
+
 @pytest.mark.parametrize(("mutate", "field"), [
     (lambda d: d["server"].pop("port"), "server.port"),
     (lambda d: d["files"][0].update(size="10"), "files[0].size"),
     (lambda d: d["files"][0].update(role="weights"), "files[0].role"),
     (lambda d: d["engine"].update(assets={}), "engine.assets"),
     (lambda d: d["server"].update(args=["-c", 5]), "server.args"),
+    (lambda d: d.update(request={"model": "m", "source": "auto", "thinking": "yes"}), "request.thinking"),
 ])
 def test_damaged_record_names_the_field(tmp_path: Path, mutate, field: str) -> None:
     home = Home(tmp_path)

@@ -110,7 +110,8 @@ def test_report_never_holds_the_key(tiny_report: VerifyReport, capsys: pytest.Ca
     print_report(tiny_report)
     out = capsys.readouterr()
     assert out.out == ""  # human text goes to stderr
-    for text in (tiny_report.endpoint, tiny_report.api_key_file, tiny_report.curl, "first token"):
+    for text in (tiny_report.endpoint, tiny_report.api_key_file, tiny_report.curl, "first token",
+                 '"chat_template_kwargs": {"enable_thinking": True}', "reasoning_content", "--thinking on|off"):
         assert text in out.err
     assert KEY not in out.err
 
@@ -210,3 +211,25 @@ def test_gemma_verifies(engine_bin_dir: Path, gemma_gguf: Path, tmp_path: Path) 
     assert report.tokens_per_s > 0 and report.first_token_s > 0
     assert report.stream_ok and report.rejects_without_key and report.completion_tokens > 0
     print(json.dumps({k: v for k, v in report.to_json().items() if k not in ("curl", "python")}))
+
+
+@pytest.mark.parametrize("system", ["Linux", "Windows"])
+def test_python_snippet_names_the_homes_venv_python(tmp_path: Path, system: str) -> None:
+    home = tmp_path / "home with space"
+    spec = LaunchSpec(home=home, system=system, engine_dir=home, server=home / "llama-server", model=home / "m.gguf",
+                      mmproj=None, args=("--reasoning", "off"), alias=ALIAS, api_key_file=home / "secrets" / "api-key")
+    _, bare = render_snippets(spec)
+    assert bare.startswith("# pip install openai\n")  # no venv (install --no-venv): say what it needs
+    python = home / "venv" / ("Scripts/python.exe" if system == "Windows" else "bin/python")
+    python.parent.mkdir(parents=True)
+    python.write_text("", encoding="utf-8")
+    _, snippet = render_snippets(spec, max_tokens=100)
+    first = snippet.splitlines()[0]
+    assert str(python) in first and "max_tokens=100" in snippet
+    if system == "Windows":
+        assert first.endswith(f'"{python}" hello.py')
+        ast.parse(snippet)
+    else:
+        assert first == f"'{python}' - <<'PY'" and snippet.endswith("\nPY")
+        ast.parse("\n".join(snippet.splitlines()[1:-1]))
+    assert "chat_template_kwargs" in snippet and "reasoning_content" in snippet

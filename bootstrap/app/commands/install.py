@@ -29,7 +29,7 @@ from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback
 
 # answers-file key → (type, InstallRequest field or a CLI-only key)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
-                             "service": bool, "venv": bool, "verify": bool}
+                             "service": bool, "venv": bool, "verify": bool, "thinking": bool}
 
 
 _KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
@@ -92,8 +92,14 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         verify_files=bool(getattr(args, "verify", False) or answers.get("verify", False)),
         wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(), admin=is_admin(),
         hardware_file=Path(args.hardware) if getattr(args, "hardware", None) else None,
+        thinking=_thinking(getattr(args, "thinking", None), answers.get("thinking")),
     )
     return request, pick("home", None)
+
+
+def _thinking(given: str | None, answered: bool | None) -> bool | None:
+    """``--thinking on|off`` wins over the answers file's ``thinking = true|false``; None: as recorded/catalog."""
+    return answered if given is None else given == "on"
 
 
 def show_proposal(p: Proposal, home: Path) -> None:

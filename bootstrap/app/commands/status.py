@@ -16,7 +16,7 @@ from bootstrap.core.home import Home, resolve_home
 from bootstrap.install.status import StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
-from bootstrap.verify.chat import open_web_ui
+from bootstrap.verify.chat import open_web_ui, thinking_lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +43,8 @@ def _print(report: StatusReport) -> None:
     if report.service is not None:
         info(t("status.line_service", detail=report.service.get("detail", "")))
     info(t("status.line_scripts", script=report.start_script))
+    for line in thinking_lines(spec.thinking):
+        info(line)
     for warning in report.warnings:
         warn(warning)
     for note in _fallback_notes(state):

@@ -58,6 +58,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.yes": {"en": "answer yes to the confirmation (unattended)", "zh": "自动确认（无人值守）"},
     "arg.answers": {"en": "TOML file with the install options, for unattended installs (implies --yes)",
                     "zh": "包含安装选项的 TOML 应答文件，用于无人值守安装（隐含 --yes）"},
+    "arg.thinking": {"en": "whether the server thinks before answering by default (default: the catalog's, off for "
+                             "Qwen3.6; kept on reruns); clients can still choose per request",
+                     "zh": "服务默认是否先思考再回答（默认取目录设定，Qwen3.6 为 off；重新运行时保留）；"
+                           "客户端仍可按请求选择"},
     "arg.verify": {"en": "hash every installed file again instead of trusting size and date",
                    "zh": "重新计算所有已安装文件的哈希，而不是只看大小和时间"},
     "arg.no_venv": {"en": "skip the Python environment (OpenAI SDK, examples); the server does not need it",

@@ -95,6 +95,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "port {port} is not a TCP port (1-65535)",
         "zh": "端口 {port} 不是有效的 TCP 端口（1-65535）",
     },
+    "fresh.thinking_changed": {
+        "en": "thinking by default changes from {old} to {new}",
+        "zh": "默认思考模式由 {old} 改为 {new}",
+    },
+    "fresh.thinking_default": {"en": "the catalog's default", "zh": "目录默认值"},
     "fresh.model_changed": {
         "en": "the model changes from {old} to {new}",
         "zh": "模型由 {old} 改为 {new}",

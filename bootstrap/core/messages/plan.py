@@ -114,14 +114,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "视觉投影器放在 CPU：显存优先留给语言模型。",
     },
     "plan.why_thinking_off": {
-        "en": "thinking off (faster agent answers); turn it on with --reasoning on, or per request with "
-              "chat_template_kwargs {{\"enable_thinking\": true}}.",
-        "zh": "默认关闭思考模式（智能体响应更快）；用 --reasoning on 开启，或在单次请求中设置 "
+        "en": "thinking off (faster agent answers); turn it on with 'qwenkit install --thinking on', or per request "
+              "with chat_template_kwargs {{\"enable_thinking\": true}}.",
+        "zh": "默认关闭思考模式（智能体响应更快）；用 'qwenkit install --thinking on' 开启，或在单次请求中设置 "
               "chat_template_kwargs {{\"enable_thinking\": true}}。",
     },
     "plan.why_thinking_on": {
-        "en": "thinking on: this model is meant to reason before answering; --reasoning off turns it off.",
-        "zh": "开启思考模式：该模型需要先推理再回答；用 --reasoning off 关闭。",
+        "en": "thinking on: the model reasons before answering; 'qwenkit install --thinking off' turns it off.",
+        "zh": "开启思考模式：模型先推理再回答；用 'qwenkit install --thinking off' 关闭。",
     },
     "plan.warn_dropped_flag": {
         "en": "engine build b{build} does not accept {flag}; left out.",
