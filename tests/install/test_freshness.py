@@ -98,6 +98,17 @@ def test_another_model_is_a_change(home: Home) -> None:
         "the model changes from tiny to tiny",)
 
 
+def test_another_thinking_default_is_a_change(home: Home) -> None:
+    state = installed(home)
+    assert check(home, state, wanted_model(None, "tiny"), "auto", True).reasons == (
+        "thinking by default changes from the catalog's default to on",)
+    assert state.request is not None
+    thinking_on = replace(state, request=replace(state.request, thinking=True))
+    assert check(home, thinking_on, wanted_model(None, "tiny"), "auto", True).up_to_date
+    assert check(home, thinking_on, wanted_model(None, "tiny"), "auto", False).reasons == (
+        "thinking by default changes from on to off",)
+
+
 def test_a_new_kit_version_is_a_change(home: Home) -> None:
     state = replace(installed(home), kit_version="0.0.1")
     assert check(home, state, wanted_model(None, "tiny"), "auto").reasons == (
