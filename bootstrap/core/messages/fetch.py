@@ -9,7 +9,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{name}：从 {done} / {size} 处继续下载（上次运行留下的部分）",
     },
     "progress.start": {"en": "{name}: downloading {size}", "zh": "{name}：开始下载 {size}"},
-    "progress.line": {"en": "{name}: {done} of {size} ({percent}%)", "zh": "{name}：已下载 {done} / {size}（{percent}%）"},
+    "progress.line": {
+        "en": "{name}: {done} of {size} ({percent}%)",
+        "zh": "{name}：已下载 {done} / {size}（{percent}%）",
+    },
     "progress.done": {
         "en": "{name}: {done} in {seconds} s ({rate}/s)",
         "zh": "{name}：{done}，用时 {seconds} 秒（{rate}/秒）",
