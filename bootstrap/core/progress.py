@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from tqdm import tqdm
@@ -72,10 +73,9 @@ class _Bar:
 class _Lines:
     """Plain lines for one file (off a terminal): start, a few in between, done."""
 
-    def __init__(self, name: str, size: int, initial: int, *, clock: Any = time.monotonic) -> None:
+    def __init__(self, name: str, size: int, initial: int) -> None:
         self._name, self._size, self._done, self._initial = name, size, initial, initial
-        self._clock = clock
-        self._started = self._last = clock()
+        self._started = self._last = time.monotonic()
         self._tenth = self._tenths(initial)
         info(t("progress.start", name=name, size=human_size(size)))
 
@@ -84,7 +84,7 @@ class _Lines:
 
     def update(self, n: int) -> None:
         self._done += n
-        tenth, now = self._tenths(self._done), self._clock()
+        tenth, now = self._tenths(self._done), time.monotonic()
         quiet_for = now - self._last
         if self._done < self._size and (quiet_for >= ALIVE_EVERY or (tenth > self._tenth and quiet_for >= LINE_EVERY)):
             self._tenth, self._last = tenth, now
@@ -96,7 +96,7 @@ class _Lines:
         self._tenth = self._tenths(self._done)
 
     def close(self) -> None:
-        elapsed = max(self._clock() - self._started, 1e-3)
+        elapsed = max(time.monotonic() - self._started, 1e-3)
         fetched = max(self._done - self._initial, 0)
         key = "progress.done" if self._done >= self._size else "progress.stopped"
         info(t(key, name=self._name, done=human_size(self._done), size=human_size(self._size),
@@ -167,3 +167,39 @@ class FileProgress:
     def close(self) -> None:
         with self._lock:
             self._bar.close()
+
+
+class Ticker:
+    """One line about a wait with no byte count (a model loading): on a terminal it is rewritten in place once a
+    second (elapsed seconds, what the program last said); off a terminal a new line every ``LINE_EVERY`` seconds,
+    the first one ``LINE_EVERY`` seconds after the start (the caller has said that the wait began).
+
+    ``close`` ends a terminal line so the next message starts on its own.
+    """
+
+    def __init__(self, *, terminal: bool | None = None, every: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.terminal = on_terminal() if terminal is None else terminal
+        self._every = 1.0 if self.terminal else LINE_EVERY if every is None else every
+        self._clock = clock
+        self._last: float | None = None if self.terminal else clock()
+        self._open = False  # a terminal line was written and not yet ended
+
+    def tick(self, line: Callable[[], str]) -> None:
+        """Show ``line()`` if it is time (it is built only then)."""
+        now = self._clock()
+        if self._last is not None and now - self._last < self._every:
+            return
+        self._last = now
+        if self.terminal:
+            sys.stderr.write(f"\r{line()}\x1b[K")
+            sys.stderr.flush()
+            self._open = True
+        else:
+            info(line())
+
+    def close(self) -> None:
+        if self._open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self._open = False
