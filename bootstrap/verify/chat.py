@@ -121,7 +121,7 @@ def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any
 
 
 def _loading_line(elapsed: float, log_path: Path | None, said: str) -> str:
-    """"loading the model… 20 s (load_tensors: …)": what the server last logged, else what ``/health`` said."""
+    """"loading the model... 20 s (load_tensors: …)": what the server last logged, else what ``/health`` said."""
     detail = _one_line(last_log_line(log_path), LOADING_DETAIL) if log_path is not None else ""
     detail = detail or _one_line(said, LOADING_DETAIL)
     key = "verify.loading_detail" if detail else "verify.loading"
