@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.error(exc.message, exc.hint)
         return int(exc.exit_code)
     except KeyboardInterrupt:
-        console.error(t("err.interrupted"))
+        console.info(t("err.interrupted"))  # the user's choice, not an error
         return int(ExitCode.INTERRUPTED)
     except OSError as exc:  # a filesystem failure no stage mapped: still the user's disk, not a bug
         mapped = os_error(exc)

@@ -112,7 +112,7 @@ def setup_main(argv: Sequence[str] | None = None) -> int:
             args = with_bundle_beside(args, Path(sys.executable).resolve().parent)
         code = run_checked(args, frozen)
     except KeyboardInterrupt:  # outside main()'s own handler (during the checks)
-        console.error(t("err.interrupted"))
+        console.info(t("err.interrupted"))  # the user's choice, not an error
         code = int(ExitCode.INTERRUPTED)
     except SystemExit as exc:  # argparse's --help / --version end this way; a double-clicked window must still wait
         if exc.code is None or isinstance(exc.code, int):

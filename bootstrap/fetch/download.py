@@ -36,6 +36,7 @@ from bootstrap.core.errors import IntegrityError, SourceError, UnsupportedMachin
 from bootstrap.core.fs_errors import NO_SPACE
 from bootstrap.core.hashing import sha256_file
 from bootstrap.core.progress import FileProgress, Progress
+from bootstrap.core.sizes import human_size
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
 from bootstrap.fetch.partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
@@ -485,7 +486,10 @@ def _fetch_one(
     if not remote.mirrors:
         raise SourceError(t("fetch.no_source", name=remote.name))
     part = PartFile(partial_dir, remote.sha256, remote.size, options.connections)
-    bar = progress.file(remote.name, remote.size, part.have_bytes())
+    have = part.have_bytes()
+    if have:  # say so: a rerun that starts at 40 % is not a download that began fast
+        progress.note(t("fetch.resuming", name=remote.name, done=human_size(have), size=human_size(remote.size)))
+    bar = progress.file(remote.name, remote.size, have)
     job = _FileDownload(remote, part, session, options, bar)
     mismatches: Counter[str] = Counter()
     downloaded = 0

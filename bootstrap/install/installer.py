@@ -168,6 +168,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
+    port = _port_before_download(home, request, previous)
     # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
     fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
     _refused_before(home, fetch_plan, upgrade=previous is not None)
@@ -195,7 +196,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     checkpoint("fetched")
 
     # place → tune → render → register → verify → record (→ clean)
-    options = _deploy_options(plan, request, previous, wanted.text)
+    options = _deploy_options(plan, request, previous, wanted.text, port)
     options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware))
     if bundle is not None:  # no index at all: the bundle's wheels, or no venv
         options = replace(options, wheels_dir=wheels, venv=wheels is not None,
@@ -369,7 +370,37 @@ def _same_server(previous: InstallState, request: InstallRequest) -> bool:
     return not wants_script or has_script
 
 
-def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState | None, wanted: str) -> DeployOptions:
+def _port_before_download(home: Home, request: InstallRequest, previous: InstallState | None) -> int:
+    """The port the server will use, checked now rather than after gigabytes of download: a taken default port
+    moves to the next free one (said once), a taken ``--port`` ends the run (exit 6). This home's own server
+    holding it is no conflict: the switch-over stops it first. The switch-over looks again (a race)."""
+    from bootstrap.install.switch_over import free_port
+    from bootstrap.plan.launch_spec import connect_host
+
+    port = request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
+    return free_port(connect_host(request.host), port, explicit=request.port is not None, shown_host=request.host,
+                     ours=lambda: _ours(home, previous, port))
+
+
+def _ours(home: Home, previous: InstallState | None, port: int) -> bool:
+    """Whether what holds ``port`` is this home's recorded server (answering, loading, or its manager running it)."""
+    if previous is None or previous.server.port != port:
+        return False
+    from bootstrap.place.api_key import read_api_key
+    from bootstrap.register import managers
+    from bootstrap.register.server_health import check_health
+
+    with contextlib.suppress(QwenKitError, OSError):
+        if check_health(launch_spec(previous, home), read_api_key(home)).state in ("ok", "loading"):
+            return True
+    recorded = managers.recorded_manager(home)
+    with contextlib.suppress(QwenKitError, OSError):
+        return recorded is not None and managers.manager_named(recorded, home).status().active
+    return False
+
+
+def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState | None, wanted: str,
+                    port: int) -> DeployOptions:
     from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
     from bootstrap.catalog.models import load_catalog
     from bootstrap.install.deploy import DeployOptions
@@ -377,7 +408,6 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
     extra: tuple[str, ...] = ()
     if isinstance(parse_model_ref(wanted), CatalogRef):
         extra = load_catalog().model(plan.model_id).server_args
-    port = request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
     return DeployOptions(
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,

@@ -131,15 +131,28 @@ def _journal(home: Home, previous: InstallState | None, files: Sequence[PlacedFi
 
 
 def _with_free_port(spec: LaunchSpec, *, explicit: bool) -> LaunchSpec:
-    """The spec's port when free; a port the user did not ask for moves to the next free one (and says so)."""
-    if not port_busy(spec.connect_host, spec.port):
-        return spec
+    """The spec's port when free; a port the user did not ask for moves to the next free one (and says so).
+
+    The installer already chose a free port before downloading (``free_port``); this second look, right before the
+    start, catches a program that took the port in the meantime."""
+    port = free_port(spec.connect_host, spec.port, explicit=explicit, shown_host=spec.host)
+    return spec if port == spec.port else replace(spec, port=port)
+
+
+def free_port(connect_host: str, port: int, *, explicit: bool, shown_host: str | None = None,
+              ours: Callable[[], bool] = lambda: False) -> int:
+    """``port`` when nothing accepts connections there (or what does is ``ours``: this home's running server, which
+    the switch-over stops); else the next free one when the port is the default (said once), else a ServerError
+    (exit 6) naming the port: an explicit port is the user's word, not moved behind their back."""
+    if not port_busy(connect_host, port) or ours():
+        return port
     if not explicit:
-        for port in range(spec.port + 1, min(spec.port + PORT_SEARCH, 65536)):
-            if not port_busy(spec.connect_host, port):
-                warn(t("deploy.port_moved", port=spec.port, new=port))
-                return replace(spec, port=port)
-    raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+        for candidate in range(port + 1, min(port + PORT_SEARCH, 65536)):
+            if not port_busy(connect_host, candidate):
+                warn(t("deploy.port_moved", port=port, new=candidate))
+                return candidate
+    raise ServerError(t("service.err_port_busy", host=shown_host or connect_host, port=port),
+                      t("service.hint_port_busy"))
 
 
 def _start_and_verify(home: Home, spec: LaunchSpec, manager: managers.ServiceManager,

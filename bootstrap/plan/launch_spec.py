@@ -111,6 +111,13 @@ def lan_address(ipv6: bool = False) -> str | None:
     return next((found[f] for f in families if f in found), None)
 
 
+def connect_host(host: str) -> str:
+    """Where a local client connects to a server bound to ``host``: a wildcard bind is reached through loopback."""
+    if host in WILDCARD_HOSTS:
+        return "::1" if host == "::" else DEFAULT_HOST
+    return host
+
+
 def url_host(host: str) -> str:
     """``host`` as it goes into a URL (IPv6 literals bracketed, RFC 3986 §3.2.2)."""
     try:
@@ -148,9 +155,7 @@ class LaunchSpec:
     @property
     def connect_host(self) -> str:
         """Where a local client connects: a wildcard bind is reached through loopback."""
-        if self.host in WILDCARD_HOSTS:
-            return "::1" if self.host == "::" else DEFAULT_HOST
-        return self.host
+        return connect_host(self.host)
 
     @property
     def base_url(self) -> str:

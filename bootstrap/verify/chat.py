@@ -11,6 +11,7 @@ name its file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -24,6 +25,7 @@ import requests
 
 from bootstrap.core.console import info, t
 from bootstrap.core.errors import ServerError
+from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
@@ -33,6 +35,7 @@ from bootstrap.register.base import Evidence
 DEFAULT_PROMPT = "Say hello in one short sentence."
 REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay
 _POLL_S = 0.1
+LOADING_DETAIL = 100  # characters of the server's own words on the loading line
 _DEAD_AFTER = 5  # polls in a row without the server process (a start script execs llama-server: a brief gap)
 
 
@@ -90,7 +93,8 @@ def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any
     deadline = start + timeout
     last = t("verify.no_answer")
     misses = 0
-    with local_session() as session:
+    ticker: Ticker | None = None  # made at the first answer that is not 200: a quick start prints nothing
+    with local_session() as session, contextlib.ExitStack() as stack:
         while True:
             if process is not None and process.poll() is not None:
                 raise _exited(process, log_path)
@@ -105,10 +109,25 @@ def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any
                 resp = session.get(f"{base_url}/health", timeout=min(2.0, max(remaining, 0.1)))
                 if resp.status_code == 200:
                     return time.perf_counter() - start
-                last = f"HTTP {resp.status_code} {_server_message(resp)}"  # 503 "Loading model": keep waiting
+                said = _server_message(resp)
+                last = f"HTTP {resp.status_code} {said}"  # 503 "Loading model": keep waiting
             except requests.RequestException as exc:
                 last = _one_line(str(exc))
+                said = ""
+            if ticker is None:
+                ticker = Ticker()
+                stack.callback(ticker.close)
+                info(t("verify.loading_started", url=base_url))
+            ticker.tick(lambda said=said: _loading_line(time.perf_counter() - start, log_path, said))
             time.sleep(min(_POLL_S, max(deadline - time.perf_counter(), 0)))
+
+
+def _loading_line(elapsed: float, log_path: Path | None, said: str) -> str:
+    """"loading the model... 20 s (load_tensors: …)": what the server last logged, else what ``/health`` said."""
+    detail = _one_line(last_log_line(log_path), LOADING_DETAIL) if log_path is not None else ""
+    detail = detail or _one_line(said, LOADING_DETAIL)
+    key = "verify.loading_detail" if detail else "verify.loading"
+    return t(key, seconds=int(elapsed), detail=detail)
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -209,7 +209,7 @@ def _fake_command(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
 @pytest.mark.parametrize(("exc", "code", "first_line"), [
     (SourceError("huggingface.co unreachable", "Rerun to resume."), 4, "error: huggingface.co unreachable"),
     (IntegrityError("sha256 mismatch for x.gguf"), 5, "error: sha256 mismatch for x.gguf"),
-    (KeyboardInterrupt(), 130, "error: Interrupted. Rerun the same command to continue where it stopped."),
+    (KeyboardInterrupt(), 130, "Interrupted; rerun the same command to continue (downloads resume)."),
     (ZeroDivisionError("division by zero"), 1, "error: Internal error: ZeroDivisionError: division by zero"),
 ])
 def test_error_boundary(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -7,13 +7,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,3 +241,84 @@ def test_partial_folder_stays_on_the_destination_filesystem(tmp_path: Path) -> N
     assert targets == [home.root / "mine" / "m.gguf"] and partial == home.partial_dir
     targets, partial = download_command.destinations(["sub/m.gguf"], REPO, tmp_path / "usb", home)
     assert partial == tmp_path / "usb" / ".qwenkit-partial"
+
+
+# ---- what a person (or a log) sees during a download ------------------------------------------------------------
+
+BIG = seeded_bytes(6 * 1024 * 1024 + 5, 24)  # >= 4 MiB: 1 MiB segments, so a stopped run leaves whole ones
+
+
+def _start_cli(args: list[str], env: dict[str, str], **streams: Any) -> subprocess.Popen[bytes]:
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **streams}
+    return subprocess.Popen([sys.executable, "-m", "bootstrap", *args], env=env, cwd=str(REPO_ROOT), **streams)
+
+
+def test_off_a_terminal_progress_is_a_few_plain_lines(env: dict[str, str], hub: LoopbackHub,
+                                                      tmp_path: Path) -> None:
+    hub.commit(REPO, {"big.gguf": BIG})
+    hub.inject("throttle", rate=1 << 20, path_glob="big.gguf", times=None)  # a few seconds, as in the issue
+    started = time.monotonic()
+    proc = _start_cli(["download", f"hf:{REPO}/big.gguf", "--dest", str(tmp_path / "out")], env)
+    _, raw = proc.communicate(timeout=120)  # bytes: text mode would turn a "\r" into a newline
+    elapsed = time.monotonic() - started
+    err = raw.decode()
+    assert proc.returncode == 0, err
+    assert "\r" not in err and "\x1b" not in err  # no redraws, no cursor moves
+    lines = err.splitlines()
+    progress = [line for line in lines if line.startswith("big.gguf:")]
+    assert progress[0] == "big.gguf: downloading 6.0 MiB"
+    assert re.fullmatch(r"big\.gguf: 6\.0 MiB in \d+\.\d s \(\S+ \S+/s\)", progress[-1]), progress
+    assert len(progress) <= 2 + int(elapsed // 10) and len(lines) <= 8, err
+
+
+def test_on_a_terminal_progress_is_a_bar(env: dict[str, str], hub: LoopbackHub, tmp_path: Path) -> None:
+    hub.commit(REPO, {"big.gguf": BIG})
+    hub.inject("throttle", rate=4 << 20, path_glob="big.gguf", times=None)
+    termios = pytest.importorskip("termios")  # POSIX terminals only
+    import fcntl
+    import pty
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a window, as a terminal has
+    try:
+        proc = _start_cli(["download", f"hf:{REPO}/big.gguf", "--dest", str(tmp_path / "out")], env,
+                          stderr=follower)
+        os.close(follower)
+        seen = bytearray()
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(60) == 0, seen.decode(errors="replace")
+    finally:
+        os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "\r" in text and "big.gguf" in text and "%|" in text  # tqdm's bar, redrawn in place
+    assert "downloading 6.0 MiB" not in text  # the plain lines are for pipes and logs only
+
+
+def test_ctrl_c_is_interrupted_and_the_rerun_resumes(env: dict[str, str], hub: LoopbackHub, tmp_path: Path) -> None:
+    hub.commit(REPO, {"big.gguf": BIG})
+    throttle = hub.inject("throttle", rate=512 * 1024, path_glob="big.gguf", times=None)
+    args = ["download", f"hf:{REPO}/big.gguf", "--dest", str(tmp_path / "out")]
+    proc = _start_cli(args, env)
+    deadline = time.monotonic() + 60
+    while hub.bytes_served("big.gguf") < 2 << 20 and time.monotonic() < deadline:  # whole segments are on disk
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err_bytes = proc.communicate(timeout=60)
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    assert "Interrupted; rerun the same command to continue (downloads resume)." in err.splitlines()
+    assert "error:" not in err and "Traceback" not in err
+
+    throttle.remove()
+    again = run_cli(args, env)
+    assert again.returncode == 0, again.stderr
+    resumed = [line for line in again.stderr.splitlines() if "resuming at" in line]
+    assert len(resumed) == 1 and re.fullmatch(r"big\.gguf: resuming at \d+\.\d MiB of 6\.0 MiB \(.*\)", resumed[0])
+    assert sha256((tmp_path / "out" / "big.gguf").read_bytes()) == sha256(BIG)

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from bootstrap.core import progress
 from bootstrap.core.disk_space import ensure_space
 from bootstrap.core.errors import ExitCode, IntegrityError, SourceError, UnsupportedMachine
 from bootstrap.fetch import download
@@ -210,12 +211,19 @@ def test_disk_check_runs_before_any_request_and_counts_resumable_bytes(hub, repo
     assert res.path.read_bytes() == data and hub.bytes_served(FILE) == rf.size - seg
 
 
-def test_quiet_false_draws_bars_on_stderr_only(hub, repo, data, tmp_path, capsys):
+@pytest.mark.parametrize("terminal", [True, False])
+def test_quiet_false_reports_on_stderr_only(hub, repo, data, tmp_path, capsys, monkeypatch, terminal):
+    """Bars on a terminal; plain lines (start, end) off one."""
+    monkeypatch.setattr(progress, "on_terminal", lambda: terminal)
     rf = remote(hub, hf_mirror(hub))
     fetch_files([(rf, tmp_path / FILE)], tmp_path / "partial",
                 FetchOptions(connections=4, stall_timeout=5))  # fmt: skip
     out, err = capsys.readouterr()
-    assert out == "" and FILE in err and "100%" in err
+    assert out == "" and FILE in err
+    if terminal:
+        assert "100%" in err and "\r" in err
+    else:
+        assert "\r" not in err and err.splitlines()[0] == f"{FILE}: downloading 24.0 MiB"
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -209,6 +209,32 @@ def test_a_taken_default_port_moves_to_the_next_free_one(tmp_path: Path) -> None
 
 
 
+def test_a_taken_port_is_found_before_any_download(bed: InstallBed, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16: the port is checked after the plan, before a byte is fetched. ``--port`` taken: exit 6 with one
+    line; the default port taken: the next free one, said once (the late look before the start finds it free)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = bed.install("--no-venv", "--port", str(port))
+        assert proc.returncode == 6, proc.stderr
+        assert [line for line in proc.stderr.splitlines() if str(port) in line] == [
+            f"error: Port {port} on 127.0.0.1 is already in use by another program."]
+        # only the planner's read of the model's header: no engine asset (fetched first), no model placed
+        assert [r.path for r in bed.hub.requests() if "/releases/download/" in r.path] == []
+        assert not (bed.home.models_dir / MODEL_REPO / MODEL_FILE).exists() and not bed.home.state_file.exists()
+
+        for name, value in bed.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(installer, "DEFAULT_PORT", port)
+        capsys.readouterr()
+        outcome = installer.install(bed.home, installer.InstallRequest(service=False, venv=False))
+        assert outcome.state is not None and outcome.state.server.port > port
+        err = capsys.readouterr().err
+        assert err.count(f"Port {port} is taken by another program") == 1, err
+
+
 def test_kill_right_after_the_commit_still_deletes_the_old_files(bed: InstallBed, tmp_path: Path) -> None:
     """An upgrade to a file at another path, killed after state.json names the new file: the rerun finds the
     journal, sees the commit, and deletes the old file and nothing else (no orphan left behind)."""

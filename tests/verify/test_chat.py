@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bootstrap.core import progress
 from bootstrap.core.console import t
 from bootstrap.core.errors import ExitCode, ServerError
 from bootstrap.place.engine_failure import EngineFailed
@@ -233,3 +238,60 @@ def test_python_snippet_names_the_homes_venv_python(tmp_path: Path, system: str)
         assert first == f"'{python}' - <<'PY'" and snippet.endswith("\nPY")
         ast.parse("\n".join(snippet.splitlines()[1:-1]))
     assert "chat_template_kwargs" in snippet and "reasoning_content" in snippet
+# ---- the wait for the model, as a person sees it ------------------------------------------------------------------
+
+def test_the_wait_for_the_model_is_announced_at_once(engine_bin_dir: Path, tiny: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real server: the "waiting" line comes at the first poll that finds it not ready, not at the end."""
+    said: list[tuple[float, str]] = []
+    monkeypatch.setattr(verify_mod, "info", lambda text: said.append((time.monotonic(), text)))
+    spec = _spec(tmp_path, engine_bin_dir, tiny, TINY_ARGS)
+    log = tmp_path / "server.log"
+    started = time.monotonic()
+    with _running(spec.argv(), log) as proc:
+        waited = wait_healthy(spec.base_url, timeout=60, process=proc, log_path=log)
+    assert said[0][1] == f"Waiting for the server at {spec.base_url} to load the model (this can take minutes)..."
+    assert said[0][0] - started < 1.0 < waited + 1.0  # at the start of the wait
+
+
+class _LoadingServer(http.server.BaseHTTPRequestHandler):
+    """``/health`` as llama-server answers it while the weights load (503), then ready (200)."""
+
+    ready_at = 0.0
+
+    def do_GET(self) -> None:
+        loading = time.monotonic() < self.ready_at
+        body = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}} if loading
+                          else {"status": "ok"}).encode()
+        self.send_response(503 if loading else 200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("with_log", [True, False])
+def test_a_long_load_shows_a_line_now_and_then_with_what_the_server_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_log: bool) -> None:
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.5)  # 10 s in real life
+    log = tmp_path / "server.log"
+    log.write_text("llama_model_loader: loaded meta data\n"
+                   "load_tensors: loading model tensors, this can take a while... (mmap = true)\n", encoding="utf-8")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _LoadingServer)
+    _LoadingServer.ready_at = time.monotonic() + 2.2
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        wait_healthy(f"http://127.0.0.1:{server.server_port}", timeout=30, log_path=log if with_log else None)
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("Waiting for the server at http://127.0.0.1:")
+    detail = ("load_tensors: loading model tensors, this can take a while... (mmap = true)" if with_log
+              else "Loading model")
+    assert 3 <= len(lines) - 1 <= 5 and "\r" not in "".join(lines)  # one line a "LINE_EVERY", no redraws
+    for line in lines[1:]:
+        assert re.fullmatch(rf"loading the model\.\.\. \d s \({re.escape(detail)}\)", line), line

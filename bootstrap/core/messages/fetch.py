@@ -4,6 +4,23 @@ from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
     "fetch.bar_total": {"en": "total", "zh": "总计"},
+    "fetch.resuming": {
+        "en": "{name}: resuming at {done} of {size} (left by an earlier run)",
+        "zh": "{name}：从 {done} / {size} 处继续下载（上次运行留下的部分）",
+    },
+    "progress.start": {"en": "{name}: downloading {size}", "zh": "{name}：开始下载 {size}"},
+    "progress.line": {
+        "en": "{name}: {done} of {size} ({percent}%)",
+        "zh": "{name}：已下载 {done} / {size}（{percent}%）",
+    },
+    "progress.done": {
+        "en": "{name}: {done} in {seconds} s ({rate}/s)",
+        "zh": "{name}：{done}，用时 {seconds} 秒（{rate}/秒）",
+    },
+    "progress.stopped": {
+        "en": "{name}: stopped at {done} of {size} after {seconds} s ({rate}/s)",
+        "zh": "{name}：在 {done} / {size} 处停止，用时 {seconds} 秒（{rate}/秒）",
+    },
     "fetch.reused": {
         "en": "{name}: already present and verified, not downloaded again",
         "zh": "{name}：已存在且校验通过，无需重新下载",

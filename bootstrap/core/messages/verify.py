@@ -88,6 +88,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "大模型在慢速磁盘上可能需要数分钟加载：稍后再运行 `qwenkit status`，或查看服务日志。",
     },
     "verify.no_answer": {"en": "no answer", "zh": "无响应"},
+    "verify.loading_started": {
+        "en": "Waiting for the server at {url} to load the model (this can take minutes)...",
+        "zh": "正在等待 {url} 上的服务加载模型（可能需要几分钟）…",
+    },
+    "verify.loading": {"en": "loading the model... {seconds} s", "zh": "正在加载模型… {seconds} 秒"},
+    "verify.loading_detail": {
+        "en": "loading the model... {seconds} s ({detail})",
+        "zh": "正在加载模型… {seconds} 秒（{detail}）",
+    },
     "verify.err_no_key_check": {
         "en": "the server accepts requests without the API key (status {status})",
         "zh": "服务在没有 API 密钥时仍接受请求（状态码 {status}）",
