@@ -10,6 +10,7 @@ docs/hubs.md, "Where a file's SHA-256 comes from").
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -22,6 +23,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import get_session
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
@@ -44,13 +46,24 @@ def resolve_url(endpoint: str, repo: str, commit: str, path: str) -> str:
     return f"{endpoint}/{repo}/resolve/{commit}/{quote(path)}"
 
 
+def _api_timeout() -> object:
+    """``API_TIMEOUT`` as the hub client takes it: connect and read apart, so a black-holed endpoint costs the
+    short connect budget, not the read one. huggingface_hub >= 1.0 passes ``timeout`` to httpx
+    (``httpx.Timeout(read, connect=…)``); 0.x to requests (a ``(connect, read)`` tuple)."""
+    client = type(get_session()).__module__.partition(".")[0]
+    if client in ("httpx", "httpx2"):
+        timeout_type = importlib.import_module(client).Timeout
+        return timeout_type(API_TIMEOUT[1], connect=API_TIMEOUT[0])
+    return API_TIMEOUT
+
+
 def _model_info(source: Source) -> object:
     """``model_info`` with every failure mapped to our exit codes (2: your input, 4: the source)."""
     api = HfApi(endpoint=source.endpoint, token=source.token or False, library_name="qwenclientkit")
     revision = source.revision or DEFAULT_REVISION
     try:
         # timeout is required: huggingface_hub 2.x's shared client has none, a stalled mirror would hang.
-        return api.model_info(source.repo, revision=revision, files_metadata=True, timeout=API_TIMEOUT[1])
+        return api.model_info(source.repo, revision=revision, files_metadata=True, timeout=_api_timeout())  # type: ignore[arg-type]
     except GatedRepoError as exc:  # before RepositoryNotFoundError: it is a subclass
         raise UsageError(t("sources.err_gated", repo=source.repo, source=source.name),
                          t("sources.hint_gated")) from exc

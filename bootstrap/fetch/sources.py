@@ -23,7 +23,16 @@ from bootstrap.catalog.source_names import SOURCE_NAMES
 from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import IntegrityError, QwenKitError, SourceError, UsageError
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Mirror, RemoteFile, ResolvedFile, Source, new_session
+from bootstrap.fetch.records import (
+    API_TIMEOUT,
+    TRANSPORT_ERRORS,
+    Mirror,
+    RemoteFile,
+    ResolvedFile,
+    Source,
+    new_session,
+    unreachable_named,
+)
 from bootstrap.fetch.source_bundle import MANIFEST, is_url, manifest_url, resolve_bundle
 from bootstrap.fetch.source_hf import resolve_hf
 from bootstrap.fetch.source_modelscope import resolve_modelscope
@@ -115,9 +124,7 @@ def _read_one(outcome: SourceOutcome, first: ResolvedFile, session: requests.Ses
     try:
         seconds = timed_read(session, first.url, dict(first.headers), first.size)
     except TRANSPORT_ERRORS as exc:
-        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        error = SourceError(t("sources.err_unreachable", source=outcome.source, endpoint=first.url, detail=detail))
-        return replace(outcome, error=error)
+        return replace(outcome, error=unreachable_named(outcome.source, first.url, exc))
     return replace(outcome, read_seconds=seconds)
 
 
@@ -130,9 +137,9 @@ def _first_failure(outcomes: Sequence[SourceOutcome]) -> QwenKitError:
                 return error
     if len(errors) == 1:
         return errors[0]
-    return SourceError(t("sources.err_all_failed", details="; ".join(f"{o.source}: {o.error.message}" for o in
-                                                                      outcomes if o.error is not None)),
-                       t("sources.hint_unreachable"))
+    tls = any(e.hint == t("sources.hint_tls") for e in errors)
+    return SourceError(t("sources.err_all_failed", details="; ".join(e.message for e in errors)),
+                       t("sources.hint_tls" if tls else "sources.hint_unreachable"))
 
 
 def _agrees(expected: ModelFile | None, resolved: ResolvedFile) -> bool:
