@@ -92,6 +92,13 @@ def check_network(p: HardwareProfile) -> Check:
     n = p.network
     proxy = n.https_proxy or n.http_proxy
     text = t("doctor.net_proxy", proxy=proxy) if proxy else t("doctor.net_direct")
+    if n.sources:  # doctor probed them: what answers outranks what is configured
+        listed = "; ".join(t(f"doctor.reach_{s.state}", name=s.name, ms=s.ms) for s in n.sources)
+        text = join_sentences(text, t("doctor.net_sources", list=listed))
+        if any(s.state == "tls" for s in n.sources):
+            return _check("network", "warn", text, t("doctor.net_hint_truststore"))
+        if not any(s.state == "reachable" for s in n.sources):
+            return _check("network", "warn", text, t("doctor.net_hint_no_source"))
     if n.ca_bundle:
         text = join_sentences(text, t("doctor.net_ca", path=n.ca_bundle))
         if not Path(n.ca_bundle).is_file():
