@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import requests
 from huggingface_hub import HfApi
+from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -39,6 +40,13 @@ from bootstrap.fetch.records import (
 )
 
 DEFAULT_REVISION = "main"
+
+# huggingface_hub >= 2.x builds its User-Agent by asking huggingface.co for a list of AI-agent harnesses
+# (``utils/_detect_agent.py`` ``_fetch_registry``: ``GET {HF_ENDPOINT or huggingface.co}/api/agent-harnesses``, 3 s
+# timeout, once a day) unless telemetry is off (``utils/_headers.py`` ``_http_user_agent`` reads
+# ``constants.HF_HUB_DISABLE_TELEMETRY`` per call). That request goes to huggingface.co even when the endpoint in use
+# is a mirror, and costs its whole timeout where huggingface.co is black-holed: off, as ``HF_HUB_DISABLE_TELEMETRY=1``.
+hf_constants.HF_HUB_DISABLE_TELEMETRY = True
 
 
 def resolve_url(endpoint: str, repo: str, commit: str, path: str) -> str:
