@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bootstrap.core.console import join_sentences, t
+from bootstrap.core.console import join_items, join_sentences, t
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import Check, HardwareProfile
 
@@ -105,7 +105,7 @@ def check_network(p: HardwareProfile) -> Check:
         text = join_sentences(text, t("doctor.net_no_truststore"))
         hint = hint or t("doctor.net_hint_truststore")
     if n.sources:
-        listed = t("doctor.reach_sep").join(t(f"doctor.reach_{s.state}", name=s.name, ms=s.ms) for s in n.sources)
+        listed = join_items(t(f"doctor.reach_{s.state}", name=s.name, ms=s.ms) for s in n.sources)
         text = join_sentences(text, t("doctor.net_sources", list=listed))
         if any(s.state == "tls" for s in n.sources):
             hint = hint or t("doctor.net_hint_truststore")

@@ -186,7 +186,7 @@ def _first_failure(outcomes: Sequence[SourceOutcome]) -> QwenKitError:
     if len(errors) == 1:
         return errors[0]
     tls = any(e.hint == t("sources.hint_tls") for e in errors)
-    return SourceError(t("sources.err_all_failed", details="; ".join(e.message for e in errors)),
+    return SourceError(t("sources.err_all_failed", details=console.join_items(e.message for e in errors)),
                        t("sources.hint_tls" if tls else "sources.hint_unreachable"))
 
 

@@ -83,7 +83,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     "doctor.net_hint_truststore": {"en": "Behind a TLS-inspecting proxy, set SSL_CERT_FILE to its CA bundle.",
                                    "zh": "如使用会解密 TLS 的代理，请把 SSL_CERT_FILE 设为其 CA 证书文件。"},
     "doctor.net_sources": {"en": "Sources: {list}.", "zh": "下载源：{list}。"},
-    "doctor.reach_sep": {"en": "; ", "zh": "；"},
     "doctor.reach_reachable": {"en": "{name} reachable ({ms} ms)", "zh": "{name} 可访问（{ms} 毫秒）"},
     "doctor.reach_dns": {"en": "{name} blocked (DNS lookup failed)", "zh": "{name} 不可达（域名解析失败）"},
     "doctor.reach_timeout": {"en": "{name} blocked (no answer in 3 s)", "zh": "{name} 不可达（3 秒内无应答）"},

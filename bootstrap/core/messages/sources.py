@@ -32,8 +32,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "服务器返回 HTTP {status}",
     },
     "sources.cause_other": {
-        "en": "{detail}",
-        "zh": "{detail}",
+        "en": "failed: {detail}",
+        "zh": "出错：{detail}",
     },
     "sources.hint_unreachable": {
         "en": "ways out: another source (--source modelscope or --source hf), a Hugging Face mirror "
