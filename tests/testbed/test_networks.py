@@ -65,6 +65,10 @@ def test_no_network_fails_in_seconds_with_one_line(tmp_path: Path, lang: str, wo
     assert len(errors) == 1 and all(w in errors[0] for w in words), proc.stderr
     assert "HTTPSConnectionPool" not in proc.stderr and "Errno" not in proc.stderr
     assert "--bundle" in proc.stderr and "resume" not in proc.stderr and "续传" not in proc.stderr
+    if command[0] == "install":  # the plan (made offline from the catalog's shape facts) comes before the error
+        lines = proc.stderr.splitlines()
+        planned = [i for i, ln in enumerate(lines) if ln.startswith(("Plan: ", "方案："))]
+        assert planned and planned[0] < lines.index(errors[0]), proc.stderr
 
 
 @NETNS
