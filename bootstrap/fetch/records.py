@@ -92,11 +92,12 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc.rpartition("@")[2] or url
 
 
-def cause_text(exc: BaseException) -> tuple[str, bool]:
-    """What went wrong, in the user's words (``core.net_causes``), and whether it was TLS interception."""
+def cause_text(exc: BaseException, seconds: float = API_TIMEOUT[0]) -> tuple[str, bool]:
+    """What went wrong, in the user's words (``core.net_causes``), and whether it was TLS interception;
+    ``seconds``: the timeout the failed request had, for a timeout."""
     cause = cause_of(exc)
     if cause.kind == "timeout":
-        return t("sources.cause_timeout", seconds=f"{API_TIMEOUT[0]:g}"), False
+        return t("sources.cause_timeout", seconds=f"{seconds:g}"), False
     if cause.kind == "http":
         return t("sources.cause_http", status=cause.status), False
     if cause.kind == "other":
