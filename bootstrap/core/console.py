@@ -9,6 +9,7 @@ import ctypes
 import json
 import locale
 import sys
+from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Any, TextIO
 
@@ -70,6 +71,11 @@ def set_language(lang: str | None) -> None:
 def join_sentences(*sentences: str) -> str:
     """Sentences in one line: space-separated in English, run together after Chinese full stops."""
     return ("" if language() == "zh" else " ").join(sentences)
+
+
+def join_items(items: Iterable[str]) -> str:
+    """Items of a list in one line: ``; `` in English, the full-width ``；`` in Chinese."""
+    return ("；" if language() == "zh" else "; ").join(items)
 
 
 def t(key: str, **fields: Any) -> str:

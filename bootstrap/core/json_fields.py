@@ -74,6 +74,11 @@ class FieldReader:
         items = self._get(key, lambda v: isinstance(v, list), "list")
         return [FieldReader(item, f"{self._name(key)}[{i}]", self.bad) for i, item in enumerate(items)]
 
+    def opt_items(self, key: str) -> list[FieldReader]:
+        """``items`` for a list that older documents lack (absent or null reads as empty)."""
+        items = self._get(key, lambda v: isinstance(v, list), "list or null", optional=True) or []
+        return [FieldReader(item, f"{self._name(key)}[{i}]", self.bad) for i, item in enumerate(items)]
+
     def strings(self, key: str) -> tuple[str, ...]:
         items = self._get(key, lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                           "list of strings")

@@ -28,6 +28,27 @@ def hf_endpoint(env: Mapping[str, str] = os.environ) -> str:
     return (first_set(env, "QWENKIT_HF_ENDPOINT", "HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
 
 
+def hf_mirrors(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """``QWENKIT_HF_MIRRORS``: comma-separated HF-compatible endpoints (``https://hf-mirror.com,…``) tried like extra
+    Hugging Face sources, after huggingface.co (or ``HF_ENDPOINT``), by ``--source auto`` and ``--source hf``."""
+    listed = (first_set(env, "QWENKIT_HF_MIRRORS") or "").split(",")
+    return tuple(dict.fromkeys(u.strip().rstrip("/") for u in listed if u.strip()))
+
+
+def time_zone(env: Mapping[str, str] = os.environ, localtime: str = "/etc/localtime") -> str | None:
+    """``TZ`` (``Asia/Shanghai``, ``:Asia/Shanghai``), else the zone ``/etc/localtime`` links to
+    (``…/zoneinfo/Asia/Shanghai``, tzfile(5) and systemd's timedatectl set it so); None when neither says."""
+    value = first_set(env, "TZ")
+    if value:
+        return value.lstrip(":")
+    try:
+        target = os.readlink(localtime)
+    except OSError:
+        return None
+    _, found, zone = target.partition("zoneinfo/")
+    return zone if found and zone else None
+
+
 def modelscope_endpoint(env: Mapping[str, str] = os.environ) -> str:
     """``QWENKIT_MODELSCOPE_ENDPOINT``, else ``MODELSCOPE_ENDPOINT``, else modelscope.cn."""
     return (first_set(env, "QWENKIT_MODELSCOPE_ENDPOINT", "MODELSCOPE_ENDPOINT")

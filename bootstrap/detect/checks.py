@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bootstrap.core.console import join_sentences, t
+from bootstrap.core.console import join_items, join_sentences, t
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import Check, HardwareProfile
 
@@ -89,17 +89,29 @@ def check_python(p: HardwareProfile) -> Check:
 
 
 def check_network(p: HardwareProfile) -> Check:
+    """Proxy, CA bundle and trust store as configured; with ``doctor``'s probe, each source as it answers (no source
+    answering, or TLS intercepted, is a warning even when the configuration looks right)."""
     n = p.network
     proxy = n.https_proxy or n.http_proxy
     text = t("doctor.net_proxy", proxy=proxy) if proxy else t("doctor.net_direct")
+    hint = None
     if n.ca_bundle:
         text = join_sentences(text, t("doctor.net_ca", path=n.ca_bundle))
         if not Path(n.ca_bundle).is_file():
-            return _check("network", "warn", text, t("doctor.net_hint_ca_missing", path=n.ca_bundle))
-    if not n.truststore:
-        return _check("network", "warn", join_sentences(text, t("doctor.net_no_truststore")),
-                      t("doctor.net_hint_truststore"))
-    return _check("network", "ok", join_sentences(text, t("doctor.net_truststore")))
+            hint = t("doctor.net_hint_ca_missing", path=n.ca_bundle)
+    if n.truststore:
+        text = join_sentences(text, t("doctor.net_truststore"))
+    else:
+        text = join_sentences(text, t("doctor.net_no_truststore"))
+        hint = hint or t("doctor.net_hint_truststore")
+    if n.sources:
+        listed = join_items(t(f"doctor.reach_{s.state}", name=s.name, ms=s.ms) for s in n.sources)
+        text = join_sentences(text, t("doctor.net_sources", list=listed))
+        if any(s.state == "tls" for s in n.sources):
+            hint = hint or t("doctor.net_hint_truststore")
+        elif not any(s.state == "reachable" for s in n.sources):
+            hint = hint or t("doctor.net_hint_no_source")
+    return _check("network", "warn", text, hint) if hint else _check("network", "ok", text)
 
 
 def run_checks(p: HardwareProfile, model_bytes: int = DEFAULT_MODEL_BYTES,

@@ -85,6 +85,21 @@ class PythonInfo:
     version: str  # "3.11.7"
 
 
+REACH_STATES = ("reachable", "dns", "timeout", "refused", "unreachable", "tls", "error")
+
+
+@dataclass(frozen=True)
+class SourceReach:
+    """One download source as ``doctor`` found it: ``state`` is ``reachable`` (``ms``: connect, TLS and one
+    answer), or why not: ``dns``, ``timeout``, ``refused``, ``unreachable`` (no route), ``tls`` (interception),
+    ``error``."""
+
+    name: str  # "hf", "modelscope", a mirror's host
+    host: str
+    state: str
+    ms: int | None = None
+
+
 @dataclass(frozen=True)
 class NetworkInfo:
     https_proxy: str | None  # credentials redacted
@@ -92,6 +107,7 @@ class NetworkInfo:
     no_proxy: str | None
     ca_bundle: str | None  # SSL_CERT_FILE / REQUESTS_CA_BUNDLE when set
     truststore: bool  # whether truststore could build a context over the OS certificate store
+    sources: tuple[SourceReach, ...] = ()  # probed by ``doctor`` only (a network round trip); empty otherwise
 
 
 @dataclass(frozen=True)
@@ -128,7 +144,7 @@ class HardwareProfile:
             "disk": _fields(self.disk),
             "gpus": [_fields(g) for g in self.gpus],
             "pythons": [_fields(p) for p in self.pythons],
-            "network": _fields(self.network),
+            "network": _network_fields(self.network),
             "checks": [_fields(c) for c in self.checks],
         }
 
@@ -152,6 +168,12 @@ class HardwareProfile:
             network=_read_network(r.obj("network")),
             checks=tuple(_read_check(c) for c in r.items("checks")),
         )
+
+
+def _network_fields(n: NetworkInfo) -> dict[str, Any]:
+    """The network record; ``sources`` only when ``doctor`` probed them (profiles of plan/install stay as they were)."""
+    out = {name: value for name, value in _fields(n).items() if name != "sources"}
+    return {**out, "sources": [_fields(s) for s in n.sources]} if n.sources else out
 
 
 def _fields(record: Any) -> dict[str, Any]:
@@ -194,7 +216,10 @@ def _read_gpu(r: FieldReader) -> GpuInfo:
 def _read_network(r: FieldReader) -> NetworkInfo:
     return NetworkInfo(https_proxy=r.opt_text("https_proxy"), http_proxy=r.opt_text("http_proxy"),
                        no_proxy=r.opt_text("no_proxy"), ca_bundle=r.opt_text("ca_bundle"),
-                       truststore=r.flag("truststore"))
+                       truststore=r.flag("truststore"),
+                       sources=tuple(SourceReach(name=s.text("name"), host=s.text("host"),
+                                                 state=s.choice("state", REACH_STATES), ms=s.opt_integer("ms"))
+                                     for s in r.opt_items("sources")))
 
 
 def _read_check(r: FieldReader) -> Check:

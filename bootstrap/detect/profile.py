@@ -17,13 +17,15 @@ from bootstrap.detect.hardware import HardwareProfile, utc_now, with_checks
 from bootstrap.detect.probes import Readings, probe_all, read_all
 
 
-def detect(home: Path, env: Mapping[str, str] | None = None, engine: Judge | None = None) -> HardwareProfile:
+def detect(home: Path, env: Mapping[str, str] | None = None, engine: Judge | None = None,
+           reach: bool = False) -> HardwareProfile:
     """Run every probe on this machine and the doctor's checks; the result is the profile document.
 
     ``env`` defaults to the process environment (proxy and CA variables, Windows install dirs); it is passed down
-    as data, like ``home.default_home`` does, so probes stay testable.
+    as data, like ``home.default_home`` does, so probes stay testable. ``reach``: also probe each download source
+    (``doctor``; a few seconds at most, so ``plan`` and ``install`` do not).
     """
-    readings = read_all(home, os.environ if env is None else env)
+    readings = read_all(home, os.environ if env is None else env, reach)
     return profile_from_readings(readings, created=utc_now(), engine=engine)
 
 

@@ -40,7 +40,7 @@ from bootstrap.core.sizes import human_size
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
 from bootstrap.fetch.partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
-from bootstrap.fetch.records import RemoteFile
+from bootstrap.fetch.records import RemoteFile, cause_text
 
 CHUNK = 1 << 20  # read size: bounded memory per connection whatever the file size
 MAX_REDIRECTS = 5
@@ -442,18 +442,15 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, _Retry):
         return exc.reason
     if isinstance(exc, requests.ConnectTimeout):
-        return "connection timed out"
+        return cause_text(exc, http_session.CONNECT_TIMEOUT)[0]
     if isinstance(exc, (requests.ReadTimeout, TimeoutError)) or "Read timed out" in str(exc):
         return "no data received (stalled)"
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
         return "connection broken mid-body"
-    if isinstance(exc, requests.ConnectionError):
-        text = str(exc)
-        for marker, short in (("Connection refused", "connection refused"), ("reset by peer", "connection reset"),
-                              ("Name or service not known", "host not found"), ("getaddrinfo", "host not found")):
-            if marker in text:
-                return short
-        return "connection failed"
+    if "reset by peer" in str(exc):
+        return "connection reset"
+    if isinstance(exc, requests.ConnectionError):  # DNS, refused, no route, TLS: named as the resolvers name them
+        return cause_text(exc)[0]
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text[:120]
 

@@ -19,6 +19,7 @@ import requests
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError
 from bootstrap.fetch.http_session import make_session
+from bootstrap.fetch.records import cause_text
 from bootstrap.plan.gguf_header import GGUFHeader, GGUFHeaderError, NeedMoreData, parse_header
 
 # Remote reads
@@ -31,9 +32,9 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
 def _short(exc: BaseException) -> str:
-    """A one-line description of a requests/urllib3 failure (their messages nest several lines of causes)."""
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+    """A one-line description of a requests/urllib3 failure (their messages nest several lines of causes), named
+    as the resolvers name it (``records.cause_text``: DNS, timeout, refused, TLS interception, HTTP status)."""
+    return cause_text(exc, CONNECT_TIMEOUT_S)[0]
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -13,16 +13,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError
 from bootstrap.core.file_formats import parse_json
+from bootstrap.core.net_causes import cause_of
 from bootstrap.fetch.http_session import make_session
 
 # Metadata requests: connect fast or give up; a hub that answers slower than this is treated as unreachable.
-API_TIMEOUT = (5.0, 15.0)
+API_TIMEOUT = (3.0, 15.0)
 # A regular (non-LFS) file has no published sha256; we fetch it to hash it ourselves, but only when small
 # (git-stored text: configs, templates). Model files are always LFS on both hubs.
 SMALL_FILE_LIMIT = 16 << 20
@@ -85,11 +87,36 @@ def new_session() -> requests.Session:
     return make_session(pool_size=4)
 
 
-def unreachable(source: Source, exc: BaseException) -> SourceError:
-    """The one error for "this source did not answer usefully" (exit 4; a rerun retries)."""
-    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return SourceError(t("sources.err_unreachable", source=source.name, endpoint=source.endpoint, detail=detail),
-                       t("sources.hint_unreachable"))
+def host_of(url: str) -> str:
+    """``host[:port]`` of a URL (never its credentials or path): how a message names an endpoint in one word."""
+    return urlsplit(url).netloc.rpartition("@")[2] or url
+
+
+def cause_text(exc: BaseException, seconds: float = API_TIMEOUT[0]) -> tuple[str, bool]:
+    """What went wrong, in the user's words (``core.net_causes``), and whether it was TLS interception;
+    ``seconds``: the timeout the failed request had, for a timeout."""
+    cause = cause_of(exc)
+    if cause.kind == "timeout":
+        return t("sources.cause_timeout", seconds=f"{seconds:g}"), False
+    if cause.kind == "http":
+        return t("sources.cause_http", status=cause.status), False
+    if cause.kind == "other":
+        detail = str(exc).splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        return t("sources.cause_other", detail=detail), False
+    return t(f"sources.cause_{cause.kind}"), cause.kind == "tls"
+
+
+def unreachable(source: Source, exc: BaseException, url: str | None = None) -> SourceError:
+    """The one error for "this source did not answer usefully" (exit 4; a rerun retries): one line naming the
+    source, its host and the cause, and a hint with the ways out (another source, a mirror, a proxy, a bundle)."""
+    return unreachable_named(source.name, url or source.endpoint, exc)
+
+
+def unreachable_named(name: str, url: str, exc: BaseException) -> SourceError:
+    """``unreachable`` for a source known by name and one of its URLs (the probe's ranged read)."""
+    cause, tls = cause_text(exc)
+    return SourceError(t("sources.err_unreachable", source=name, host=host_of(url), cause=cause),
+                       t("sources.hint_tls" if tls else "sources.hint_unreachable"))
 
 
 @contextmanager

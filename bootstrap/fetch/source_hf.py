@@ -10,11 +10,13 @@ docs/hubs.md, "Where a file's SHA-256 comes from").
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from urllib.parse import quote
 
 import requests
 from huggingface_hub import HfApi
+from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -22,6 +24,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import get_session
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
@@ -38,10 +41,28 @@ from bootstrap.fetch.records import (
 
 DEFAULT_REVISION = "main"
 
+# huggingface_hub >= 2.x builds its User-Agent by asking huggingface.co for a list of AI-agent harnesses
+# (``utils/_detect_agent.py`` ``_fetch_registry``: ``GET {HF_ENDPOINT or huggingface.co}/api/agent-harnesses``, 3 s
+# timeout, once a day) unless telemetry is off (``utils/_headers.py`` ``_http_user_agent`` reads
+# ``constants.HF_HUB_DISABLE_TELEMETRY`` per call). That request goes to huggingface.co even when the endpoint in use
+# is a mirror, and costs its whole timeout where huggingface.co is black-holed: off, as ``HF_HUB_DISABLE_TELEMETRY=1``.
+hf_constants.HF_HUB_DISABLE_TELEMETRY = True
+
 
 def resolve_url(endpoint: str, repo: str, commit: str, path: str) -> str:
     """``{endpoint}/{repo}/resolve/{commit}/{path}``: the byte URL of one file at one commit."""
     return f"{endpoint}/{repo}/resolve/{commit}/{quote(path)}"
+
+
+def _api_timeout() -> object:
+    """``API_TIMEOUT`` as the hub client takes it: connect and read apart, so a black-holed endpoint costs the
+    short connect budget, not the read one. huggingface_hub >= 1.0 passes ``timeout`` to httpx
+    (``httpx.Timeout(read, connect=…)``); 0.x to requests (a ``(connect, read)`` tuple)."""
+    client = type(get_session()).__module__.partition(".")[0]
+    if client in ("httpx", "httpx2"):
+        timeout_type = importlib.import_module(client).Timeout
+        return timeout_type(API_TIMEOUT[1], connect=API_TIMEOUT[0])
+    return API_TIMEOUT
 
 
 def _model_info(source: Source) -> object:
@@ -50,7 +71,7 @@ def _model_info(source: Source) -> object:
     revision = source.revision or DEFAULT_REVISION
     try:
         # timeout is required: huggingface_hub 2.x's shared client has none, a stalled mirror would hang.
-        return api.model_info(source.repo, revision=revision, files_metadata=True, timeout=API_TIMEOUT[1])
+        return api.model_info(source.repo, revision=revision, files_metadata=True, timeout=_api_timeout())  # type: ignore[arg-type]
     except GatedRepoError as exc:  # before RepositoryNotFoundError: it is a subclass
         raise UsageError(t("sources.err_gated", repo=source.repo, source=source.name),
                          t("sources.hint_gated")) from exc

@@ -70,6 +70,12 @@ def _fail(url: str, got: int, want: int) -> float:
     raise OSError(f"{url}: read {got} of {want} bytes")
 
 
-def rank(outcomes: list[SourceOutcome]) -> list[SourceOutcome]:
-    """Reachable sources, fastest first (ties keep the given order: the configured preference)."""
-    return sorted((o for o in outcomes if o.error is None), key=lambda o: o.score)
+def rank(outcomes: list[SourceOutcome], alike: float = 1.3) -> list[SourceOutcome]:
+    """Reachable sources, fastest first; the first given (the preferred hub) stays first when its score is within
+    ``alike`` times the fastest one's (plus 50 ms): two hubs that answer alike are ordered by preference."""
+    usable = [o for o in outcomes if o.error is None]
+    ranked = sorted(usable, key=lambda o: o.score)
+    if usable and ranked and usable[0] is not ranked[0] and usable[0].score <= ranked[0].score * alike + 0.05:
+        ranked.remove(usable[0])
+        ranked.insert(0, usable[0])
+    return ranked

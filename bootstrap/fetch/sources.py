@@ -9,6 +9,8 @@ listings against the catalog's sha256/hint, and returns per file the sources tha
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +22,19 @@ import requests
 
 from bootstrap.catalog.models import ModelFile, RepoRef
 from bootstrap.catalog.source_names import SOURCE_NAMES
-from bootstrap.core import settings
+from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import IntegrityError, QwenKitError, SourceError, UsageError
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Mirror, RemoteFile, ResolvedFile, Source, new_session
+from bootstrap.fetch.records import (
+    API_TIMEOUT,
+    TRANSPORT_ERRORS,
+    Mirror,
+    RemoteFile,
+    ResolvedFile,
+    Source,
+    new_session,
+    unreachable_named,
+)
 from bootstrap.fetch.source_bundle import MANIFEST, is_url, manifest_url, resolve_bundle
 from bootstrap.fetch.source_hf import resolve_hf
 from bootstrap.fetch.source_modelscope import resolve_modelscope
@@ -42,6 +53,18 @@ class Resolution:
     notes: tuple[str, ...] = ()  # sources dropped for one file (disagreeing listing), already localized
 
 
+# ``--source auto`` waits for every source at most this long once one has answered: a black-holed hub costs
+# seconds, and one that answers later is dropped (a rerun, or ``--source``, still reaches it).
+RACE_BUDGET = 3.0
+CHINA_ZONES = ("Asia/Shanghai", "Asia/Chongqing", "Asia/Chungking", "Asia/Urumqi", "Asia/Harbin", "PRC")
+
+
+def prefers_modelscope(language: str | None = None, zone: str | None = None) -> bool:
+    """A Chinese UI language or a mainland time zone (``TZ`` or ``/etc/localtime``): ModelScope goes first, since
+    from there huggingface.co is often slow or blocked while modelscope.cn is near."""
+    return (language or console.language()) == "zh" or (zone or settings.time_zone() or "") in CHINA_ZONES
+
+
 def _hub_source(hub: str, ref: RepoRef) -> Source:
     if hub == "hf":
         return Source("hf", "hf", settings.hf_endpoint(), ref.repo, ref.revision, settings.hf_token())
@@ -55,6 +78,15 @@ def _ref_for(hub: str, repos: Sequence[RepoRef]) -> RepoRef | None:
         if ref.hub == hub:
             return ref
     return RepoRef(hub, repos[0].repo, None) if repos else None
+
+
+def _with_mirrors(source: Source) -> list[Source]:
+    """An HF source followed by the ``QWENKIT_HF_MIRRORS`` endpoints (no token: it goes to the HF endpoint only)."""
+    if source.kind != "hf":
+        return [source]
+    mirrors = [Source("hf", urlsplit(url).netloc.rpartition("@")[2] or url, url, source.repo, source.revision)
+               for url in settings.hf_mirrors() if url != source.endpoint]
+    return [source, *mirrors]
 
 
 def _has_manifest(root: str, session: requests.Session) -> bool:
@@ -81,10 +113,12 @@ def sources_for(spec: str, repos: Sequence[RepoRef], session: requests.Session |
     key = value.lower()
     if key == "auto":
         hubs = list(dict.fromkeys(r.hub for r in repos if r.hub in ("hf", "modelscope")))
-        return [_hub_source(hub, _ref_for(hub, repos)) for hub in hubs]  # type: ignore[arg-type]
+        if prefers_modelscope():
+            hubs.sort(key=lambda hub: hub != "modelscope")
+        return [s for hub in hubs for s in _with_mirrors(_hub_source(hub, _ref_for(hub, repos)))]  # type: ignore[arg-type]
     if key in SOURCE_NAMES:
         hub = SOURCE_NAMES[key]
-        return [_hub_source(hub, _ref_for(hub, repos))]  # type: ignore[arg-type]
+        return _with_mirrors(_hub_source(hub, _ref_for(hub, repos)))  # type: ignore[arg-type]
     names = tuple(dict.fromkeys(r.repo for r in repos))
     session = session or new_session()
     if is_url(value):
@@ -111,13 +145,34 @@ def _resolve_one(source: Source, paths: Sequence[str],
     return files, SourceOutcome(source.name, time.monotonic() - start)
 
 
+def _race(sources: Sequence[Source], paths: Sequence[str],
+          session: requests.Session) -> list[tuple[list[ResolvedFile], SourceOutcome]]:
+    """Resolve on every source at once; once one has answered, the others get until ``RACE_BUDGET`` seconds after
+    the start, then count as timed out. Daemon threads: a source still hanging never holds the process open."""
+    answers: queue.Queue[tuple[int, tuple[list[ResolvedFile], SourceOutcome]]] = queue.Queue()
+    for i, source in enumerate(sources):
+        threading.Thread(target=lambda i=i, s=source: answers.put((i, _resolve_one(s, paths, session))),
+                         name=f"resolve-{source.name}", daemon=True).start()
+    start = time.monotonic()
+    results: dict[int, tuple[list[ResolvedFile], SourceOutcome]] = {}
+    answered = False
+    while len(results) < len(sources):
+        try:
+            i, result = answers.get(timeout=max(0.0, start + RACE_BUDGET - time.monotonic()) if answered else None)
+        except queue.Empty:
+            break
+        results[i] = result
+        answered = answered or result[1].error is None
+    late = TimeoutError("timed out")
+    return [results.get(i) or ([], SourceOutcome(s.name, error=unreachable_named(s.name, s.endpoint, late)))
+            for i, s in enumerate(sources)]
+
+
 def _read_one(outcome: SourceOutcome, first: ResolvedFile, session: requests.Session) -> SourceOutcome:
     try:
         seconds = timed_read(session, first.url, dict(first.headers), first.size)
     except TRANSPORT_ERRORS as exc:
-        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        error = SourceError(t("sources.err_unreachable", source=outcome.source, endpoint=first.url, detail=detail))
-        return replace(outcome, error=error)
+        return replace(outcome, error=unreachable_named(outcome.source, first.url, exc))
     return replace(outcome, read_seconds=seconds)
 
 
@@ -130,9 +185,9 @@ def _first_failure(outcomes: Sequence[SourceOutcome]) -> QwenKitError:
                 return error
     if len(errors) == 1:
         return errors[0]
-    return SourceError(t("sources.err_all_failed", details="; ".join(f"{o.source}: {o.error.message}" for o in
-                                                                      outcomes if o.error is not None)),
-                       t("sources.hint_unreachable"))
+    tls = any(e.hint == t("sources.hint_tls") for e in errors)
+    return SourceError(t("sources.err_all_failed", details=console.join_items(e.message for e in errors)),
+                       t("sources.hint_tls" if tls else "sources.hint_unreachable"))
 
 
 def _agrees(expected: ModelFile | None, resolved: ResolvedFile) -> bool:
@@ -176,8 +231,7 @@ def resolve_files(paths: Sequence[str], sources: Sequence[Source], *,
         raise UsageError(t("sources.err_no_repos"))
     session = session or new_session()
     wanted = list(expected) if expected is not None else [None] * len(paths)
-    with ThreadPoolExecutor(max_workers=len(sources), thread_name_prefix="resolve") as pool:
-        results = list(pool.map(lambda s: _resolve_one(s, paths, session), sources))
+    results = _race(sources, paths, session)
     by_source = {outcome.source: files for files, outcome in results}
     usable = [o for _, o in results if o.error is None]
     if not usable:

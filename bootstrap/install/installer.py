@@ -31,7 +31,7 @@ from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
-from bootstrap.core.errors import QwenKitError, UsageError
+from bootstrap.core.errors import QwenKitError, SourceError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
@@ -170,7 +170,12 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     checkpoint("planned")
     port = _port_before_download(home, request, previous)
     # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
-    fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    try:
+        fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    except SourceError:  # no source answers: the plan was made all the same, and says what was wanted
+        info(t("install.proposal_title", title=plan.title, quant=plan.quant,
+               where=plan.budget.gpu_name or t("plan.label_cpu")))
+        raise
     _refused_before(home, fetch_plan, upgrade=previous is not None)
     proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
                         tuple(j.final.name for j in fetch_plan.changed), reasons)

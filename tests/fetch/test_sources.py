@@ -11,6 +11,7 @@ import hashlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,10 +20,12 @@ import pytest
 import requests
 
 from bootstrap.catalog.models import ModelFile, RepoRef
+from bootstrap.core import console, settings
 from bootstrap.core.errors import ExitCode, IntegrityError, QwenKitError, SourceError, UsageError
 from bootstrap.fetch import source_modelscope
 from bootstrap.fetch.records import Source, new_session
-from bootstrap.fetch.sources import resolve_files, sources_for
+from bootstrap.fetch.source_probe import SourceOutcome, rank
+from bootstrap.fetch.sources import RACE_BUDGET, resolve_files, sources_for
 from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
@@ -43,6 +46,8 @@ def _env(monkeypatch: pytest.MonkeyPatch, hub: LoopbackHub) -> None:
     monkeypatch.setenv("QWENKIT_MODELSCOPE_ENDPOINT", hub.endpoint)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("QWENKIT_LANG", "en")
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.delenv("QWENKIT_HF_MIRRORS", raising=False)
 
 
 @pytest.fixture
@@ -143,7 +148,9 @@ def test_unreachable_endpoint_is_a_source_error(monkeypatch: pytest.MonkeyPatch,
     hub_name = "hf" if "HF" in variable else "modelscope"
     with pytest.raises(SourceError) as err:
         resolve_files(["x.gguf"], sources_for(hub_name, BOTH))
-    assert err.value.exit_code == ExitCode.SOURCE and dead in err.value.message
+    assert err.value.exit_code == ExitCode.SOURCE
+    assert err.value.message == f"cannot reach {hub_name} ({dead.removeprefix('http://')}): connection refused"
+    assert "--bundle" in (err.value.hint or "") and "resume" not in (err.value.hint or "")
 
 
 def test_server_errors_are_retried_once_then_reported(hub: LoopbackHub, commit: str) -> None:
@@ -199,7 +206,8 @@ def test_auto_drops_a_dead_source_with_its_reason(hub: LoopbackHub, monkeypatch:
     resolution = resolve_files(["tiny-Q4_K_M.gguf"], sources_for("auto", BOTH))
     assert [f.source for f in resolution.files[0]] == ["hf"]
     dropped = [o for o in resolution.outcomes if o.error is not None]
-    assert [o.source for o in dropped] == ["modelscope"] and dead in dropped[0].error.message
+    assert [o.source for o in dropped] == ["modelscope"]
+    assert dropped[0].error.message.endswith(f"({dead.removeprefix('http://')}): connection refused")
     monkeypatch.setenv("QWENKIT_HF_ENDPOINT", dead)
     with pytest.raises(SourceError) as err:
         resolve_files(["tiny-Q4_K_M.gguf"], sources_for("auto", BOTH))
@@ -308,3 +316,63 @@ def test_every_error_is_a_qwenkit_error(hub: LoopbackHub, commit: str) -> None:
     for name in ("hf", "modelscope"):
         with pytest.raises(QwenKitError):
             resolve_files(["tiny-Q4_K_M.gguf"], [Source(name, name, hub.endpoint, REPO)], session=new_session())
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` where connections are accepted (the kernel's backlog) and never answered: a hub
+    whose packets vanish after the handshake, the slowest way to fail."""
+    with socket.create_server(("127.0.0.1", 0), backlog=16) as srv:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+
+
+def test_auto_does_not_wait_for_a_black_holed_hub(monkeypatch: pytest.MonkeyPatch, commit: str,
+                                                   black_hole: str) -> None:
+    monkeypatch.setenv("QWENKIT_HF_ENDPOINT", black_hole)
+    start = time.monotonic()
+    resolution = resolve_files(["tiny-Q4_K_M.gguf"], sources_for("auto", BOTH), probe=False)
+    assert time.monotonic() - start < RACE_BUDGET + 1.0
+    assert [f.source for f in resolution.files[0]] == ["modelscope"]
+    dropped = {o.source: o.error.message for o in resolution.outcomes if o.error is not None}
+    assert dropped == {"hf": f"cannot reach hf ({black_hole.removeprefix('http://')}): no answer within 3 s "
+                             "(packets dropped by a firewall, or a very slow network)"}
+
+
+def test_hf_mirrors_are_extra_hf_sources(hub: LoopbackHub, monkeypatch: pytest.MonkeyPatch, commit: str) -> None:
+    dead = closed_port_url()
+    monkeypatch.setenv("QWENKIT_HF_ENDPOINT", dead)
+    monkeypatch.setenv("QWENKIT_HF_MIRRORS", f" {hub.endpoint}/ ,{dead}")
+    sources = sources_for("hf", BOTH)
+    mirror = hub.endpoint.removeprefix("http://")
+    assert [(s.name, s.endpoint) for s in sources] == [("hf", dead), (mirror, hub.endpoint)]
+    assert [s.name for s in sources_for("auto", BOTH)] == ["hf", mirror, "modelscope"]
+    resolution = resolve_files(["tiny-Q4_K_M.gguf"], sources)
+    assert [f.source for f in resolution.files[0]] == [mirror]
+
+
+@pytest.mark.parametrize(("zone", "first"), [("Asia/Shanghai", "modelscope"), (":Asia/Urumqi", "modelscope"),
+                                             ("Europe/Berlin", "hf")])
+def test_a_chinese_time_zone_puts_modelscope_first(monkeypatch: pytest.MonkeyPatch, zone: str, first: str) -> None:
+    monkeypatch.setenv("TZ", zone)
+    assert sources_for("auto", BOTH)[0].name == first
+
+
+def test_the_zh_language_puts_modelscope_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setattr(console, "language", lambda: "zh")
+    assert [s.name for s in sources_for("auto", BOTH)] == ["modelscope", "hf"]
+
+
+def test_time_zone_from_the_localtime_link(tmp_path: Path) -> None:
+    link = tmp_path / "localtime"
+    link.symlink_to("/usr/share/zoneinfo/Asia/Chongqing")
+    assert settings.time_zone({}, str(link)) == "Asia/Chongqing"
+    assert settings.time_zone({"TZ": "UTC"}, str(link)) == "UTC"
+    assert settings.time_zone({}, str(tmp_path / "absent")) is None
+
+
+def test_alike_scores_keep_the_preferred_source_first() -> None:
+    preferred, fast = SourceOutcome("modelscope", 0.20, 0.10), SourceOutcome("hf", 0.18, 0.08)
+    assert [o.source for o in rank([preferred, fast])] == ["modelscope", "hf"]
+    much_faster = SourceOutcome("hf", 0.05, 0.02)
+    assert [o.source for o in rank([preferred, much_faster])] == ["hf", "modelscope"]

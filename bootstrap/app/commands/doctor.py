@@ -41,7 +41,7 @@ def report(profile: HardwareProfile, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    profile = detect(resolve_home(getattr(args, "home", None)).root, engine=check_engine)
+    profile = detect(resolve_home(getattr(args, "home", None)).root, engine=check_engine, reach=True)
     if getattr(args, "json", False):
         console.emit_json(profile.to_json())
     else:

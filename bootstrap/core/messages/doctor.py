@@ -82,6 +82,20 @@ MESSAGES: dict[str, dict[str, str]] = {
                                    "zh": "CA 证书文件 {path} 不存在：请修正 SSL_CERT_FILE/REQUESTS_CA_BUNDLE。"},
     "doctor.net_hint_truststore": {"en": "Behind a TLS-inspecting proxy, set SSL_CERT_FILE to its CA bundle.",
                                    "zh": "如使用会解密 TLS 的代理，请把 SSL_CERT_FILE 设为其 CA 证书文件。"},
+    "doctor.net_sources": {"en": "Sources: {list}.", "zh": "下载源：{list}。"},
+    "doctor.reach_reachable": {"en": "{name} reachable ({ms} ms)", "zh": "{name} 可访问（{ms} 毫秒）"},
+    "doctor.reach_dns": {"en": "{name} blocked (DNS lookup failed)", "zh": "{name} 不可达（域名解析失败）"},
+    "doctor.reach_timeout": {"en": "{name} blocked (no answer in 3 s)", "zh": "{name} 不可达（3 秒内无应答）"},
+    "doctor.reach_refused": {"en": "{name} blocked (connection refused)", "zh": "{name} 不可达（连接被拒绝）"},
+    "doctor.reach_unreachable": {"en": "{name} blocked (no route)", "zh": "{name} 不可达（没有路由）"},
+    "doctor.reach_tls": {"en": "{name} TLS intercepted (certificate verify failed)",
+                         "zh": "{name} 的 TLS 被拦截（证书校验失败）"},
+    "doctor.reach_error": {"en": "{name} failed", "zh": "{name} 出错"},
+    "doctor.net_hint_no_source": {"en": "No download source answers: try --source modelscope, a mirror "
+                                        "(QWENKIT_HF_MIRRORS or HF_ENDPOINT), a proxy (HTTPS_PROXY) or an offline "
+                                        "bundle (--bundle).",
+                                  "zh": "没有可访问的下载源：可尝试 --source modelscope、镜像（QWENKIT_HF_MIRRORS 或 "
+                                        "HF_ENDPOINT）、代理（HTTPS_PROXY）或离线安装包（--bundle）。"},
     # engine variant reasons
     "doctor.variant_win_cuda13": {"en": "NVIDIA driver {driver} supports the CUDA 13 build.",
                                   "zh": "NVIDIA 驱动 {driver} 支持 CUDA 13 版本。"},

@@ -4,12 +4,48 @@ from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
     "sources.err_unreachable": {
-        "en": "source {source} ({endpoint}) is unreachable or failed: {detail}",
-        "zh": "下载源 {source}（{endpoint}）无法访问或出错：{detail}",
+        "en": "cannot reach {source} ({host}): {cause}",
+        "zh": "无法连接下载源 {source}（{host}）：{cause}",
+    },
+    "sources.cause_dns": {
+        "en": "DNS lookup failed (no network, or the name is blocked)",
+        "zh": "域名解析失败（没有网络，或该域名被屏蔽）",
+    },
+    "sources.cause_timeout": {
+        "en": "no answer within {seconds} s (packets dropped by a firewall, or a very slow network)",
+        "zh": "{seconds} 秒内无应答（数据包被防火墙丢弃，或网络极慢）",
+    },
+    "sources.cause_refused": {
+        "en": "connection refused",
+        "zh": "连接被拒绝",
+    },
+    "sources.cause_unreachable": {
+        "en": "no route to it (the network is down)",
+        "zh": "没有通往它的路由（网络未连接）",
+    },
+    "sources.cause_tls": {
+        "en": "certificate verify failed: something intercepts TLS (a company proxy or security software)",
+        "zh": "证书校验失败：有程序拦截了 TLS（公司代理或安全软件）",
+    },
+    "sources.cause_http": {
+        "en": "it answered HTTP {status}",
+        "zh": "服务器返回 HTTP {status}",
+    },
+    "sources.cause_other": {
+        "en": "failed: {detail}",
+        "zh": "出错：{detail}",
     },
     "sources.hint_unreachable": {
-        "en": "check the network or proxy (HTTPS_PROXY), try another --source, then rerun: downloads resume",
-        "zh": "请检查网络或代理（HTTPS_PROXY），或换一个 --source，然后重新运行：下载会自动续传",
+        "en": "ways out: another source (--source modelscope or --source hf), a Hugging Face mirror "
+              "(QWENKIT_HF_MIRRORS or HF_ENDPOINT), a proxy (HTTPS_PROXY), or an offline bundle (--bundle)",
+        "zh": "可以：换一个下载源（--source modelscope 或 --source hf）、使用 Hugging Face 镜像"
+              "（QWENKIT_HF_MIRRORS 或 HF_ENDPOINT）、设置代理（HTTPS_PROXY），或使用离线安装包（--bundle）",
+    },
+    "sources.hint_tls": {
+        "en": "set SSL_CERT_FILE to the intercepting proxy's CA bundle, or use another source (--source modelscope) "
+              "or an offline bundle (--bundle)",
+        "zh": "请将 SSL_CERT_FILE 设为拦截代理的 CA 证书文件，或换一个下载源（--source modelscope），"
+              "或使用离线安装包（--bundle）",
     },
     "sources.err_all_failed": {
         "en": "no source could be used: {details}",

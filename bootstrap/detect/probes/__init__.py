@@ -33,14 +33,15 @@ class Readings:
     network: network.NetworkReadings
 
 
-def read_all(home: Path, env: Mapping[str, str]) -> Readings:
-    """Read this machine. AMD/Intel GPUs are not probed here: the engine lists them (``--list-devices``)."""
+def read_all(home: Path, env: Mapping[str, str], reach: bool = False) -> Readings:
+    """Read this machine (``reach``: also whether each download source answers, for ``doctor``). AMD/Intel GPUs
+    are not probed here: the engine lists them (``--list-devices``)."""
     os_readings = system.read_os()
     sysctl = apple.read_sysctl() if os_readings.system == "Darwin" else {}
     return Readings(os=os_readings, cpu=cpu.read_cpu(sysctl or None), memory=memory.read_memory(),
                     disk=disk.read_disk(home), nvml=nvidia.read_nvml(), sysctl=sysctl,
                     pythons=tuple(pythons.read_pythons(os_readings.system, env)),
-                    network=network.read_network(env))
+                    network=network.read_network(env, reach))
 
 
 def probe_all(r: Readings, *, created: str, kit_version: str) -> HardwareProfile:
