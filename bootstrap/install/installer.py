@@ -388,19 +388,22 @@ def _port_before_download(home: Home, request: InstallRequest, previous: Install
 
 
 def _ours(home: Home, previous: InstallState | None, port: int) -> bool:
-    """Whether what holds ``port`` is this home's recorded server (answering, loading, or its manager running it)."""
-    if previous is None or previous.server.port != port:
-        return False
+    """Whether what holds ``port`` is this home's server: the recorded one answering or loading, or one a manager of
+    this home runs — the recorded manager, or the start script's (a run killed after it started the server but
+    before it recorded anything leaves that one running; the switch-over stops it first)."""
     from bootstrap.place.api_key import read_api_key
     from bootstrap.register import managers
     from bootstrap.register.server_health import check_health
 
-    with contextlib.suppress(QwenKitError, OSError):
-        if check_health(launch_spec(previous, home), read_api_key(home)).state in ("ok", "loading"):
-            return True
-    recorded = managers.recorded_manager(home)
-    with contextlib.suppress(QwenKitError, OSError):
-        return recorded is not None and managers.manager_named(recorded, home).status().active
+    if previous is not None and previous.server.port == port:
+        with contextlib.suppress(QwenKitError, OSError):
+            if check_health(launch_spec(previous, home), read_api_key(home)).state in ("ok", "loading"):
+                return True
+    names = {managers.recorded_manager(home), "script"} - {None}
+    for name in sorted(names, key=str):
+        with contextlib.suppress(QwenKitError, OSError):
+            if managers.manager_named(str(name), home).status().active:
+                return True
     return False
 
 
