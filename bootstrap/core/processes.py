@@ -18,7 +18,7 @@ NOT_FOUND = 127  # the shell's codes: a missing program, one that could not star
 NOT_STARTED = 126
 TIMED_OUT = 124
 
-SERVER_STOP_TIMEOUT_S = 5
+SERVER_STOP_TIMEOUT_S = 1
 """Seconds from asking llama-server to stop (SIGTERM; Ctrl+C under WinSW) to killing it (SIGKILL; TerminateProcess).
 
 The one bound of every stop of the server, for an upgrade, a restart, an uninstall or the engine's self-test: the
@@ -34,8 +34,11 @@ worker streaming that generation polls for results that never come until its cli
 (``server_response_reader::next``, ``tools/server/server-queue.cpp``). Without a kill, a stop with a request in
 flight lasts as long as the manager's own timeout (the fallback's old 20 s, launchd's default 20 s, WinSW's 15 s,
 our units' old 30 s) and holds the client's request open all that time; the kill resets its connection instead.
-Why 5 s: with nothing in flight the graceful stop ends in well under a second (``scripts/bench_stop.py``), so the
-grace leaves room for a large model's clean-up and still keeps the stop prompt.
+Why 1 s: waiting longer cannot let a request in flight finish (see above), so the grace only serves a server with
+nothing in flight, whose graceful stop ends in 0.2–0.3 s (``scripts/bench_stop.py``); and every second here is a
+second of an upgrade's outage (the switch-over's gap is this stop plus the new server's load, ``install.switch_over``).
+A kill loses nothing: llama-server keeps no state on disk, and the OS frees its memory and GPU context either way.
+(5 s was tried first: under load, an upgrade that met a chat in flight was out for load + 5 s.)
 """
 
 

@@ -41,7 +41,8 @@ def obsolete_paths(home: Home, previous: InstallState, new_files: Iterable[Path]
     return out
 
 
-def _remove_empty_parents(path: Path, stop: Path) -> None:
+def remove_empty_parents(path: Path, stop: Path) -> None:
+    """Remove the folders ``path`` leaves empty, up to (not including) ``stop``."""
     parent = path.parent
     while parent != stop and _inside(parent, stop):
         try:
@@ -60,7 +61,7 @@ def remove_obsolete(home: Home, paths: Iterable[Path]) -> list[Path]:
         elif _inside(path, home.models_dir) and (path.is_file() or path.is_symlink()):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            _remove_empty_parents(path, home.models_dir)
+            remove_empty_parents(path, home.models_dir)
         else:
             continue
         removed.append(path)

@@ -21,6 +21,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
 from bootstrap.fetch.records import PlacedFile
+from bootstrap.install.cleanup import remove_empty_parents
 from bootstrap.place.engine_archs import knows_architecture
 from bootstrap.place.engine_failure import MODEL_CORRUPT, MODEL_UNSUPPORTED, EngineFailed, EngineFailure
 from bootstrap.plan.gguf_header import GGUFHeaderError, read_header
@@ -91,10 +92,4 @@ def _discard(home: Home, placed: PlacedFile, *, corrupt: bool) -> None:
         return
     with contextlib.suppress(OSError):
         target.unlink(missing_ok=True)
-    folder = target.parent
-    while folder != stop and stop in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+    remove_empty_parents(target, stop)

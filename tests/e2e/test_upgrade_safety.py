@@ -22,18 +22,11 @@ import pytest
 from bootstrap.core.console import t
 from tests.support import standin
 from tests.support.chat_client import ChattingClient, chat
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, write_chat_model
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, one_line_error, write_chat_model
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 
 pytestmark = pytest.mark.usefixtures("english")
-
-
-def _one_line_error(proc: Any) -> str:
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0].removeprefix("error: ")
 
 
 def _model_bytes(bed: InstallBed) -> bytes:
@@ -78,7 +71,7 @@ def test_a_damaged_revision_is_refused_before_anything_stops_and_remembered(
     revision = _publish(bed, tmp_path, "rev-cut", cut)
     proc, client, _ = _upgrade_while_chatting(bed, port)
     assert proc.returncode == 5, proc.stderr
-    line = _one_line_error(proc)
+    line = one_line_error(proc)
     assert line.startswith(t("switch.refused", file=MODEL_FILE, reason="@").partition("@")[0]), line
     assert "past the end of the file" in line
     assert client.sent >= 4 and client.failed == [], client.failed
@@ -91,7 +84,7 @@ def test_a_damaged_revision_is_refused_before_anything_stops_and_remembered(
     bed.hub.clear_log()
     proc, client, _ = _upgrade_while_chatting(bed, port)
     assert proc.returncode == 5, proc.stderr
-    line = _one_line_error(proc)
+    line = one_line_error(proc)
     assert line.startswith(t("switch.refused_before", file=MODEL_FILE, revision=revision[:12], when="@", reason="")
                            .partition("@")[0]), line
     model_reads = [r for r in bed.hub.requests() if r.path.endswith(MODEL_FILE)]
@@ -127,7 +120,7 @@ def test_a_model_the_engine_cannot_load_is_refused_before_anything_stops(
     _publish(bed, tmp_path, "rev-moe", moe)
     proc, client, _ = _upgrade_while_chatting(bed, port)
     assert proc.returncode == 3, proc.stderr
-    line = _one_line_error(proc)
+    line = one_line_error(proc)
     reason = t("failure.model_unsupported", who="llama-server", detail="qwen3moe")
     assert line == t("switch.refused", file=MODEL_FILE, reason=reason), line
     assert client.sent >= 4 and client.failed == [], client.failed

@@ -30,6 +30,7 @@ from tests.support.install_bed import (
     MODEL_REPO,
     InstallBed,
     catalog_text,
+    one_line_error,
     write_chat_model,
 )
 from tests.support.llama import free_port
@@ -54,14 +55,6 @@ def _chat(bed: InstallBed, port: int, timeout: float = 30) -> requests.Response:
 
 def _state(bed: InstallBed) -> dict[str, Any]:
     return json.loads(bed.home.state_file.read_text(encoding="utf-8"))
-
-
-def _one_line_error(proc: Any) -> str:
-    """The error line the CLI printed (never a traceback)."""
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0].removeprefix("error: ")
 
 
 def _profile(bed: InstallBed, tmp_path: Path, *, gpus: list[dict[str, Any]] | None = None,
@@ -146,7 +139,7 @@ def test_an_engine_that_cannot_run_is_named_before_any_model_byte(
     bed = make_bed({CPU: build, VULKAN: build})
     proc = bed.install("--no-venv", "--port", str(free_port()))
     assert proc.returncode == code, proc.stderr
-    assert _one_line_error(proc) == message
+    assert one_line_error(proc) == message
     _assert_nothing_downloaded(bed)
     assert not bed.home.state_file.exists()
     assert not bed.home.engines_dir.exists() or not any(bed.home.engines_dir.iterdir())  # nothing unusable kept
@@ -195,7 +188,7 @@ def test_out_of_memory_at_the_first_start_is_replanned_once(make_bed: Callable[.
         assert not (bed.home.logs_dir / "last-failure.json").exists()
     else:
         assert proc.returncode == 3, proc.stderr
-        line = _one_line_error(proc)
+        line = one_line_error(proc)
         assert line.startswith(t("failure.out_of_memory", who="llama-server", device="CPU", wanted="512 MiB",
                                  detail="").rstrip(" ()"))
         assert json.loads((bed.home.logs_dir / "last-failure.json").read_text())["cause"] == "out_of_memory"
@@ -215,7 +208,7 @@ def test_a_truncated_model_is_named_as_damaged_before_anything_starts(make_bed: 
     bed = make_bed(model=truncated)
     proc = bed.install("--no-venv", "--port", str(free_port()))
     assert proc.returncode == 2, proc.stderr
-    line = _one_line_error(proc)
+    line = one_line_error(proc)
     assert line.endswith(f"{MODEL_FILE}: tensor 'blk.11.ffn_down.weight' data ends at byte 1424064, past the end of "
                          "the file (1419968 bytes)"), line
     assert all(r.range is not None for r in bed.hub.requests() if r.path.endswith(MODEL_FILE))  # header reads only
@@ -231,7 +224,7 @@ def test_a_port_another_socket_holds_is_named(make_bed: Callable[..., InstallBed
         port = holder.getsockname()[1]
         proc = bed.install("--no-venv", "--port", str(port))
     assert proc.returncode == 6, proc.stderr
-    line = _one_line_error(proc)
+    line = one_line_error(proc)
     assert line == t("failure.port_in_use", who="llama-server",
                      detail=f"start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}")
 
@@ -256,7 +249,7 @@ def test_an_upgrade_to_an_engine_that_fails_its_selftest_never_stops_the_working
         upgrade = bed.install("--no-venv")
         time.sleep(1.0)
     assert upgrade.returncode == 3, upgrade.stderr
-    assert _one_line_error(upgrade) == t("failure.illegal_instruction", who=who(CPU), detail="SIGILL")
+    assert one_line_error(upgrade) == t("failure.illegal_instruction", who=who(CPU), detail="SIGILL")
     assert client.sent >= 4 and client.failed == []
     assert bed.home.state_file.read_text(encoding="utf-8") == before
     assert [p.name for p in bed.home.engines_dir.iterdir()] == [f"b10434-{CPU}"]

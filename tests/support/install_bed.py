@@ -115,3 +115,11 @@ class InstallBed:
                 **extra_env: str) -> subprocess.CompletedProcess[str]:
         return self.run("install", "--yes", "--no-service", *argv, exe=exe, timeout=timeout,
                         env=self.env(**extra_env))
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one error line the CLI printed (never a traceback), without its ``error: `` prefix."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0].removeprefix("error: ")
