@@ -21,6 +21,7 @@ from bootstrap.install import fetch_plan as model_fetch
 from bootstrap.install import installer
 from bootstrap.install.switch_over import _with_free_port
 from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register.base import port_busy
 from bootstrap.register.managers import FallbackManager
 from bootstrap.verify import chat as verify
 from tests.support.hub import LoopbackHub
@@ -214,9 +215,12 @@ def test_a_taken_port_is_found_before_any_download(bed: InstallBed, monkeypatch:
     """Issue 16: the port is checked after the plan, before a byte is fetched. ``--port`` taken: exit 6 with one
     line; the default port taken: the next free one, said once (the late look before the start finds it free)."""
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
+        # Below the kernel's ephemeral range (32768+), as the real default 8080 is: the next port up, where the
+        # default moves to, must not be taken meanwhile by some client connection's local port.
+        port = next(p for p in range(20000, 30000, 7)
+                    if not port_busy("127.0.0.1", p) and not port_busy("127.0.0.1", p + 1))
+        taken.bind(("127.0.0.1", port))
         taken.listen()
-        port = taken.getsockname()[1]
         proc = bed.install("--no-venv", "--port", str(port))
         assert proc.returncode == 6, proc.stderr
         assert [line for line in proc.stderr.splitlines() if str(port) in line] == [
