@@ -162,10 +162,15 @@ def test_what_fits_table_is_what_the_planner_chooses(lang: str) -> None:
     columns = [c.strip() for c in header.strip().strip("|").split("|")][1:]
     rows = table_rows(markdown, header)
     assert len(rows) == len(set(MACHINES.values()))
+    # The note under the table names the model left out of it because it fits everywhere: "`id` (QUANT) fits …".
+    after = markdown.split(header, 1)[1].split("\n\n", 2)[1]
+    everywhere = re.match(r"`([^`]+)`\s?[(（]([^)）]+)[)）]", after)
+    assert everywhere is not None, after
     for row in rows:
         profile = next(file for words, file in MACHINES.items() if words in row[0])
         here = {m["id"]: m["here"] for m in models_json(profile)["models"]}
         assert row[1:] == [cell_for(here[c], lang) for c in columns], (lang, profile)
+        assert (here[everywhere[1]] or {}).get("quant") == everywhere[2], (lang, profile)
 
 
 def test_exit_code_tables_list_every_exit_code() -> None:
