@@ -241,7 +241,7 @@ def _available(variant: VariantChoice, variants: Collection[str], hardware: Hard
     used = usable_variant(variant.name, frozenset(variants))
     if used == variant.name:
         return variant
-    if used is None:  # this machine cannot run what the bundle carries (exit 3, as README's rollout codes say)
+    if used is None:  # this machine cannot run what the bundle carries (exit 3: docs/bundles.md, rollout codes)
         platform = host_platform(hardware.os.system, hardware.os.machine) or hardware.os.system
         available = ", ".join(sorted(variants)) or "-"
         raise UnsupportedMachine(t("bundle.err_no_variant", wanted=variant.name, available=available),

@@ -1,0 +1,200 @@
+"""The user READMEs (English and Chinese) and docs/ against the product they describe.
+
+A README that drifts from the code misleads the people it is written for, so what it states as fact is checked
+against the real thing: every ``qwenkit`` command it quotes parses with the real command line, every option it names
+exists, the models table is the catalog (ids, quants, sizes as ``qwenkit models`` prints them, the default quant),
+the "what fits" table is what ``qwenkit models --hardware`` chooses for the recorded machines, the exit-code tables
+are ``ExitCode``, the developer commands are the ones CI runs, and every relative link (and anchor) resolves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from bootstrap.app.cli import build_parser
+from bootstrap.core.errors import ExitCode, QwenKitError
+from bootstrap.core.sizes import human_size
+
+ROOT = Path(__file__).resolve().parent.parent
+READMES = {"en": ROOT / "README.md", "zh": ROOT / "README.zh-CN.md"}
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+HARDWARE = ROOT / "tests" / "data" / "hardware"
+
+# The machines of the "what fits" table, by the words that name them in each README's first column.
+MACHINES = {"RTX 4060": "rtx4060_8gb_16gb", "RTX 3070": "rtx3070_8gb_32gb", "Tesla T4": "t4_16gb",
+            "RTX 4090": "rtx4090_24gb", "Apple M2": "apple_m2_16gb", "no GPU": "no_gpu_16gb",
+            "无显卡": "no_gpu_16gb"}
+# How a cell of that table says the planner's verdict (``qwenkit models --json``: ``here``), per language.
+CELL = {
+    "en": {"none": "does not fit", "sep": ", ", "ctx": "{k}K context",
+           "gpu": "all on GPU, fast", "hybrid": "GPU + CPU, medium", "cpu": "CPU only, slow"},
+    "zh": {"none": "放不下", "sep": "，", "ctx": "上下文 {k}K",
+           "gpu": "全部在 GPU 上，快", "hybrid": "GPU 与 CPU 混合，中等", "cpu": "仅 CPU，较慢"},
+}
+DEFAULT_MARK = {"en": " (default)", "zh": "（默认）"}
+NOT_QWENKIT_OPTIONS = {"--ignore-missing"}  # sha256sum / shasum, quoted in "Get it"
+DEFAULT_CTX = 32_768
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@cache
+def models_json(hardware: str | None) -> dict:
+    """``qwenkit models [--hardware FILE] --json`` as a user runs it, with an empty home (no local headers)."""
+    args = ["models", "--json"] + (["--hardware", str(HARDWARE / f"{hardware}.json")] if hardware else [])
+    env = {**os.environ, "QWENKIT_HOME": str(ROOT / "tests" / "data" / "no-such-home"), "QWENKIT_LANG": "en"}
+    env.pop("QWENKIT_CATALOG", None)
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def table_rows(markdown: str, header_start: str) -> list[list[str]]:
+    """The body rows (cells stripped) of the first table whose header row starts with ``header_start``."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def quoted_commands(markdown: str) -> Iterator[str]:
+    """Every ``qwenkit …`` command in an inline code span or at the start of a code-block line."""
+    yield from re.findall(r"`(qwenkit [^`]+)`", markdown)
+    for block in re.findall(r"```[a-z]*\n(.*?)```", markdown, flags=re.S):
+        for line in block.splitlines():
+            if line.startswith("qwenkit "):
+                yield line.split("#", 1)[0].strip()
+
+
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of the parser and its subcommands, recursively."""
+    found = set()
+    for action in parser._actions:
+        found.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= option_strings(sub)
+    return found
+
+
+def cell_for(here: dict | None, lang: str) -> str:
+    words = CELL[lang]
+    if here is None:
+        return words["none"]
+    parts = [here["quant"], words[here["speed_class"]]]
+    if here["ctx"] != DEFAULT_CTX:
+        parts.append(words["ctx"].format(k=here["ctx"] // 1024))
+    return words["sep"].join(parts)
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_each_readme_links_the_other_at_the_top(lang: str) -> None:
+    other = next(p for key, p in READMES.items() if key != lang)
+    assert f"]({other.name})" in "\n".join(text(READMES[lang]).splitlines()[:5])
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_quoted_commands_parse_with_the_real_command_line(lang: str) -> None:
+    commands = list(quoted_commands(text(READMES[lang])))
+    assert len(commands) >= 10, commands  # the README quotes commands throughout; finding few means a broken scan
+    parser = build_parser()
+    for command in commands:
+        argv = [word.split("|")[0] for word in command.split()[1:]  # `--thinking on|off`: one of the choices
+                if word != "--help"]  # `qwenkit install --help`: the command must exist; help itself would exit
+        try:
+            parser.parse_args(argv)
+        except QwenKitError as exc:
+            pytest.fail(f"{lang} README quotes `{command}`: {exc}")
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_every_option_named_exists(lang: str) -> None:
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", text(READMES[lang]))) - NOT_QWENKIT_OPTIONS
+    assert "--thinking" in named
+    assert named <= option_strings(build_parser())
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_models_table_is_the_catalog(lang: str) -> None:
+    catalog = {m["id"]: m for m in models_json(None)["models"]}
+    rows = table_rows(text(READMES[lang]), "| model id" if lang == "en" else "| 模型 id")
+    ids = [re.match(r"`([^`]+)`", row[0]).group(1) for row in rows]
+    assert ids == list(catalog)
+    for model_id, row in zip(ids, rows, strict=True):
+        model = catalog[model_id]
+        shown = [re.sub(r"\*\*", "", piece).strip() for piece in row[1].split("·")]
+        expected = []
+        for quant in model["quants"]:
+            size = ("" if quant["size_exact"] else "~") + human_size(quant["size"])
+            mark = DEFAULT_MARK[lang] if quant["default"] and len(model["quants"]) > 1 else ""
+            expected.append(f"{quant['name']} {size}{mark}")
+        assert shown == expected, model_id
+    assert ids[0] == models_json(None)["default_model"]
+    assert ("default" if lang == "en" else "默认") in rows[0][0]
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_what_fits_table_is_what_the_planner_chooses(lang: str) -> None:
+    markdown = text(READMES[lang])
+    header = next(line for line in markdown.splitlines() if "| qwen3.6-35b-a3b | qwen3.6-27b |" in line)
+    columns = [c.strip() for c in header.strip().strip("|").split("|")][1:]
+    rows = table_rows(markdown, header)
+    assert len(rows) == len(set(MACHINES.values()))
+    # The note under the table names the model left out of it because it fits everywhere: "`id` (QUANT) fits …".
+    after = markdown.split(header, 1)[1].split("\n\n", 2)[1]
+    everywhere = re.match(r"`([^`]+)`\s?[(（]([^)）]+)[)）]", after)
+    assert everywhere is not None, after
+    for row in rows:
+        profile = next(file for words, file in MACHINES.items() if words in row[0])
+        here = {m["id"]: m["here"] for m in models_json(profile)["models"]}
+        assert row[1:] == [cell_for(here[c], lang) for c in columns], (lang, profile)
+        assert (here[everywhere[1]] or {}).get("quant") == everywhere[2], (lang, profile)
+
+
+def test_exit_code_tables_list_every_exit_code() -> None:
+    codes = sorted(code.value for code in ExitCode)
+    for path, header in [(READMES["en"], "| exit code"), (READMES["zh"], "| 退出码"), (ROOT / "docs" / "cli.md",
+                                                                                     "| exit code")]:
+        assert [int(row[0]) for row in table_rows(text(path), header)] == codes, path.name
+
+
+def test_developer_commands_are_the_ones_ci_runs() -> None:
+    assert "bash scripts/test.sh" in text(ROOT / ".ci" / "run")
+    for path in READMES.values():
+        block = re.search(r"```bash\n(bash scripts/demo\.sh[^\n]*)\n(bash scripts/test\.sh[^\n]*)\n```", text(path))
+        assert block is not None, path.name
+    assert (ROOT / "scripts" / "demo.sh").is_file() and (ROOT / "scripts" / "test.sh").is_file()
+
+
+@pytest.mark.parametrize("path", [*READMES.values(), *DOCS], ids=lambda p: p.name)
+def test_relative_links_resolve(path: Path) -> None:
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(#[^)\s]*)?\)", text(path)):
+        if target.startswith(("http://", "https://", "../../releases")):
+            continue  # absolute, or GitHub's Releases page of whichever repository hosts this
+        linked = (path.parent / target).resolve() if target else path
+        assert linked.exists(), f"{path.name}: {target}"
+        if anchor and linked.suffix == ".md":
+            headings = {github_anchor(line) for line in text(linked).splitlines() if line.startswith("#")}
+            assert anchor[1:] in headings, f"{path.name}: {target}{anchor}"
