@@ -28,11 +28,14 @@ def scale_profile(profile: ModelProfile, file_size: int, reference_size: int) ->
     if reference_size <= 0 or file_size <= 0 or file_size == reference_size:
         return profile
     ratio = file_size / reference_size
-    layers = tuple(LayerWeights(lw.index, _scaled(lw.dense_bytes, ratio), _scaled(lw.expert_bytes, ratio),
-                                _scaled(lw.dense_repack, ratio), _scaled(lw.expert_repack, ratio))
-                   for lw in profile.layers)
-    return replace(profile, layers=layers, token_embd_bytes=_scaled(profile.token_embd_bytes, ratio),
-                   output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
+
+    def scaled(blocks: tuple[LayerWeights, ...]) -> tuple[LayerWeights, ...]:
+        return tuple(LayerWeights(lw.index, _scaled(lw.dense_bytes, ratio), _scaled(lw.expert_bytes, ratio),
+                                  _scaled(lw.dense_repack, ratio), _scaled(lw.expert_repack, ratio))
+                     for lw in blocks)
+
+    return replace(profile, layers=scaled(profile.layers), mtp_layers=scaled(profile.mtp_layers),
+                   token_embd_bytes=_scaled(profile.token_embd_bytes, ratio), output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
                    total_weight_bytes=_scaled(profile.total_weight_bytes, ratio),
                    output_repack=_scaled(profile.output_repack, ratio))
 
@@ -109,7 +112,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
                 header = read_header(found)
                 profile = model_profile(header)
                 # The file size the header describes (a header-only file is much shorter than its real quant).
-                reference = (profile, header.data_offset + profile.total_weight_bytes)
+                reference = (profile, header.data_offset + profile.total_weight_bytes + profile.mtp_bytes)
                 break
     mmproj = model.mmproj.size or 0 if model.mmproj else 0
     thinks = model.thinking_default if thinking is None else thinking
