@@ -35,7 +35,8 @@ def scale_profile(profile: ModelProfile, file_size: int, reference_size: int) ->
                      for lw in blocks)
 
     return replace(profile, layers=scaled(profile.layers), mtp_layers=scaled(profile.mtp_layers),
-                   token_embd_bytes=_scaled(profile.token_embd_bytes, ratio), output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
+                   token_embd_bytes=_scaled(profile.token_embd_bytes, ratio),
+                   output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
                    total_weight_bytes=_scaled(profile.total_weight_bytes, ratio),
                    output_repack=_scaled(profile.output_repack, ratio))
 
