@@ -1,0 +1,62 @@
+"""The MTP head served by the real engine: the test bed's llama-server (b11434 sources) loads a tiny qwen35moe
+with a real nextn block, drafts with it under ``--spec-type draft-mtp --spec-draft-n-max 2 -np 1`` and reports
+the drafts in the response's ``timings`` and in its log; the same file loads without the flag too. A file that
+states ``nextn_predict_layers`` without the head's tensors is not MTP-capable for the header reader (it looks at
+the tensors, not the key), and b11434 refuses to load it at all, flag or not: ``load_block_mtp`` creates the
+head's tensors with TENSOR_SKIP but without TENSOR_NOT_REQUIRED, and ``check_tensor_dims`` wants them present
+(src/models/qwen35moe.cpp, src/llama-model-loader.cpp).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from bootstrap.plan.gguf_header import read_header
+from bootstrap.plan.memory import model_profile
+from tests.support.llama import LlamaServer
+
+MTP = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"]
+COMMON = ["-c", "2048", "-np", "1", "--fit", "off", "-ngl", "0", "--jinja"]
+# slot print_timing: id  0 | task 0 | draft acceptance = 0.02817 (    2 accepted /    71 generated), mean len =  1.06
+ACCEPTANCE = re.compile(r"draft acceptance = ([\d.]+) \( *(\d+) accepted / +(\d+) generated\)")
+
+
+def _greedy(server: LlamaServer, max_tokens: int) -> dict:
+    return server.chat("Tell me about the sun and the water.", max_tokens=max_tokens, temperature=0.0, top_k=1,
+                       seed=1)
+
+
+def test_the_head_drafts_and_the_answer_is_unchanged(llama_server: Path,
+                                                     make_tiny_model: Callable[..., Path]) -> None:
+    model = make_tiny_model("qwen35moe", mtp_layers=1)
+    assert model_profile(read_header(model)).has_mtp
+    with LlamaServer(llama_server, model, [*COMMON, *MTP]) as server:
+        drafted = _greedy(server, 48)
+        log = server.log()
+    timings = drafted["timings"]
+    assert timings["draft_n"] > 0 and 0 <= timings["draft_n_accepted"] <= timings["draft_n"]
+    match = ACCEPTANCE.search(log)
+    assert match is not None, log[-2000:]
+    assert int(match.group(3)) == timings["draft_n"] and int(match.group(2)) == timings["draft_n_accepted"]
+
+    # Without the flag the same file loads (the head's tensors are skipped) and greedy decoding says the same:
+    # speculation never changes what the target model picks.
+    with LlamaServer(llama_server, model, COMMON) as server:
+        plain = _greedy(server, 48)
+    assert "draft_n" not in plain["timings"] or plain["timings"]["draft_n"] == 0
+    assert plain["choices"][0]["message"]["content"] == drafted["choices"][0]["message"]["content"]
+
+
+def test_a_file_stating_a_head_it_lacks(llama_server: Path, make_tiny_model: Callable[..., Path]) -> None:
+    nextn = tuple(f"blk.8.nextn.{n}.weight" for n in ("eh_proj", "enorm", "hnorm", "shared_head_norm"))
+    model = make_tiny_model("qwen35moe", mtp_layers=1, omit_tensors=nextn)
+    profile = model_profile(read_header(model))
+    assert profile.n_layer == 8 and not profile.has_mtp  # the key says 1; the tensors say no head
+    for flags in (MTP, []):
+        proc = subprocess.run([str(llama_server), "-m", str(model), "--port", "0", *COMMON, *flags],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0, flags
+        assert "tensor 'blk.8.nextn.eh_proj.weight' not found" in proc.stdout + proc.stderr
