@@ -35,7 +35,7 @@ def test_the_head_drafts_and_the_answer_is_unchanged(llama_server: Path,
     assert model_profile(read_header(model)).has_mtp
     with LlamaServer(llama_server, model, [*COMMON, *MTP]) as server:
         drafted = _greedy(server, 48)
-        log = server.log()
+    log = server.log()  # after the stop: the slot's timing lines are written just after the reply
     timings = drafted["timings"]
     assert timings["draft_n"] > 0 and 0 <= timings["draft_n_accepted"] <= timings["draft_n"]
     match = ACCEPTANCE.search(log)

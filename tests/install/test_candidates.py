@@ -111,12 +111,34 @@ def test_a_catalog_model_with_shape_facts_needs_no_network() -> None:
     entry = catalog.model(None)
     assert entry.shape is not None and entry.fallbacks
     candidates, fallbacks = candidates_for(CatalogRef(entry.id), None)
-    assert [c.quant for c in candidates] == [q.name for q in entry.quants_from_default_down()]
-    assert {c.model_id for c in candidates} == {entry.id} and {c.facts for c in candidates} == {"catalog"}
+    plain = [c for c in candidates if not c.requires_mtp]
+    assert [c.quant for c in plain] == [q.name for q in entry.quants_from_default_down()]
+    assert {c.model_id for c in plain} == {entry.id} and {c.facts for c in candidates} == {"catalog"}
     expected = [(fid, q.name) for fid in entry.fallbacks for q in catalog.model(fid).quants_from_default_down()]
     assert [(c.model_id, c.quant) for c in fallbacks] == expected
-    sizes = [c.profile.total_weight_bytes for c in candidates]
+    sizes = [c.profile.total_weight_bytes for c in plain]
     assert sizes == sorted(sizes, reverse=True)  # smaller quants plan smaller weights
+
+
+def test_the_mtp_variant_comes_first_for_each_quant_it_has() -> None:
+    """The default model names its MTP variant: that repo's file of a quant is tried just before the plain one
+    (the planner takes it only where the head drafts on the GPU), with the head counted from the catalog."""
+    catalog = load_catalog()
+    entry = catalog.model(None)
+    assert entry.mtp_variant is not None
+    variant = catalog.model(entry.mtp_variant)
+    candidates, _ = candidates_for(CatalogRef(entry.id), None)
+    shared = {q.name for q in variant.quants} & {q.name for q in entry.quants_from_default_down()}
+    assert shared
+    for i, c in enumerate(candidates):
+        if c.requires_mtp:
+            assert c.model_id == variant.id and c.profile.has_mtp and c.profile.mtp_bytes > 0
+            after = candidates[i + 1]
+            assert (after.model_id, after.quant, after.requires_mtp) == (entry.id, c.quant, False)
+            assert not after.profile.has_mtp
+    assert {c.quant for c in candidates if c.requires_mtp} == shared
+    only_plain, _ = candidates_for(CatalogRef(entry.id, "UD-Q4_K_M"), None)  # a quant the MTP repo lacks: plain only
+    assert [(c.model_id, c.requires_mtp) for c in only_plain] == [(entry.id, False)]
 
 
 def test_an_explicit_quant_gets_no_substitute() -> None:
@@ -124,7 +146,9 @@ def test_an_explicit_quant_gets_no_substitute() -> None:
     entry = load_catalog().model(None)
     smallest = entry.quants[-1].name
     candidates, fallbacks = candidates_for(CatalogRef(entry.id, smallest.lower()), None)
-    assert [c.quant for c in candidates] == [smallest] and fallbacks == []
+    # That quant only (its MTP-head file first where the MTP repo has it: the same quant, not a substitute).
+    assert {c.quant for c in candidates} == {smallest} and fallbacks == []
+    assert [c.requires_mtp for c in candidates][-1] is False
     with pytest.raises(UsageError):
         candidates_for(CatalogRef(entry.id, "Q9_X"), None)
 

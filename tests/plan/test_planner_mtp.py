@@ -139,7 +139,22 @@ def test_the_flags_drive_the_real_server(llama_server: Path, make_tiny_model: Ca
     args[args.index("-ngl") + 1] = "0"
     with LlamaServer(llama_server, model, args) as server:
         reply = server.chat("Hello there", max_tokens=8)
-        log = server.log()
+    log = server.log()  # after the stop: the slot's timing lines are written just after the reply
     assert reply["usage"]["completion_tokens"] >= 1
     assert plan.settings.n_parallel == 4  # several slots drafting on the pinned build's sources
     assert "draft acceptance" in log and reply["timings"]["draft_n"] > 0
+
+
+def test_the_catalog_default_takes_the_mtp_file_only_with_a_gpu() -> None:
+    """The shipped catalog's default model through the install path's candidates: 8 GB NVIDIA gets the MTP repo's
+    file with the flags; a 64 GB machine without a GPU gets the base repo's file of the same quant."""
+    from bootstrap.catalog.model_ref import CatalogRef
+    from bootstrap.install.candidates import candidates_for
+
+    candidates, fallbacks = candidates_for(CatalogRef("qwen3.6-35b-a3b"), None)
+    gpu = choose(candidates, machine("rtx3070_8gb_32gb"), fallbacks=fallbacks)
+    assert gpu.model_id == "qwen3.6-35b-a3b-mtp" and _has_mtp_flags(gpu)
+    big_ram = dataclasses.replace(machine("no_gpu_16gb"), memory=dataclasses.replace(
+        machine("no_gpu_16gb").memory, total_bytes=64 * GIB, available_bytes=60 * GIB))
+    cpu = choose(candidates, big_ram, fallbacks=fallbacks)
+    assert cpu.model_id == "qwen3.6-35b-a3b" and cpu.quant == gpu.quant and not _has_mtp_flags(cpu)
