@@ -9,14 +9,18 @@ head's tensors with TENSOR_SKIP but without TENSOR_NOT_REQUIRED, and ``check_ten
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import requests
+
 from bootstrap.plan.gguf_header import read_header
 from bootstrap.plan.memory import model_profile
-from tests.support.llama import LlamaServer
+from tests.support.install_bed import MTP_MODEL_FILE, MTP_MODEL_ID, MTP_MODEL_REPO, InstallBed
+from tests.support.llama import LlamaServer, free_port
 
 MTP = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"]
 COMMON = ["-c", "2048", "-np", "1", "--fit", "off", "-ngl", "0", "--jinja"]
@@ -60,3 +64,24 @@ def test_a_file_stating_a_head_it_lacks(llama_server: Path, make_tiny_model: Cal
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0, flags
         assert "tensor 'blk.8.nextn.eh_proj.weight' not found" in proc.stdout + proc.stderr
+
+
+def test_the_test_bed_installs_and_serves_the_tiny_mtp_model(make_bed: Callable[..., InstallBed]) -> None:
+    """``make_bed(mtp=True)``: the product installs the tiny MTP model from the loopback hub (the catalog entry's
+    server_args turn the head on: the test bed has no GPU, where the plan would not) and the server drafts."""
+    bed = make_bed(mtp=True)
+    port = free_port()
+    proc = bed.install("--no-venv", "--port", str(port))
+    assert proc.returncode == 0, proc.stderr
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    assert (bed.home.models_dir / MTP_MODEL_REPO / MTP_MODEL_FILE).is_file()
+    script = (bed.home.root / "run_qwen.sh").read_text(encoding="utf-8")
+    assert "draft-mtp" in script and "--spec-draft-n-max" in script, script
+    assert state["model_id"] == MTP_MODEL_ID
+    key = bed.home.api_key_file.read_text(encoding="utf-8").strip()
+    with requests.Session() as session:
+        session.trust_env = False
+        reply = session.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=60,
+                             headers={"Authorization": f"Bearer {key}"},
+                             json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}).json()
+    assert reply["timings"]["draft_n"] > 0
