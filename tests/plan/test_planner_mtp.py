@@ -158,3 +158,14 @@ def test_the_catalog_default_takes_the_mtp_file_only_with_a_gpu() -> None:
         machine("no_gpu_16gb").memory, total_bytes=64 * GIB, available_bytes=60 * GIB))
     cpu = choose(candidates, big_ram, fallbacks=fallbacks)
     assert cpu.model_id == "qwen3.6-35b-a3b" and cpu.quant == gpu.quant and not _has_mtp_flags(cpu)
+
+
+def test_an_engine_whose_help_lacks_the_flags_gets_neither_nor_their_values(mtp_file: Candidate) -> None:
+    """The installed binary decides (``engine_flags.filter_by_help``, as deploy applies it): no ``--spec-type``
+    in its ``--help`` drops both flags with their values, and nothing else."""
+    plan = choose([mtp_file], machine("rtx3070_8gb_32gb"))
+    accepted = frozenset(a for a in plan.args if a.startswith("-") and not a.startswith("--spec"))
+    kept = engine_flags.filter_by_help(list(plan.args), accepted)
+    assert kept.dropped == ("--spec-type", "--spec-draft-n-max")
+    at = list(plan.args).index("--spec-type")
+    assert list(kept.kept) == list(plan.args[:at]) + list(plan.args[at + len(MTP_FLAGS):])
