@@ -9,6 +9,7 @@ endpoints point at a closed port, so any request would fail the test.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,14 @@ import pytest
 from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, LocalFileRef
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
+from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.install.candidates import candidates_for
+from bootstrap.plan.planner import Plan, choose
 from tests.support.bundle_files import model_bundle
 from tests.support.dead_hubs import point_hubs_nowhere
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import write_chat_model
+from tests.support.paths import TEST_DATA
 from tests.support.tiny_gguf import write_model
 
 pytestmark = pytest.mark.usefixtures("english")
@@ -202,3 +206,25 @@ def test_a_bundle_file_is_planned_from_its_own_header(tmp_path: Path, chat_model
     model_bundle(bundle, REPO, [(FILE, chat_model.read_bytes())])
     (only,), _ = candidates_for(HubFileRef("hf", REPO, FILE), None, source=str(bundle))
     assert only.size == chat_model.stat().st_size and only.profile.n_layer == 12
+
+
+def test_the_catalog_default_takes_the_mtp_file_only_with_a_gpu() -> None:
+    """The shipped catalog's default model through the install path's candidates: 8 GB NVIDIA gets the MTP repo's
+    file with the flags; a 64 GB machine without a GPU gets the base repo's file of the same quant."""
+    candidates, fallbacks = candidates_for(CatalogRef("qwen3.6-35b-a3b"), None)
+    gpu = choose(candidates, _machine("rtx3070_8gb_32gb"), fallbacks=fallbacks)
+    assert gpu.model_id == "qwen3.6-35b-a3b-mtp" and _drafts(gpu)
+    big_ram = dataclasses.replace(_machine("no_gpu_16gb"), memory=dataclasses.replace(
+        _machine("no_gpu_16gb").memory, total_bytes=64 << 30, available_bytes=60 << 30))
+    cpu = choose(candidates, big_ram, fallbacks=fallbacks)
+    assert cpu.model_id == "qwen3.6-35b-a3b" and cpu.quant == gpu.quant and not _drafts(cpu)
+
+
+
+def _machine(name: str) -> HardwareProfile:
+    return load_profile(TEST_DATA / "hardware" / f"{name}.json")
+
+
+def _drafts(plan: Plan) -> bool:
+    args = list(plan.args)
+    return "draft-mtp" in args and args[args.index("draft-mtp") - 1] == "--spec-type"

@@ -145,21 +145,6 @@ def test_the_flags_drive_the_real_server(llama_server: Path, make_tiny_model: Ca
     assert "draft acceptance" in log and reply["timings"]["draft_n"] > 0
 
 
-def test_the_catalog_default_takes_the_mtp_file_only_with_a_gpu() -> None:
-    """The shipped catalog's default model through the install path's candidates: 8 GB NVIDIA gets the MTP repo's
-    file with the flags; a 64 GB machine without a GPU gets the base repo's file of the same quant."""
-    from bootstrap.catalog.model_ref import CatalogRef
-    from bootstrap.install.candidates import candidates_for
-
-    candidates, fallbacks = candidates_for(CatalogRef("qwen3.6-35b-a3b"), None)
-    gpu = choose(candidates, machine("rtx3070_8gb_32gb"), fallbacks=fallbacks)
-    assert gpu.model_id == "qwen3.6-35b-a3b-mtp" and _has_mtp_flags(gpu)
-    big_ram = dataclasses.replace(machine("no_gpu_16gb"), memory=dataclasses.replace(
-        machine("no_gpu_16gb").memory, total_bytes=64 * GIB, available_bytes=60 * GIB))
-    cpu = choose(candidates, big_ram, fallbacks=fallbacks)
-    assert cpu.model_id == "qwen3.6-35b-a3b" and cpu.quant == gpu.quant and not _has_mtp_flags(cpu)
-
-
 def test_an_engine_whose_help_lacks_the_flags_gets_neither_nor_their_values(mtp_file: Candidate) -> None:
     """The installed binary decides (``engine_flags.filter_by_help``, as deploy applies it): no ``--spec-type``
     in its ``--help`` drops both flags with their values, and nothing else."""
@@ -169,3 +154,4 @@ def test_an_engine_whose_help_lacks_the_flags_gets_neither_nor_their_values(mtp_
     assert kept.dropped == ("--spec-type", "--spec-draft-n-max")
     at = list(plan.args).index("--spec-type")
     assert list(kept.kept) == list(plan.args[:at]) + list(plan.args[at + len(MTP_FLAGS):])
+
