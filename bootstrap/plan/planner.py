@@ -259,9 +259,12 @@ def _ctx_ladder(profile: ModelProfile, requested: int | None) -> list[int]:
 def _first_fit(candidates: Sequence[Candidate], budget: Budget, requested_ctx: int | None,
                min_ctx: int, engine_build: int) -> tuple[Candidate, LaunchSettings] | None:
     for candidate in candidates:
-        for ctx in _ctx_ladder(candidate.profile, requested_ctx):
+        ladder = _ctx_ladder(candidate.profile, requested_ctx)
+        for ctx in ladder:
             if requested_ctx is None and ctx < min_ctx:
                 break
+            if candidate.requires_mtp and ctx < ladder[0]:
+                break  # the head is not worth a shorter context: the same quant without it comes next
             settings = _fit_at_ctx(candidate, ctx, budget, engine_build)
             if settings is not None:
                 return candidate, settings

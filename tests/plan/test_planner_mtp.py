@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.plan import engine_flags
 from bootstrap.plan.memory import estimate, mtp_head_on_gpu
@@ -155,3 +156,28 @@ def test_an_engine_whose_help_lacks_the_flags_gets_neither_nor_their_values(mtp_
     at = list(plan.args).index("--spec-type")
     assert list(kept.kept) == list(plan.args[:at]) + list(plan.args[at + len(MTP_FLAGS):])
 
+
+
+
+def test_the_head_never_costs_context(mtp_file: Candidate, base_file: Candidate) -> None:
+    """Where the head's bytes would push the context below the top of the ladder, the same quant without it wins:
+    over a sweep of RAM sizes the MTP file is only ever taken at the full context, and somewhere in the sweep the
+    plain file is taken where the MTP one could only have drafted at a shorter context."""
+    offered = dataclasses.replace(mtp_file, requires_mtp=True, model_id="mtp-variant")
+    hardware = machine("rtx3070_8gb_32gb")
+    head_would_cost_context = 0
+    for tenth in range(300, 150, -5):  # 30.0 … 15.5 GiB of RAM
+        ram = tenth * GIB // 10
+        machine_ram = dataclasses.replace(hardware, memory=dataclasses.replace(
+            hardware.memory, total_bytes=ram, available_bytes=ram - GIB))
+        try:
+            plan = choose([offered, base_file], machine_ram)
+        except UnsupportedMachine:
+            break
+        if plan.model_id == "mtp-variant":
+            assert plan.settings.mtp_draft and plan.settings.ctx == 32768
+            continue
+        assert plan.settings.ctx == 32768
+        shorter = choose([mtp_file], machine_ram, requested_ctx=16384)
+        head_would_cost_context += bool(shorter.settings.mtp_draft)
+    assert head_would_cost_context > 0
