@@ -126,6 +126,8 @@ def restrict_catalog(doc: Mapping[str, Any], chosen: Sequence[tuple[str, Sequenc
             _fill(mmproj, *facts[(model_id, mmproj["file"])])
         if "fallbacks" in entry:
             entry["fallbacks"] = [f for f in entry["fallbacks"] if str(f).lower() in ids]
+        if str(entry.get("mtp_variant", "")).lower() not in ids:  # an MTP variant left out of the bundle
+            entry.pop("mtp_variant", None)
         for repo in entry.get("repos", []):
             pinned = revisions.get((repo.get("hub"), repo.get("repo")))
             if pinned:

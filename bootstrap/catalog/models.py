@@ -31,7 +31,8 @@ _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _PATH_BAD = re.compile("[\x00-\x1f\x7f\\\\:]")  # control characters, backslash, drive colon
 _TOP_KEYS = frozenset({"schema", "default_model", "models"})
 _MODEL_KEYS = frozenset({"id", "title", "architecture", "repos", "quants", "default_quant", "mmproj", "fallbacks",
-                         "thinking_default", "shape", "sampling", "sampling_thinking", "server_args"})
+                         "thinking_default", "shape", "sampling", "sampling_thinking", "server_args",
+                         "mtp_variant"})
 _REPO_KEYS = frozenset({"hub", "repo", "revision"})
 _FILE_KEYS = frozenset({"file", "size", "size_exact", "sha256", "sha256_hint"})
 _SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty"})
@@ -99,6 +100,9 @@ class ModelShape:
     ssm_conv_dim: int = 0
     ssm_v_heads: int = 0
     block_count: int = 0  # blocks in the file when more than n_layer (an MTP block counts; -ngl counts it too)
+    # Files that carry the MTP head ("-MTP-GGUF" repos): the share of the file's bytes in the nextn block(s),
+    # loaded only with --spec-type draft-mtp. 0: the files hold no head (whatever block_count says).
+    mtp_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,9 @@ class CatalogModel:
     sampling_thinking: Sampling | None
     # Extra llama-server flags this model needs (a base model without a chat template: ``--chat-template gemma``).
     server_args: tuple[str, ...] = ()
+    # The id of the same model's files with an MTP head (a separate entry: another repo). The planner prefers them
+    # where the head can draft on the GPU, and this entry's files everywhere else.
+    mtp_variant: str | None = None
 
     def quant(self, name: str | None) -> Quant:
         """The named quant (case-insensitive), or the default one."""
@@ -259,7 +266,10 @@ def _shape(fields: _Fields | None) -> ModelShape | None:
               ("expert_share", "token_embd_share", "output_share")}
     optional = {name: fields.count(name, 0) for name in ("n_ff", "n_ff_exp", "ssm_conv_dim", "ssm_v_heads",
                                                          "block_count")}
-    return ModelShape(**ints, **shares, **optional)
+    mtp_share = float(fields.get("mtp_share", (int, float), 0.0))
+    if not 0.0 <= mtp_share < 1.0:
+        raise _Fields._error(fields.path, f"{fields.where}.mtp_share", "a share from 0 up to 1")
+    return ModelShape(**ints, **shares, **optional, mtp_share=mtp_share)
 
 
 def _model(fields: _Fields) -> CatalogModel:
@@ -296,6 +306,7 @@ def _model(fields: _Fields) -> CatalogModel:
         sampling=_sampling(fields.sub("sampling")),
         sampling_thinking=_sampling(fields.sub("sampling_thinking")),
         server_args=_strings(fields, "server_args"),
+        mtp_variant=fields.get("mtp_variant", str, None),
     )
 
 
@@ -320,6 +331,8 @@ def parse_catalog(data: Mapping[str, Any], path: Path) -> Catalog:
     for model in models:
         for fallback in model.fallbacks:
             catalog.model(fallback)
+        if model.mtp_variant is not None:
+            catalog.model(model.mtp_variant)
     return catalog
 
 

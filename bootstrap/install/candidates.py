@@ -20,7 +20,7 @@ from bootstrap.fetch.records import ResolvedFile
 from bootstrap.fetch.source_bundle import local_path
 from bootstrap.fetch.sources import resolve_files, sources_for
 from bootstrap.plan.gguf_header import read_header
-from bootstrap.plan.model_facts import catalog_candidates, file_candidate, local_file
+from bootstrap.plan.model_facts import catalog_candidates, file_candidate, local_file, prefer_mtp_files
 from bootstrap.plan.model_profile import ModelProfile, model_profile
 from bootstrap.plan.planner import Candidate
 
@@ -74,6 +74,12 @@ def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto",
     catalog = load_catalog()
     entry = catalog.model(ref.model_id)
     candidates = _catalog_candidates(entry, ref.quant, models_dir, source, thinking)
+    if entry.mtp_variant is not None:
+        variant = catalog.model(entry.mtp_variant)
+        names = {q.name.lower() for q in variant.quants}
+        if ref.quant is None or ref.quant.lower() in names:
+            candidates = prefer_mtp_files(candidates, _catalog_candidates(
+                variant, ref.quant, models_dir, source, thinking, every_quant=ref.quant is None))
     if ref.quant:  # an explicit quant is what the user wants: no silent substitution
         return candidates, []
     fallbacks = [c for fid in entry.fallbacks for c in _catalog_candidates(catalog.model(fid), None, models_dir,
@@ -86,9 +92,14 @@ def _thinking(candidate: Candidate, thinking: bool | None) -> Candidate:
 
 
 def _catalog_candidates(entry: CatalogModel, quant: str | None, models_dir: Path | None,
-                        source: str, thinking: bool | None) -> list[Candidate]:
+                        source: str, thinking: bool | None, every_quant: bool = False) -> list[Candidate]:
+    """``every_quant``: all of the entry's quants, not just its default and smaller (an MTP variant is matched to
+    the base entry's quants by name)."""
     reference = None
     have_local = models_dir is not None and any(local_file(entry, q.file.path, models_dir) for q in entry.quants)
     if entry.shape is None and not have_local:
         reference = _remote_reference(entry, quant, source)
+    if every_quant:
+        return [c for q in entry.quants
+                for c in catalog_candidates(entry, q.name, models_dir, reference, thinking)]
     return catalog_candidates(entry, quant, models_dir, reference, thinking)

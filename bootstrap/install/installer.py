@@ -300,7 +300,9 @@ def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile) -> Ca
     from bootstrap.plan.planner import CTX_LADDER, GPU_MARGIN, choose
 
     def replan(failure: EngineFailure, plan: Plan) -> Plan | None:
-        same = [c for c in candidates if (c.model_id, c.quant, c.file) == (plan.model_id, plan.quant, plan.file)]
+        # The file is in place: a file taken for its MTP head may now run without drafting if that is what fits.
+        same = [replace(c, requires_mtp=False) for c in candidates
+                if (c.model_id, c.quant, c.file) == (plan.model_id, plan.quant, plan.file)]
         if not same:
             return None
         profile, ctx = hardware, plan.settings.ctx

@@ -25,7 +25,17 @@ FIRST_BUILD: dict[str, int] = {
     "--n-cpu-moe": 6150,  # #15077, approximate
     "--cpu-moe": 6100,  # #14992, approximate
     "--reasoning-budget": 8287,
+    # Speculative decoding with a GGUF's MTP head (#22673, "llama + spec: MTP Support"); the pinned build's
+    # sources (b11434 common/arg.cpp) list "draft-mtp" under --spec-type. The merge build is not recorded: b10310
+    # is the earliest build it was reported working on (unsloth PR #8172), a bound from above.
+    "--spec-type": 10310,
+    "--spec-draft-n-max": 10310,
 }
+
+# The first build whose MTP drafting serves more than one slot: reported on b10310 (unsloth PR #8172; earlier
+# builds errored with -np > 1). The b11434 sources keep a draft state per sequence (common/speculative.cpp
+# common_speculative_impl_draft_mtp: one sampler per seq) and size rollback per sequence (need_n_rs_seq).
+MTP_MULTI_SLOT_BUILD = 10310
 
 
 @dataclass(frozen=True)

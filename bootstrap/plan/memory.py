@@ -26,13 +26,21 @@ every term mirrors a buffer llama-server reports at ``-lv 4`` (``docs/engine.md`
   llama-server b11434 CPU runs of 16 tiny shapes (E 64–640, F 128–2048, C 256–2048, all within 0.2 %)
   and checked on Gemma 3 270M (ub 256–2048, within 2 % with flash attention, +6 % without).
   No logits term: the server reserves one output per slot and those rows reuse freed blocks.
+- MTP (``--spec-type draft-mtp --spec-draft-n-max N``, ``mtp_draft > 0`` on a profile with a head): the head's
+  blocks are loaded (``common_model_params_to_llama``: ``load_mtp``) on their block's device, routed experts
+  by ``--n-cpu-moe`` like any block; the draft context (``common_speculative_init_result``: same ``n_ctx`` and
+  slots, ``LLAMA_CONTEXT_TYPE_MTP``) holds a plain KV cache of the head's layers alone (``llama-model.cpp``
+  ``create_memory``: ``filter = il >= n_layer``) and a compute buffer of one block's graph; the target's
+  recurrent state keeps ``1 + n_rs_seq`` rows per sequence for rollback (``llama-memory-recurrent.cpp``;
+  ``common_params_speculative::need_n_rs_seq`` = N for draft-mtp). Checked on the test bed's tiny qwen35moe
+  with a head (b11434, CPU): RS 0.11 → 0.33 MiB at N = 2, KV +1 layer, model +the head's bytes.
 - GPU: compute buffers of CUDA/Metal/Vulkan and op-offload copies (a GPU computing a big batch copies in the
   weights of one CPU-kept layer) are MODELLED from the sources, NOT validated: the test bed has no GPU.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
@@ -47,6 +55,7 @@ __all__ = [
     "estimate",
     "kv_bytes_per_token",
     "model_profile",
+    "mtp_head_on_gpu",
 ]
 
 MIB = 1024 * 1024
@@ -80,6 +89,7 @@ class LaunchSettings:
     mmproj_bytes: int = 0
     mmproj_on_gpu: bool = True
     cpu_repack: bool = False  # extra host buffer when the CPU backend repacks weights (AVX2 CPU_REPACK)
+    mtp_draft: int = 0  # --spec-draft-n-max with --spec-type draft-mtp; 0 = MTP off (the head is not loaded)
 
 
 @dataclass(frozen=True)
@@ -100,15 +110,18 @@ class MemoryEstimate:
     repack: int
     kv_cells: int
     swa_cells: int
+    mtp_gpu: int = 0  # the MTP head with MTP on: its weights, its draft context's KV and compute buffer
+    mtp_cpu: int = 0
 
     @property
     def gpu_total(self) -> int:
-        return self.weights_gpu + self.kv_gpu + self.recurrent_gpu + self.compute_gpu + self.mmproj_gpu
+        return (self.weights_gpu + self.kv_gpu + self.recurrent_gpu + self.compute_gpu + self.mmproj_gpu
+                + self.mtp_gpu)
 
     @property
     def host_total(self) -> int:
         return (self.weights_cpu + self.kv_cpu + self.recurrent_cpu + self.compute_cpu + self.output
-                + self.mmproj_cpu + self.repack)
+                + self.mmproj_cpu + self.repack + self.mtp_cpu)
 
 
 def _pad(n: int, to: int = 256) -> int:
@@ -127,7 +140,8 @@ def _check(profile: ModelProfile, s: LaunchSettings) -> None:
     for name in (s.cache_type_k, s.cache_type_v):
         if name not in CACHE_TYPES:
             raise UsageError(t("memory.bad_cache_type", value=name, known=", ".join(CACHE_TYPES)))
-    if s.ctx < 1 or s.ubatch < 1 or s.batch < 1 or s.n_parallel < 1 or s.n_gpu_layers < 0 or s.n_cpu_moe < 0:
+    if (s.ctx < 1 or s.ubatch < 1 or s.batch < 1 or s.n_parallel < 1 or s.n_gpu_layers < 0 or s.n_cpu_moe < 0
+            or s.mtp_draft < 0):
         raise UsageError(t("memory.bad_settings", settings=repr(s)))
     if s.cache_type_v in _BLOCK and not s.flash_attn:
         # llama-context.cpp: "quantized V cache requires flash_attn to be enabled"
@@ -186,15 +200,43 @@ def estimate(profile: ModelProfile, settings: LaunchSettings) -> MemoryEstimate:
     offload = _offload(p, s)
     weights = _weights(p, offload, s.n_cpu_moe)
     kv_gpu, kv_cpu = _kv(p, s, cache, offload)
-    rs_gpu, rs_cpu = _recurrent(p, cache.n_seq, offload)
+    mtp = s.mtp_draft if p.has_mtp else 0
+    rs_gpu, rs_cpu = _recurrent(p, cache.n_seq * (1 + mtp), offload)
     compute_gpu, compute_cpu = _compute_split(p, s, cache, offload, weights.kept_on_cpu)
     mm_gpu = s.mmproj_bytes if s.mmproj_on_gpu and offload.output_gpu else 0
+    mtp_gpu, mtp_cpu = _mtp_head(p, s, cache, offload) if mtp else (0, 0)
     return MemoryEstimate(
         weights_gpu=weights.gpu, weights_cpu=weights.cpu, kv_gpu=kv_gpu, kv_cpu=kv_cpu,
         recurrent_gpu=rs_gpu, recurrent_cpu=rs_cpu, compute_gpu=compute_gpu, compute_cpu=compute_cpu,
         output=p.n_vocab * 4 * cache.n_seq, mmproj_gpu=mm_gpu, mmproj_cpu=s.mmproj_bytes - mm_gpu,
         repack=weights.repack if s.cpu_repack else 0, kv_cells=cache.cells, swa_cells=cache.swa_cells,
+        mtp_gpu=mtp_gpu, mtp_cpu=mtp_cpu,
     )
+
+
+def mtp_head_on_gpu(profile: ModelProfile, settings: LaunchSettings) -> bool:
+    """Whether ``settings`` put every block of the MTP head, routed experts included, on the GPU."""
+    offload = _offload(profile, settings)
+    return profile.has_mtp and all(offload.on_gpu(lw.index) and lw.index >= settings.n_cpu_moe
+                                   for lw in profile.mtp_layers)
+
+
+def _mtp_head(p: ModelProfile, s: LaunchSettings, cache: _CacheLayout, offload: _Offload) -> tuple[int, int]:
+    """The head's bytes (GPU, CPU) with MTP on: weights, the draft context's KV (one layer per head block, the
+    target's cells and streams) and its compute buffer (one block's graph, on the head's device)."""
+    out = {True: 0, False: 0}
+    for lw in p.mtp_layers:
+        gpu = offload.on_gpu(lw.index)
+        out[gpu] += lw.dense_bytes
+        out[gpu and lw.index >= s.n_cpu_moe] += lw.expert_bytes
+        n_kv = p.n_head_kv[min(lw.index, len(p.n_head_kv) - 1)]
+        per_cell = (_row_bytes(s.cache_type_k, n_kv * p.key_length)
+                    + _row_bytes(s.cache_type_v, n_kv * p.value_length))
+        out[gpu] += per_cell * cache.cells * cache.n_stream
+    head_gpu = offload.on_gpu(p.mtp_layers[-1].index)
+    n_tokens = min(cache.n_ctx, cache.n_ubatch)
+    out[head_gpu] += _compute(replace(p, swa_layers=()), s, n_tokens, cache.cells, 0)
+    return out[True], out[False]
 
 
 @dataclass(frozen=True)

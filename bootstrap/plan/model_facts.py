@@ -8,6 +8,7 @@ hyper-parameters and the share of weight bytes in routed experts / embedding / o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,10 +29,14 @@ def scale_profile(profile: ModelProfile, file_size: int, reference_size: int) ->
     if reference_size <= 0 or file_size <= 0 or file_size == reference_size:
         return profile
     ratio = file_size / reference_size
-    layers = tuple(LayerWeights(lw.index, _scaled(lw.dense_bytes, ratio), _scaled(lw.expert_bytes, ratio),
-                                _scaled(lw.dense_repack, ratio), _scaled(lw.expert_repack, ratio))
-                   for lw in profile.layers)
-    return replace(profile, layers=layers, token_embd_bytes=_scaled(profile.token_embd_bytes, ratio),
+
+    def scaled(blocks: tuple[LayerWeights, ...]) -> tuple[LayerWeights, ...]:
+        return tuple(LayerWeights(lw.index, _scaled(lw.dense_bytes, ratio), _scaled(lw.expert_bytes, ratio),
+                                  _scaled(lw.dense_repack, ratio), _scaled(lw.expert_repack, ratio))
+                     for lw in blocks)
+
+    return replace(profile, layers=scaled(profile.layers), mtp_layers=scaled(profile.mtp_layers),
+                   token_embd_bytes=_scaled(profile.token_embd_bytes, ratio),
                    output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
                    total_weight_bytes=_scaled(profile.total_weight_bytes, ratio),
                    output_repack=_scaled(profile.output_repack, ratio))
@@ -47,6 +52,8 @@ def profile_from_shape(model: CatalogModel, file_size: int) -> ModelProfile:
 
 def _from_shape(arch: str, shape: ModelShape, file_size: int) -> ModelProfile:
     n = shape.n_layer
+    head = _head_blocks(shape, file_size)
+    file_size -= sum(lw.dense_bytes + lw.expert_bytes for lw in head)
     token_embd = round(file_size * shape.token_embd_share)
     output = round(file_size * shape.output_share)
     experts = round(file_size * shape.expert_share)
@@ -69,8 +76,43 @@ def _from_shape(arch: str, shape: ModelShape, file_size: int) -> ModelProfile:
         token_embd_bytes=token_embd, output_bytes=output, other_bytes=0,
         total_weight_bytes=sum(lw.dense_bytes + lw.expert_bytes for lw in layers) + token_embd + output,
         is_moe=shape.n_expert > 0 and experts > 0, n_ff=shape.n_ff, n_ff_exp=shape.n_ff_exp,
-        ssm_conv_dim=shape.ssm_conv_dim, ssm_v_heads=shape.ssm_v_heads,
+        ssm_conv_dim=shape.ssm_conv_dim, ssm_v_heads=shape.ssm_v_heads, mtp_layers=head,
     )
+
+
+def _head_blocks(shape: ModelShape, file_size: int) -> tuple[LayerWeights, ...]:
+    """The MTP head of a file of ``file_size`` bytes as the catalog states it (``mtp_share``), split like a trunk
+    block into routed experts and the rest; one block per nextn layer."""
+    n_head = max(0, shape.block_count - shape.n_layer)
+    if shape.mtp_share <= 0 or n_head == 0:
+        return ()
+    per_block = round(file_size * shape.mtp_share) // n_head
+    experts = round(per_block * shape.expert_share)
+    return tuple(LayerWeights(il, per_block - experts, experts) for il in range(shape.n_layer, shape.block_count))
+
+
+def _with_head(profile: ModelProfile, model: CatalogModel, size: int) -> ModelProfile:
+    """A head-less profile (a base quant's header, scaled) given the head the catalog states for this file."""
+    if profile.has_mtp or model.shape is None or model.shape.mtp_share <= 0:
+        return profile
+    head = _head_blocks(model.shape, size)
+    if not head or profile.n_layer_all != model.shape.block_count:
+        return profile
+    return replace(scale_profile(profile, size - sum(lw.dense_bytes + lw.expert_bytes for lw in head), size),
+                   mtp_layers=head)
+
+
+def prefer_mtp_files(plain: Sequence[Candidate], with_head: Sequence[Candidate]) -> list[Candidate]:
+    """Each quant's file with an MTP head first (taken only where the head can draft: ``requires_mtp``), then the
+    same quant without it; quants the MTP repo lacks keep their place."""
+    by_quant = {c.quant.lower(): replace(c, requires_mtp=True) for c in with_head if c.profile.has_mtp}
+    out: list[Candidate] = []
+    for candidate in plain:
+        head = by_quant.get(candidate.quant.lower())
+        if head is not None:
+            out.append(head)
+        out.append(candidate)
+    return out
 
 
 def _sampling_pairs(model: CatalogModel, thinking: bool) -> tuple[tuple[str, float], ...]:
@@ -109,7 +151,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
                 header = read_header(found)
                 profile = model_profile(header)
                 # The file size the header describes (a header-only file is much shorter than its real quant).
-                reference = (profile, header.data_offset + profile.total_weight_bytes)
+                reference = (profile, header.data_offset + profile.total_weight_bytes + profile.mtp_bytes)
                 break
     mmproj = model.mmproj.size or 0 if model.mmproj else 0
     thinks = model.thinking_default if thinking is None else thinking
@@ -117,7 +159,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
     for q in quants:
         size = q.file.size or (reference[1] if reference else 0)
         if reference is not None:
-            profile = scale_profile(reference[0], size, reference[1])
+            profile = _with_head(scale_profile(reference[0], size, reference[1]), model, size)
         else:
             profile = profile_from_shape(model, size)
         out.append(Candidate(model.id, model.title, q.name, q.file.path, size, profile, mmproj,

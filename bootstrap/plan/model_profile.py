@@ -96,6 +96,19 @@ class ModelProfile:
     ssm_conv_dim: int = 0  # DeltaNet conv channels: 2·groups·state + inner
     ssm_v_heads: int = 0  # DeltaNet value heads (ssm.time_step_rank)
     output_repack: int = 0  # output.weight (or the tied token_embd copy) if the CPU backend would repack it
+    # The MTP head's blocks with their real bytes (``--spec-type draft-mtp`` loads them); empty when the file has
+    # no usable head, whatever ``nextn_predict_layers`` says (see ``_mtp_blocks``).
+    mtp_layers: tuple[LayerWeights, ...] = ()
+
+    @property
+    def has_mtp(self) -> bool:
+        """The file carries a multi-token-prediction head llama-server can draft with."""
+        return bool(self.mtp_layers)
+
+    @property
+    def mtp_bytes(self) -> int:
+        """The head's weight bytes (not in ``total_weight_bytes``: llama-server loads them only with MTP on)."""
+        return sum(lw.dense_bytes + lw.expert_bytes for lw in self.mtp_layers)
 
     @property
     def tied_output(self) -> bool:
@@ -165,8 +178,10 @@ def _repackable(tensor: TensorInfo) -> bool:
 
 
 def _weights(tensors: Iterable[TensorInfo], n_layer_all: int, n_layer: int, arch: str
-             ) -> tuple[tuple[LayerWeights, ...], int, int, int, int]:
-    """Per-layer bytes and the non-layer tensors; tensors of nextn blocks (>= n_layer) are skipped by default."""
+             ) -> tuple[tuple[LayerWeights, ...], int, int, int, int, tuple[LayerWeights, ...]]:
+    """Per-layer bytes and the non-layer tensors. Tensors of nextn blocks (>= n_layer) are skipped by default
+    (TENSOR_SKIP unless MTP is enabled, models/qwen35moe.cpp ``load_block_mtp``): their bytes are returned apart,
+    as the last item."""
     dense = [0] * n_layer_all
     expert = [0] * n_layer_all
     dense_rp = [0] * n_layer_all
@@ -179,8 +194,6 @@ def _weights(tensors: Iterable[TensorInfo], n_layer_all: int, n_layer: int, arch
             il = int(match.group(1))
             if il >= n_layer_all:
                 raise _bad_header(arch, f"tensor {tensor.name} beyond block_count {n_layer_all}")
-            if il >= n_layer:  # MTP/nextn block: TENSOR_SKIP unless MTP is enabled (src/llama-model.cpp)
-                continue
             rp = tensor.nbytes if _repackable(tensor) else 0
             if _EXPERT_RE.search(tensor.name):
                 expert[il] += tensor.nbytes
@@ -196,8 +209,31 @@ def _weights(tensors: Iterable[TensorInfo], n_layer_all: int, n_layer: int, arch
             output_rp = tensor.nbytes if _repackable(tensor) else 0
         else:
             other += tensor.nbytes
-    layers = tuple(LayerWeights(i, dense[i], expert[i], dense_rp[i], expert_rp[i]) for i in range(n_layer_all))
-    return layers, token_embd, output, other, output_rp if output else token_embd_rp
+    every = tuple(LayerWeights(i, dense[i], expert[i], dense_rp[i], expert_rp[i]) for i in range(n_layer_all))
+    layers = every[:n_layer] + tuple(LayerWeights(i, 0, 0) for i in range(n_layer, n_layer_all))
+    return layers, token_embd, output, other, output_rp if output else token_embd_rp, every[n_layer:]
+
+
+# The tensors llama.cpp's MTP graph cannot run without (models/qwen35moe.cpp graph_mtp asserts eh_proj, enorm and
+# hnorm; load_block_mtp requires them once MTP is enabled).
+MTP_REQUIRED = ("nextn.eh_proj.weight", "nextn.enorm.weight", "nextn.hnorm.weight")
+
+
+def _mtp_blocks(header: GGUFHeader, n_layer: int, n_layer_all: int,
+                blocks: tuple[LayerWeights, ...]) -> tuple[LayerWeights, ...]:
+    """The nextn blocks when every one carries the head's tensors, else ``()``.
+
+    ``nextn_predict_layers`` alone is not enough: newer Qwen3.6 converts count the MTP block in ``block_count``
+    (41) even in base files, and some files state the key without shipping the tensors; llama-server then fails
+    to create the MTP context. So the tensors decide.
+    """
+    if n_layer_all == n_layer:
+        return ()
+    names = {tensor.name for tensor in header.tensors}
+    for il in range(n_layer, n_layer_all):
+        if any(f"blk.{il}.{suffix}" not in names for suffix in MTP_REQUIRED):
+            return ()
+    return blocks
 
 
 def model_profile(header: GGUFHeader) -> ModelProfile:
@@ -246,7 +282,7 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         conv_dim = d_inner + 2 * n_group * d_state
         rs_per_seq = len(recurrent) * 4 * (max(d_conv - 1, 0) * conv_dim + d_state * d_inner)
 
-    layers, token_embd, output, other, output_rp = _weights(header.tensors, n_layer_all, n_layer, arch)
+    layers, token_embd, output, other, output_rp, nextn = _weights(header.tensors, n_layer_all, n_layer, arch)
     total = token_embd + output + other + sum(lw.dense_bytes + lw.expert_bytes for lw in layers)
     return ModelProfile(
         architecture=arch, n_layer=n_layer, n_embd=n_embd, n_vocab=n_vocab,
@@ -256,5 +292,6 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         layers=layers, token_embd_bytes=token_embd, output_bytes=output, other_bytes=other,
         total_weight_bytes=total, is_moe=n_expert > 0 and any(lw.expert_bytes for lw in layers),
         n_ff=n_ff, n_ff_exp=n_ff_exp, ssm_conv_dim=conv_dim, ssm_v_heads=v_heads, output_repack=output_rp,
+        mtp_layers=_mtp_blocks(header, n_layer, n_layer_all, nextn),
     )
 

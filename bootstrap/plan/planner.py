@@ -21,7 +21,7 @@ from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
-from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
+from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate, mtp_head_on_gpu
 
 MIB = 1 << 20
 # llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, common/arg.cpp; docs/engine.md); so do we.
@@ -38,6 +38,9 @@ CTX_LADDER = (262144, 131072, 65536, 32768, 16384, 8192, 4096)
 DEFAULT_UBATCH = 512
 DEFAULT_BATCH = 2048
 MAX_SLOTS = 4  # llama-server's auto -np
+# --spec-draft-n-max with the MTP head: 2 beat 3 (llama-server's default) on an 8 GB card with experts in RAM, and
+# each extra draft token costs one more recurrent-state copy per slot (llama.cpp PR #22673 thread; docs/models.md).
+MTP_DRAFT_MAX = 2
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class Candidate:
     thinking_default: bool = False
     sampling: tuple[tuple[str, float], ...] = ()
     facts: str = "header"  # where the profile came from: "header", "remote-header" or "catalog"
+    # A file offered for its MTP head (a catalog "-MTP" repo): chosen only when the plan turns the head on, else
+    # the same quant without the head is the better download.
+    requires_mtp: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,25 +197,51 @@ def _fully_on_gpu(profile: ModelProfile, settings: LaunchSettings) -> bool:
     return settings.n_gpu_layers == profile.n_layer_all + 1 and settings.n_cpu_moe == 0
 
 
-def _fit_at_ctx(candidate: Candidate, ctx: int, budget: Budget) -> LaunchSettings | None:
-    """Best placement at this context: f16 KV unless q8_0 KV moves more onto the GPU or makes it fit."""
+def _fit_at_ctx(candidate: Candidate, ctx: int, budget: Budget, engine_build: int) -> LaunchSettings | None:
+    """Best placement at this context, with the MTP head on when it can help (``_mtp_settings``)."""
+    with_mtp = _mtp_settings(candidate, ctx, budget, engine_build)
+    if with_mtp is not None or candidate.requires_mtp:
+        return with_mtp
+    return _placed(candidate, ctx, budget, 0, engine_build)
+
+
+def _mtp_settings(candidate: Candidate, ctx: int, budget: Budget, engine_build: int) -> LaunchSettings | None:
+    """The placement with the MTP head drafting, when the file has a head and the head, its KV and its rollback
+    state fit on the GPU with the head kept there. Never on a CPU-only plan: the head on the CPU measured 37 %
+    slower than no MTP (unsloth PR #8875; docs/models.md)."""
+    if not candidate.profile.has_mtp or budget.gpu_bytes <= 0:
+        return None
+    settings = _placed(candidate, ctx, budget, MTP_DRAFT_MAX, engine_build)
+    if settings is None or not mtp_head_on_gpu(candidate.profile, settings):
+        return None
+    return settings
+
+
+def _placed(candidate: Candidate, ctx: int, budget: Budget, mtp_draft: int,
+            engine_build: int) -> LaunchSettings | None:
+    """Best placement: f16 KV unless q8_0 KV moves more onto the GPU or makes it fit."""
     profile = candidate.profile
     base = LaunchSettings(ctx=ctx, ubatch=DEFAULT_UBATCH, batch=DEFAULT_BATCH, n_parallel=1, kv_unified=True,
-                          flash_attn=True, mmproj_bytes=candidate.mmproj_bytes, mmproj_on_gpu=False)
+                          flash_attn=True, mmproj_bytes=candidate.mmproj_bytes, mmproj_on_gpu=False,
+                          mtp_draft=mtp_draft)
     best = _place(profile, base, budget)
     if best is None or not _fully_on_gpu(profile, best):
         q8 = _place(profile, replace(base, cache_type_k="q8_0", cache_type_v="q8_0"), budget)
         if q8 is not None and (best is None or _offload_score(profile, q8) > _offload_score(profile, best)):
             best = q8
-    return None if best is None else _with_extras(profile, best, budget)
+    return None if best is None else _with_extras(profile, best, budget, engine_build)
 
 
-def _with_extras(profile: ModelProfile, settings: LaunchSettings, budget: Budget) -> LaunchSettings:
-    """Spend leftover memory on comfort: the projector on the GPU, then more parallel slots."""
+def _with_extras(profile: ModelProfile, settings: LaunchSettings, budget: Budget,
+                 engine_build: int = engine_flags.PINNED_BUILD) -> LaunchSettings:
+    """Spend leftover memory on comfort: the projector on the GPU, then more parallel slots (with MTP drafting
+    only on builds that serve several slots with it)."""
     if settings.mmproj_bytes and budget.gpu_bytes > 0:
         on_gpu = replace(settings, mmproj_on_gpu=True)
         if _fits(estimate(profile, on_gpu), budget):
             settings = on_gpu
+    if settings.mtp_draft and engine_build < engine_flags.MTP_MULTI_SLOT_BUILD:
+        return settings
     if _fully_on_gpu(profile, settings) or budget.gpu_bytes <= 0:
         slots = replace(settings, n_parallel=MAX_SLOTS)
         if _fits(estimate(profile, slots), budget):
@@ -225,12 +257,15 @@ def _ctx_ladder(profile: ModelProfile, requested: int | None) -> list[int]:
 
 
 def _first_fit(candidates: Sequence[Candidate], budget: Budget, requested_ctx: int | None,
-               min_ctx: int) -> tuple[Candidate, LaunchSettings] | None:
+               min_ctx: int, engine_build: int) -> tuple[Candidate, LaunchSettings] | None:
     for candidate in candidates:
-        for ctx in _ctx_ladder(candidate.profile, requested_ctx):
+        ladder = _ctx_ladder(candidate.profile, requested_ctx)
+        for ctx in ladder:
             if requested_ctx is None and ctx < min_ctx:
                 break
-            settings = _fit_at_ctx(candidate, ctx, budget)
+            if candidate.requires_mtp and ctx < ladder[0]:
+                break  # the head is not worth a shorter context: the same quant without it comes next
+            settings = _fit_at_ctx(candidate, ctx, budget, engine_build)
             if settings is not None:
                 return candidate, settings
     return None
@@ -270,7 +305,7 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
     fallback_from = None
     for pool, is_fallback in ((candidates, False), (fallbacks, True)):
         for min_ctx in (GOOD_CTX, MIN_CTX):
-            found = _first_fit(pool, budget, requested_ctx, min_ctx)
+            found = _first_fit(pool, budget, requested_ctx, min_ctx, engine_build)
             if found:
                 break
         if found:
@@ -329,6 +364,8 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
         args.append("--no-mmproj-offload")
     # We placed everything ourselves; llama.cpp's fit would otherwise log an abort for our explicit -ngl.
     args += ["--fit", "off", "--jinja", "--reasoning", "on" if candidate.thinking_default else "off"]
+    if settings.mtp_draft and profile.has_mtp:
+        args += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(settings.mtp_draft)]
     if hardware.cpu.flags.amx:
         args.append("--no-repack")  # AMX repack crashes with SIGILL on some builds (llama.cpp PR #26954)
     for name, value in candidate.sampling:
@@ -371,9 +408,20 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     if settings.mmproj_bytes:
         out.append(Reason("mmproj", "gpu" if settings.mmproj_on_gpu else "cpu",
                           t("plan.why_mmproj_gpu" if settings.mmproj_on_gpu else "plan.why_mmproj_cpu")))
+    if profile.has_mtp:
+        out.append(_mtp_reason(settings, est, budget))
     out.append(Reason("thinking", "on" if candidate.thinking_default else "off",
                       t("plan.why_thinking_on" if candidate.thinking_default else "plan.why_thinking_off")))
     return out
+
+
+def _mtp_reason(settings: LaunchSettings, est: MemoryEstimate, budget: Budget) -> Reason:
+    """Why the file's MTP head drafts or stays unloaded."""
+    if settings.mtp_draft:
+        n = settings.mtp_draft
+        rollback = est.recurrent_gpu * n // (1 + n)  # the extra recurrent-state rows kept for rollback
+        return Reason("mtp", f"draft-mtp {n}", t("plan.why_mtp_on", n=n, size=gib_text(est.mtp_gpu + rollback)))
+    return Reason("mtp", "off", t("plan.why_mtp_cpu_only" if budget.gpu_bytes <= 0 else "plan.why_mtp_no_room"))
 
 
 def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile, variant: VariantChoice,

@@ -44,6 +44,8 @@ _SIZE_BARE = ("-kvu", "--no-repack")
 # so the fitting run goes without them and the projection run with them. (``--fit off`` reaches neither run.)
 _PLACE_FLAGS = ("-ngl", "--n-cpu-moe", "-ot", "-ts")
 _PLACE_BARE = ("--cpu-moe",)
+# Speculative decoding with the model's MTP head (planner.launch_args): dropped when fit's placement is adopted.
+_SPEC_FLAGS = ("--spec-type", "--spec-draft-n-max")
 
 # The fitted line exactly as fit-params.cpp prints it.
 _FITTED_LINE = re.compile(r'^-c (\d+) -ngl (-?\d+)(?: -ts ([\d,]+))?(?: -ot "([^"]*)")?\s*$')
@@ -370,9 +372,13 @@ def decide(args: Sequence[str], advice: FitAdvice, projections: Sequence[Project
     plan_ctx = _value(args, "-c")
     fields = {"device": p.device, "used": p.total_mib, "free": free, "margin": FIT_MARGIN_MIB,
               "fit": " ".join(advice.args())}
+    # llama-fit-params (b11434) takes no --spec-type, so its placement leaves no room for an MTP head, its draft
+    # KV and rollback state: drafting goes with our placement (docs/models.md, "MTP").
+    final, _ = drop_args(final, _SPEC_FLAGS, ())
+    mtp_note = " " + t("tune.fit_drops_mtp") if "--spec-type" in args else ""
     if plan_ctx is not None and _value(final, "-c") != plan_ctx:
-        return "fit", final, t("tune.adopt_fit_ctx", ctx=advice.ctx, plan_ctx=plan_ctx, **fields)
-    return "fit", final, t("tune.adopt_fit", **fields)
+        return "fit", final, t("tune.adopt_fit_ctx", ctx=advice.ctx, plan_ctx=plan_ctx, **fields) + mtp_note
+    return "fit", final, t("tune.adopt_fit", **fields) + mtp_note
 
 
 def _only_accepted(args: list[str], accepted: set[str]) -> list[str]:

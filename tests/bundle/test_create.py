@@ -484,6 +484,20 @@ def test_restricted_catalog_keeps_a_bundled_default_quant() -> None:
     assert doc["models"][0]["quants"][1] == {"name": "Q4", "file": "q4.gguf"}  # the input is left alone
 
 
+def test_restricted_catalog_drops_an_mtp_variant_left_out() -> None:
+    """A bundle of the default model alone must still parse: its ``mtp_variant`` names a model not carried."""
+    doc = {"schema": 1, "default_model": "base", "models": [
+        {"id": "base", "architecture": "qwen35moe", "repos": [{"hub": "hf", "repo": "a/b"}],
+         "quants": [{"name": "Q4", "file": "q4.gguf"}], "mtp_variant": "base-mtp"},
+        {"id": "base-mtp", "architecture": "qwen35moe", "repos": [{"hub": "hf", "repo": "a/b-mtp"}],
+         "quants": [{"name": "Q4", "file": "q4.gguf"}]}]}
+    facts = {("base", "q4.gguf"): (5, "a" * 64), ("base-mtp", "q4.gguf"): (6, "b" * 64)}
+    alone = parse_catalog(restrict_catalog(doc, [("base", ["Q4"])], facts, {}), Path("bundle"))
+    assert alone.model("base").mtp_variant is None
+    both = parse_catalog(restrict_catalog(doc, [("base", ["Q4"]), ("base-mtp", ["Q4"])], facts, {}), Path("b"))
+    assert both.model("base").mtp_variant == "base-mtp"
+
+
 def test_wheel_markers_are_evaluated_for_the_target(tmp_path: Path) -> None:
     """pip evaluates markers for this machine; tqdm needs colorama on Windows only (real wheel METADATA)."""
     wheelhouse = provide_wheelhouse()

@@ -34,6 +34,20 @@ def test_shipped_catalog_has_the_default_model_with_exact_facts() -> None:
         assert cat.model(fallback).quants
 
 
+def test_shipped_mtp_variant_pins_the_verified_file() -> None:
+    """The MTP repo's UD-Q4_K_XL: the bytes and sha256 public pins agree on, at the pinned revision."""
+    cat = load_catalog()
+    variant = cat.model(cat.model(None).mtp_variant)
+    assert variant.repos[0].repo == "unsloth/Qwen3.6-35B-A3B-MTP-GGUF"
+    assert variant.repos[0].revision == "5bc3e238d916f48a861bac2f8a1990a0e9b7e98d"
+    file = variant.quant("UD-Q4_K_XL").file
+    assert (file.size, file.size_exact) == (22_853_663_008, True)
+    assert file.matches_hint("55983c5a75a1ab969824077b3bb3de4146e82a9234072b48ad4e8f92ad3fe9f1")
+    assert variant.shape is not None and variant.shape.block_count == 41 and 0 < variant.shape.mtp_share < 0.05
+    base = cat.model(None).shape
+    assert base is not None and base.mtp_share == 0  # the base repo's files carry no head
+
+
 def test_sha256_hint_cross_check() -> None:
     model = load_catalog().model("qwen3.6-35b-a3b")
     hint = model.quant("UD-Q4_K_M").file
@@ -75,6 +89,13 @@ def test_a_mistyped_id_or_quant_suggests_the_closest() -> None:
     ('schema = 1\ndefault_model = "b"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\n'
      'quants = [{name = "Q4", file = "a.gguf"}]', "b"),
     ("schema = 1\ndefault_model = [", "catalog"),
+    ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\n'
+     'mtp_variant = "a-mtp"\nquants = [{name = "Q4", file = "a.gguf"}]', "a-mtp"),
+    ('schema = 1\ndefault_model = "a"\n[[models]]\nid = "a"\narchitecture = "llama"\nrepos = []\n'
+     'quants = [{name = "Q4", file = "a.gguf"}]\n[models.shape]\nn_layer = 1\nn_embd = 8\nn_vocab = 8\n'
+     'n_ctx_train = 8\nn_head = 1\nn_head_kv = 1\nkey_length = 8\nvalue_length = 8\nn_expert = 0\n'
+     'n_expert_used = 0\nfull_attention_interval = 1\nrecurrent_bytes_per_seq = 0\nexpert_share = 0\n'
+     'token_embd_share = 0.1\noutput_share = 0.1\nmtp_share = 1.5', "mtp_share"),
 ])
 def test_malformed_catalog_is_one_usage_error(tmp_path: Path, text: str, field: str) -> None:
     path = tmp_path / "catalog.toml"

@@ -9,6 +9,7 @@ endpoints point at a closed port, so any request would fail the test.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,14 @@ import pytest
 from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, LocalFileRef
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, IntegrityError, UsageError
+from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.install.candidates import candidates_for
+from bootstrap.plan.planner import Plan, choose
 from tests.support.bundle_files import model_bundle
 from tests.support.dead_hubs import point_hubs_nowhere
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import write_chat_model
+from tests.support.paths import TEST_DATA
 from tests.support.tiny_gguf import write_model
 
 pytestmark = pytest.mark.usefixtures("english")
@@ -111,12 +115,34 @@ def test_a_catalog_model_with_shape_facts_needs_no_network() -> None:
     entry = catalog.model(None)
     assert entry.shape is not None and entry.fallbacks
     candidates, fallbacks = candidates_for(CatalogRef(entry.id), None)
-    assert [c.quant for c in candidates] == [q.name for q in entry.quants_from_default_down()]
-    assert {c.model_id for c in candidates} == {entry.id} and {c.facts for c in candidates} == {"catalog"}
+    plain = [c for c in candidates if not c.requires_mtp]
+    assert [c.quant for c in plain] == [q.name for q in entry.quants_from_default_down()]
+    assert {c.model_id for c in plain} == {entry.id} and {c.facts for c in candidates} == {"catalog"}
     expected = [(fid, q.name) for fid in entry.fallbacks for q in catalog.model(fid).quants_from_default_down()]
     assert [(c.model_id, c.quant) for c in fallbacks] == expected
-    sizes = [c.profile.total_weight_bytes for c in candidates]
+    sizes = [c.profile.total_weight_bytes for c in plain]
     assert sizes == sorted(sizes, reverse=True)  # smaller quants plan smaller weights
+
+
+def test_the_mtp_variant_comes_first_for_each_quant_it_has() -> None:
+    """The default model names its MTP variant: that repo's file of a quant is tried just before the plain one
+    (the planner takes it only where the head drafts on the GPU), with the head counted from the catalog."""
+    catalog = load_catalog()
+    entry = catalog.model(None)
+    assert entry.mtp_variant is not None
+    variant = catalog.model(entry.mtp_variant)
+    candidates, _ = candidates_for(CatalogRef(entry.id), None)
+    shared = {q.name for q in variant.quants} & {q.name for q in entry.quants_from_default_down()}
+    assert shared
+    for i, c in enumerate(candidates):
+        if c.requires_mtp:
+            assert c.model_id == variant.id and c.profile.has_mtp and c.profile.mtp_bytes > 0
+            after = candidates[i + 1]
+            assert (after.model_id, after.quant, after.requires_mtp) == (entry.id, c.quant, False)
+            assert not after.profile.has_mtp
+    assert {c.quant for c in candidates if c.requires_mtp} == shared
+    only_plain, _ = candidates_for(CatalogRef(entry.id, "UD-Q4_K_M"), None)  # a quant the MTP repo lacks: plain only
+    assert [(c.model_id, c.requires_mtp) for c in only_plain] == [(entry.id, False)]
 
 
 def test_an_explicit_quant_gets_no_substitute() -> None:
@@ -124,7 +150,9 @@ def test_an_explicit_quant_gets_no_substitute() -> None:
     entry = load_catalog().model(None)
     smallest = entry.quants[-1].name
     candidates, fallbacks = candidates_for(CatalogRef(entry.id, smallest.lower()), None)
-    assert [c.quant for c in candidates] == [smallest] and fallbacks == []
+    # That quant only (its MTP-head file first where the MTP repo has it: the same quant, not a substitute).
+    assert {c.quant for c in candidates} == {smallest} and fallbacks == []
+    assert [c.requires_mtp for c in candidates][-1] is False
     with pytest.raises(UsageError):
         candidates_for(CatalogRef(entry.id, "Q9_X"), None)
 
@@ -178,3 +206,25 @@ def test_a_bundle_file_is_planned_from_its_own_header(tmp_path: Path, chat_model
     model_bundle(bundle, REPO, [(FILE, chat_model.read_bytes())])
     (only,), _ = candidates_for(HubFileRef("hf", REPO, FILE), None, source=str(bundle))
     assert only.size == chat_model.stat().st_size and only.profile.n_layer == 12
+
+
+def test_the_catalog_default_takes_the_mtp_file_only_with_a_gpu() -> None:
+    """The shipped catalog's default model through the install path's candidates: 8 GB NVIDIA gets the MTP repo's
+    file with the flags; a 64 GB machine without a GPU gets the base repo's file of the same quant."""
+    candidates, fallbacks = candidates_for(CatalogRef("qwen3.6-35b-a3b"), None)
+    gpu = choose(candidates, _machine("rtx3070_8gb_32gb"), fallbacks=fallbacks)
+    assert gpu.model_id == "qwen3.6-35b-a3b-mtp" and _drafts(gpu)
+    big_ram = dataclasses.replace(_machine("no_gpu_16gb"), memory=dataclasses.replace(
+        _machine("no_gpu_16gb").memory, total_bytes=64 << 30, available_bytes=60 << 30))
+    cpu = choose(candidates, big_ram, fallbacks=fallbacks)
+    assert cpu.model_id == "qwen3.6-35b-a3b" and cpu.quant == gpu.quant and not _drafts(cpu)
+
+
+
+def _machine(name: str) -> HardwareProfile:
+    return load_profile(TEST_DATA / "hardware" / f"{name}.json")
+
+
+def _drafts(plan: Plan) -> bool:
+    args = list(plan.args)
+    return "draft-mtp" in args and args[args.index("draft-mtp") - 1] == "--spec-type"

@@ -116,7 +116,8 @@ def _raw_default_model() -> dict:
     path = REPO_ROOT / "payload" / "catalog.toml"
     doc = tomllib.loads(path.read_text(encoding="utf-8"))
     model = next(m for m in doc["models"] if m["id"] == doc["default_model"])
-    return {**model, "fallbacks": []}
+    # A one-model catalog, as a bundle of the default model alone writes it: no fallback or MTP variant named.
+    return {**{k: v for k, v in model.items() if k != "mtp_variant"}, "fallbacks": []}
 
 
 def test_opened_bundle_puts_its_catalog_pins_and_engines_in_force(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ installer per home, answers file, no terminal to confirm in, the default port ta
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 from collections.abc import Iterator
@@ -16,18 +17,25 @@ import requests
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
+from bootstrap.detect.hardware import load_profile
 from bootstrap.fetch import download
 from bootstrap.install import fetch_plan as model_fetch
 from bootstrap.install import installer
+from bootstrap.install.installer import _oom_replanner
 from bootstrap.install.switch_over import _with_free_port
+from bootstrap.place.engine_failure import OUT_OF_MEMORY, EngineFailure
 from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.model_facts import file_candidate
+from bootstrap.plan.planner import choose
 from bootstrap.register.base import port_busy
 from bootstrap.register.managers import FallbackManager
 from bootstrap.verify import chat as verify
+from tests.support.header_only import qwen36_35b_a3b_mtp_header
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 from tests.support.llama import free_port
+from tests.support.paths import TEST_DATA
 
 pytestmark = pytest.mark.usefixtures("english")
 
@@ -320,3 +328,17 @@ def test_a_new_engine_pin_upgrades_only_the_engine(bed: InstallBed, engine_asset
     assert not old_engine.exists() and [p.name for p in bed.home.engines_dir.iterdir()] == ["b10500-ubuntu-x64"]
     assert _chat(bed).status_code == 200
     assert "Up to date" in bed.install("--no-venv").stderr
+
+
+def test_a_gpu_out_of_memory_replan_keeps_the_mtp_file_in_place(tmp_path: Path) -> None:
+    """The MTP file is already placed when its first start runs out of VRAM: the smaller plan may serve it without
+    drafting rather than give up (installer ``_oom_replanner``)."""
+    hardware = load_profile(TEST_DATA / "hardware" / "rtx3070_8gb_32gb.json")
+    offered = dataclasses.replace(file_candidate(qwen36_35b_a3b_mtp_header(tmp_path)), requires_mtp=True)
+    plan = choose([offered], hardware)
+    assert plan.settings.mtp_draft > 0
+    failure = EngineFailure(OUT_OF_MEMORY, "cudaMalloc failed", wanted_bytes=plan.estimate.gpu_total - (1 << 30),
+                            device="Vulkan0")
+    smaller = _oom_replanner([offered], hardware)(failure, plan)
+    assert smaller is not None and smaller.file == plan.file
+    assert smaller.estimate.gpu_total < plan.estimate.gpu_total

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,15 @@ def test_agrees_with_gguf_reader_on_tiny_models(tiny_models: dict[str, Path]) ->
         assert header.architecture == arch
         assert header.arch_value("block_count") == header.metadata[f"{arch}.block_count"]
         assert header.array_length("tokenizer.ggml.tokens") == 512
+
+
+def test_agrees_with_gguf_reader_on_a_model_with_an_mtp_head(make_tiny_model: Callable[..., Path]) -> None:
+    """The nextn block's key and tensors (``blk.8.nextn.*`` after an 8-block trunk) read as gguf-py reads them."""
+    header = assert_agrees_with_gguf_reader(make_tiny_model("qwen35moe", mtp_layers=1))
+    assert header.arch_value("block_count") == 9 and header.arch_value("nextn_predict_layers") == 1
+    nextn = {t.name: t.shape for t in header.tensors if ".nextn." in t.name}
+    assert nextn == {"blk.8.nextn.eh_proj.weight": (128, 64), "blk.8.nextn.enorm.weight": (64,),
+                     "blk.8.nextn.hnorm.weight": (64,), "blk.8.nextn.shared_head_norm.weight": (64,)}
 
 
 def test_agrees_with_gguf_reader_on_every_value_type(tmp_path: Path) -> None:

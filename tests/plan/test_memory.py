@@ -286,3 +286,60 @@ def test_server_runs_with_the_requested_context(llama_server: Path, make_tiny_mo
     model = make_tiny_model("llama", n_ctx=16_384)
     real = run_point(llama_server, model, LaunchSettings(ctx=8192))
     assert real.kv[0][1] == 8192 and real.n_ctx_slot == 8192
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the MTP head (--spec-type draft-mtp)
+
+
+def test_mtp_head_is_recognised_by_its_tensors(make_tiny_model: Callable[..., Path]) -> None:
+    """A head counts only when its nextn tensors are there: ``nextn_predict_layers`` alone does not make one."""
+    with_head = model_profile(read_header(make_tiny_model("qwen35moe", mtp_layers=1)))
+    assert with_head.has_mtp and with_head.n_layer == 8 and with_head.n_layer_all == 9
+    assert [lw.index for lw in with_head.mtp_layers] == [8]
+    assert with_head.mtp_bytes > 0 and with_head.layers[8].dense_bytes == 0  # trunk sums leave the head out
+    missing = model_profile(read_header(make_tiny_model(
+        "qwen35moe", mtp_layers=1, omit_tensors=("blk.8.nextn.eh_proj.weight",))))
+    assert not missing.has_mtp and missing.n_layer == 8 and missing.mtp_bytes == 0
+    assert not model_profile(read_header(make_tiny_model("qwen35moe"))).has_mtp
+
+
+def test_block_count_41_without_head_tensors_is_not_mtp(tmp_path: Path) -> None:
+    """Newer Qwen3.6 converts: block_count 41, nextn_predict_layers 1, but no blk.40.nextn.* tensors."""
+    path = write_header(tmp_path / "base41.gguf", "qwen35moe", {**QWEN36, "block_count": 41,
+                                                              "nextn_predict_layers": 1})
+    profile = model_profile(read_header(path))
+    assert profile.n_layer == 40 and not profile.has_mtp
+    on = estimate(profile, LaunchSettings(ctx=4096, mtp_draft=2))
+    assert on == estimate(profile, LaunchSettings(ctx=4096))  # nothing to load, nothing counted
+
+
+def test_mtp_counts_head_kv_and_rollback_state(make_tiny_model: Callable[..., Path]) -> None:
+    profile = model_profile(read_header(make_tiny_model("qwen35moe", mtp_layers=1)))
+    off = estimate(profile, LaunchSettings(ctx=4096, n_parallel=2))
+    on = estimate(profile, LaunchSettings(ctx=4096, n_parallel=2, mtp_draft=2))
+    assert on.recurrent_cpu == 3 * off.recurrent_cpu  # 1 + n_rs_seq rows per sequence, n_rs_seq = n-max
+    head_kv = 4096 * 2 * (2 * 64) * 2  # cells × (K+V) × n_head_kv·head_dim × f16
+    assert on.mtp_cpu > profile.mtp_bytes + head_kv and on.mtp_gpu == 0
+    assert on.weights_cpu == off.weights_cpu and on.kv_cpu == off.kv_cpu
+    # -ngl 2 = output + the last block (the head): the head, its KV and draft compute go to the GPU.
+    gpu = estimate(profile, LaunchSettings(ctx=4096, n_gpu_layers=2, mtp_draft=2))
+    assert gpu.mtp_cpu == 0 and gpu.mtp_gpu == on.mtp_cpu
+
+
+def test_mtp_head_matches_llama_server(llama_server: Path, make_tiny_model: Callable[..., Path]) -> None:
+    """The real server with ``--spec-type draft-mtp --spec-draft-n-max 2``: the head's weights, the draft
+    context's KV cache (a second ``llama_kv_cache`` line, one layer) and the tripled recurrent state."""
+    model = make_tiny_model("qwen35moe", mtp_layers=1)
+    profile = model_profile(read_header(model))
+    point = LaunchSettings(ctx=2048, mtp_draft=2)
+    real = run_point(llama_server, model, point)
+    est = estimate(profile, point)
+    assert abs(est.weights_cpu + profile.mtp_bytes - real.weights_mapped) <= 0.006 * MIB
+    assert abs(est.recurrent_cpu - real.recurrent) <= 0.006 * MIB
+    (target_kv, _, target_layers), (draft_kv, draft_cells, draft_layers) = real.kv
+    assert (target_layers, draft_layers, draft_cells) == (2, 1, 2048)
+    assert abs(est.kv_cpu - target_kv) <= 0.006 * MIB
+    draft_compute = real.compute_all[-1]
+    head = est.mtp_cpu - profile.mtp_bytes - draft_kv
+    assert abs(head - draft_compute) <= 0.20 * draft_compute, f"draft compute {head} vs {draft_compute}"

@@ -211,7 +211,9 @@ def test_plan_command_json_and_human(tmp_path: Path) -> None:
     proc = run_plan("--hardware", hw, "--json", home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["model"]["id"] == "qwen3.6-35b-a3b" and doc["engine"]["variant"] == "ubuntu-vulkan-x64"
+    # 8 GB NVIDIA: the MTP repo's file, its head drafting on the GPU (tests/plan/test_planner_mtp.py).
+    assert doc["model"]["id"] == "qwen3.6-35b-a3b-mtp" and doc["engine"]["variant"] == "ubuntu-vulkan-x64"
+    assert doc["settings"]["mtp_draft"] == 2 and "draft-mtp" in doc["args"]
     assert doc["memory"]["gpu_bytes"] <= doc["memory"]["gpu_budget_bytes"]
     assert doc["args"][:2] == ["-c", str(doc["settings"]["ctx"])]
     human = run_plan("--hardware", hw, lang="zh_CN.UTF-8", home=tmp_path)

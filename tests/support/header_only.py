@@ -26,7 +26,7 @@ import os
 import shutil
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,7 @@ class QwenSpec:
     n_ctx: int = 262_144
     rope_dim: int = 64
     nextn_predict_layers: int = 1  # newer converts: block_count = n_layer + 1, MTP tensors absent from base files
+    mtp_tensors: bool = False  # an "-MTP-GGUF" file: the nextn blocks' tensors are present (load_block_mtp)
     quant: str = "UD-Q4_K_XL"  # a key of QUANT_POLICIES
     file_type: int = 15  # LLAMA_FTYPE_MOSTLY_Q4_K_M
     extra: tuple[tuple[str, Any], ...] = field(default=())
@@ -102,6 +103,8 @@ QWEN36_35B_A3B = QwenSpec(
     "Qwen3.6-35B-A3B-UD-Q4_K_XL", "qwen35moe", n_layer=40, n_embd=2048, n_head=16, n_head_kv=2, head_dim=256,
     n_expert=256, n_expert_used=8, n_ff_exp=512, n_ff_shexp=512, ssm_time_step_rank=32, quant="UD-Q4_K_XL",
 )
+# The same model from an "-MTP-GGUF" repo: the nextn block's tensors are in the file.
+QWEN36_35B_A3B_MTP = replace(QWEN36_35B_A3B, label="Qwen3.6-35B-A3B-MTP-UD-Q4_K_XL", mtp_tensors=True)
 QWEN36_27B = QwenSpec(
     "Qwen3.6-27B-Q4_K_M", "qwen35", n_layer=64, n_embd=5120, n_head=24, n_head_kv=4, head_dim=256, n_ff=17408,
     ssm_time_step_rank=48, quant="Q4_K_M",
@@ -124,7 +127,8 @@ def _more_bits(i: int, n: int) -> bool:
 
 
 _NORMS = {"attn_norm", "post_attention_norm", "attn_q_norm", "attn_k_norm", "ssm_dt", "ssm_a", "ssm_norm",
-          "ffn_gate_inp_shexp", "output_norm", "ssm_conv1d", "ssm_alpha", "ssm_beta", "ffn_gate_inp"}
+          "ffn_gate_inp_shexp", "output_norm", "ssm_conv1d", "ssm_alpha", "ssm_beta", "ffn_gate_inp",
+          "nextn_enorm", "nextn_hnorm", "nextn_shared_head_norm"}
 
 
 def _ud_q4_k_xl(role: str, il: int, spec: QwenSpec) -> str:
@@ -219,7 +223,39 @@ def tensor_list(spec: QwenSpec) -> list[tuple[str, tuple[int, ...], str, str]]:
             add("ffn_gate", il, p + "ffn_gate.weight", e, spec.n_ff)
             add("ffn_up", il, p + "ffn_up.weight", e, spec.n_ff)
             add("ffn_down", il, p + "ffn_down.weight", spec.n_ff, e)
+    if spec.mtp_tensors:
+        _mtp_tensors(spec, add)
     return out
+
+
+def _mtp_tensors(spec: QwenSpec, add: Callable[..., None]) -> None:
+    """models/qwen35moe.cpp ``load_block_mtp``: a gated full-attention MoE block plus the nextn tensors
+    (``eh_proj {2·n_embd, n_embd}``, ``enorm``, ``hnorm``, ``shared_head_norm``; embed_tokens and
+    shared_head_head are optional and absent, the model's own serve)."""
+    e = spec.n_embd
+    q_dim, kv_dim = spec.head_dim * spec.n_head, spec.head_dim * spec.n_head_kv
+    for il in range(spec.n_layer, spec.block_count):
+        p = f"blk.{il}."
+        add("attn_norm", il, p + "attn_norm.weight", e)
+        add("post_attention_norm", il, p + "post_attention_norm.weight", e)
+        add("attn_q", il, p + "attn_q.weight", e, 2 * q_dim)
+        add("attn_k", il, p + "attn_k.weight", e, kv_dim)
+        add("attn_v", il, p + "attn_v.weight", e, kv_dim)
+        add("attn_output", il, p + "attn_output.weight", q_dim, e)
+        add("attn_q_norm", il, p + "attn_q_norm.weight", spec.head_dim)
+        add("attn_k_norm", il, p + "attn_k_norm.weight", spec.head_dim)
+        add("ffn_gate_inp", il, p + "ffn_gate_inp.weight", e, spec.n_expert)
+        add("ffn_gate_exps", il, p + "ffn_gate_exps.weight", e, spec.n_ff_exp, spec.n_expert)
+        add("ffn_up_exps", il, p + "ffn_up_exps.weight", e, spec.n_ff_exp, spec.n_expert)
+        add("ffn_down_exps", il, p + "ffn_down_exps.weight", spec.n_ff_exp, e, spec.n_expert)
+        add("ffn_gate_inp_shexp", il, p + "ffn_gate_inp_shexp.weight", e)
+        add("ffn_gate_shexp", il, p + "ffn_gate_shexp.weight", e, spec.n_ff_shexp)
+        add("ffn_up_shexp", il, p + "ffn_up_shexp.weight", e, spec.n_ff_shexp)
+        add("ffn_down_shexp", il, p + "ffn_down_shexp.weight", spec.n_ff_shexp, e)
+        add("nextn_eh_proj", il, p + "nextn.eh_proj.weight", 2 * e, e)
+        add("nextn_enorm", il, p + "nextn.enorm.weight", e)
+        add("nextn_hnorm", il, p + "nextn.hnorm.weight", e)
+        add("nextn_shared_head_norm", il, p + "nextn.shared_head_norm.weight", e)
 
 
 def qwen_vocab(n_vocab: int, n_merges: int) -> tuple[list[str], list[int], list[str]]:
@@ -367,6 +403,11 @@ def _place(src: Path, path: Path, default_name: str) -> Path:
 def qwen36_35b_a3b_header(path: Path) -> Path:
     """Qwen3.6-35B-A3B UD-Q4_K_XL header-only file at ``path`` (or inside it, when a directory)."""
     return _place(cached_header(QWEN36_35B_A3B), path, "Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf")
+
+
+def qwen36_35b_a3b_mtp_header(path: Path) -> Path:
+    """Qwen3.6-35B-A3B UD-Q4_K_XL with its MTP head (header only) at ``path`` (or inside it, when a directory)."""
+    return _place(cached_header(QWEN36_35B_A3B_MTP), path, "Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf")
 
 
 def qwen36_27b_header(path: Path) -> Path:

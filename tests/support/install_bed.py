@@ -27,6 +27,13 @@ MODEL_FILE = "tiny-chat-Q8_0.gguf"
 MODEL_ID = "tiny-chat"
 # Small and quick on two shared cores; a real model would pick a far larger context.
 SERVER_ARGS = ("-c", "512", "-t", "2")
+# The tiny model with an MTP head (a qwen35moe with a real nextn block), for speculative-decoding installs.
+MTP_MODEL_REPO = "qwenkit-test/tiny-mtp-GGUF"
+MTP_MODEL_FILE = "tiny-mtp-Q8_0.gguf"
+MTP_MODEL_ID = "tiny-mtp"
+# The test bed has no GPU, where the planner never turns the head on: the catalog entry's server_args do, as a
+# catalog may for any model (engine_flags.with_overrides).
+MTP_ARGS = ("--spec-type", "draft-mtp", "--spec-draft-n-max", "2")
 
 
 def write_chat_model(path: Path, *, seed: int = 0) -> Path:
@@ -34,6 +41,20 @@ def write_chat_model(path: Path, *, seed: int = 0) -> Path:
     test runs the quantized kernels a real model does (12 layers: about 1.4 MB, so the few header reads an upgrade
     makes stay small beside it)."""
     return write_model("llama", path, seed=seed, dtype="q8_0", n_layer=12)
+
+
+def write_mtp_model(path: Path, *, seed: int = 0) -> Path:
+    """The tiny chat model with an MTP head: Qwen3.6's architecture (qwen35moe) with one nextn block, Q8_0
+    matrices (tests/support/tiny_gguf.py ``mtp_layers``)."""
+    return write_model("qwen35moe", path, seed=seed, dtype="q8_0", mtp_layers=1)
+
+
+def mtp_catalog_text(revision: str, *, draft: bool = True) -> str:
+    """A one-model catalog for the tiny MTP model pinned to ``revision``; ``draft``: its server_args turn the head
+    on (``--spec-type draft-mtp --spec-draft-n-max 2``)."""
+    return catalog_text(revision, model_id=MTP_MODEL_ID, repo=MTP_MODEL_REPO, file=MTP_MODEL_FILE,
+                        title="Tiny MTP chat (test)", architecture="qwen35moe",
+                        server_args=(*SERVER_ARGS, *(MTP_ARGS if draft else ())))
 
 
 def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str, Path] | None = None) -> str:

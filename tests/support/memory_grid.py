@@ -35,11 +35,12 @@ REPACK_BUFTS = ("CPU_REPACK", "AMX")
 def server_args(point: LaunchSettings) -> list[str]:
     """Explicit llama-server flags for every setting of a grid point (CPU only: ``-ngl 0``), so no default,
     ``--fit`` or ``LLAMA_ARG_*`` can change them."""
+    mtp = ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(point.mtp_draft)] if point.mtp_draft else []
     return [
         "-lv", "4", "-c", str(point.ctx), "-ub", str(point.ubatch), "-b", str(point.batch),
         "-ctk", point.cache_type_k, "-ctv", point.cache_type_v, "-np", str(point.n_parallel),
         "-kvu" if point.kv_unified else "-no-kvu", "-fa", "on" if point.flash_attn else "off",
-        "--fit", "off", "-ngl", "0", "--repack" if point.cpu_repack else "--no-repack", "--no-warmup",
+        "--fit", "off", "-ngl", "0", "--repack" if point.cpu_repack else "--no-repack", "--no-warmup", *mtp,
     ]
 
 
@@ -48,7 +49,8 @@ def label(point: LaunchSettings) -> str:
     k, v = point.cache_type_k, point.cache_type_v
     kv = k if k == v else f"{k}/{v}"
     return (f"c{point.ctx}-ub{point.ubatch}-{kv}-np{point.n_parallel}{'' if point.kv_unified else '-split'}"
-            f"{'' if point.flash_attn else '-nofa'}{'-repack' if point.cpu_repack else ''}")
+            f"{'' if point.flash_attn else '-nofa'}{'-repack' if point.cpu_repack else ''}"
+            f"{f'-mtp{point.mtp_draft}' if point.mtp_draft else ''}")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Reported:
     compute: dict[str, int] = field(default_factory=dict)
     output: dict[str, int] = field(default_factory=dict)
     n_ctx_slot: int = 0
+    compute_all: tuple[int, ...] = ()  # every compute line in order (an MTP draft context adds its own)
 
     @property
     def weights_mapped(self) -> int:
@@ -89,7 +92,8 @@ def parse_memory(log: str) -> Reported:
     slot = _SLOT.search(log)
     if not weights or not compute:
         raise ValueError("no memory lines in the log: was the server run with -lv 4?")
-    return Reported(weights, kv, recurrent, compute, output, int(slot.group(2)) if slot else 0)
+    compute_all = tuple(_mib(size) for _, size in _COMPUTE_BUF.findall(log))
+    return Reported(weights, kv, recurrent, compute, output, int(slot.group(2)) if slot else 0, compute_all)
 
 
 def run_point(binary: Path, model: Path, point: LaunchSettings, *, ready_timeout: float = 120.0) -> Reported:

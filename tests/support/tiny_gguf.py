@@ -110,6 +110,9 @@ class TinySpec:
     ssm_state_size: int = 32  # per-head K/V dim of the delta net
     ssm_group_count: int = 2  # K heads
     ssm_time_step_rank: int = 4  # V heads
+    # qwen35moe MTP head: ``nextn_predict_layers`` blocks after the trunk (block_count = n_layer + mtp_layers),
+    # each a full-attention MoE block plus the ``blk.N.nextn.*`` tensors (models/qwen35moe.cpp load_block_mtp)
+    mtp_layers: int = 0
     # for negative tests: tensors / keys left out of the file
     omit_tensors: tuple[str, ...] = field(default=())
     omit_keys: tuple[str, ...] = field(default=())
@@ -364,6 +367,30 @@ def _tensors_qwen35moe(t: _Tensors) -> None:
         t.mat(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp)
         t.mat(p + "ffn_up_shexp.weight", s.n_embd, s.n_ff_shexp)
         t.mat(p + "ffn_down_shexp.weight", s.n_ff_shexp, s.n_embd)
+    for il in range(s.n_layer, s.n_layer + s.mtp_layers):
+        _mtp_block(t, il)
+
+
+def _mtp_block(t: _Tensors, il: int) -> None:
+    """models/qwen35moe.cpp ``load_block_mtp``: a gated full-attention block with MoE + shared expert, then the
+    nextn tensors (llama-arch.cpp LLM_TENSOR_NEXTN_*): ``eh_proj {2·n_embd, n_embd}`` joins the normed token
+    embedding and the trunk's hidden state, ``enorm``/``hnorm`` (required, graph_mtp asserts them) and
+    ``shared_head_norm``. ``embed_tokens`` and ``shared_head_head`` are optional there (the model's token_embd
+    and output serve) and left out, as in the published Qwen3.6 MTP GGUFs' smaller files."""
+    s = t.spec
+    p = f"blk.{il}."
+    t.vec(p + "attn_norm.weight", s.n_embd, fill=1.0)
+    t.vec(p + "post_attention_norm.weight", s.n_embd, fill=1.0)
+    _attn(t, il, s.head_dim * s.n_head * 2, qk_norm=True)
+    _moe_ffn(t, il)
+    t.vec(p + "ffn_gate_inp_shexp.weight", s.n_embd, low=-0.1, high=0.1)
+    t.mat(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp)
+    t.mat(p + "ffn_up_shexp.weight", s.n_embd, s.n_ff_shexp)
+    t.mat(p + "ffn_down_shexp.weight", s.n_ff_shexp, s.n_embd)
+    t.mat(p + "nextn.eh_proj.weight", 2 * s.n_embd, s.n_embd)
+    t.vec(p + "nextn.enorm.weight", s.n_embd, fill=1.0)
+    t.vec(p + "nextn.hnorm.weight", s.n_embd, fill=1.0)
+    t.vec(p + "nextn.shared_head_norm.weight", s.n_embd, fill=1.0)
 
 
 _ARCH_TENSORS: dict[str, Callable[[_Tensors], None]] = {
@@ -393,7 +420,7 @@ def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
         ("general.name", "str", f"tiny-{a}"),
         (f"{a}.context_length", "u32", spec.n_ctx),
         (f"{a}.embedding_length", "u32", spec.n_embd),
-        (f"{a}.block_count", "u32", spec.n_layer),
+        (f"{a}.block_count", "u32", spec.n_layer + spec.mtp_layers),
         (f"{a}.feed_forward_length", "u32", spec.n_ff),
         (f"{a}.attention.head_count", "u32", spec.n_head),
         (f"{a}.attention.head_count_kv", "u32", spec.n_head_kv),
@@ -424,6 +451,8 @@ def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
             (f"{a}.ssm.time_step_rank", "u32", spec.ssm_time_step_rank),
             (f"{a}.ssm.inner_size", "u32", spec.ssm_inner_size),
         ]
+        if spec.mtp_layers:
+            kv.append((f"{a}.nextn_predict_layers", "u32", spec.mtp_layers))
     tokens, scores, types = build_vocab(spec.n_vocab)
     kv += [
         ("tokenizer.ggml.model", "str", "llama"),
@@ -452,6 +481,8 @@ def _check(spec: TinySpec) -> None:
     if spec.arch == "qwen35moe":
         if spec.full_attention_interval < 1:
             raise ValueError("qwen35moe needs full_attention_interval >= 1")
+        if spec.mtp_layers not in (0, 1):
+            raise ValueError("qwen35moe's MTP graph supports exactly one nextn block (graph_mtp asserts it)")
         if spec.ssm_time_step_rank % spec.ssm_group_count:
             raise ValueError("ssm_time_step_rank (V heads) must be a multiple of ssm_group_count (K heads)")
     if spec.dtype not in DTYPES:

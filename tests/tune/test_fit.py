@@ -131,6 +131,21 @@ def test_gpu_over_its_free_memory_adopts_fits_placement() -> None:
     assert "--n-cpu-moe" not in final and final[final.index("-c") + 1] == "32768"
 
 
+def test_adopting_fits_placement_leaves_mtp_drafting_off() -> None:
+    """llama-fit-params takes no --spec-type: its placement has no room for the head, so the flags go with ours."""
+    rtx3070 = load_profile(HARDWARE / "rtx3070_8gb_32gb.json")
+    advice = parse_fitted_args(_read("composed_cuda_moe_fitted.stdout"))
+    projections = parse_projections(_read("composed_cuda_moe_fitp.stdout"))
+    spec = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"]
+    with_mtp = [*PLAN_MOE, *spec]
+    adopted, final, reason = decide(with_mtp, advice, projections, rtx3070)
+    assert adopted == "fit" and "--spec-type" not in final and "draft-mtp" not in final
+    assert final == decide(PLAN_MOE, advice, projections, rtx3070)[1]
+    assert reason.endswith(t("tune.fit_drops_mtp"))
+    rtx4090 = load_profile(HARDWARE / "rtx4090_24gb.json")  # our placement fits: drafting stays
+    assert decide(with_mtp, advice, projections, rtx4090)[:2] == ("plan", with_mtp)
+
+
 def test_fit_that_shrank_the_context_is_said() -> None:
     rtx3070 = load_profile(HARDWARE / "rtx3070_8gb_32gb.json")
     advice = dataclasses.replace(parse_fitted_args(_read("composed_cuda_moe_fitted.stdout")), ctx=16384)

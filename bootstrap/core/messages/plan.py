@@ -113,6 +113,23 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "vision projector on the CPU: the GPU memory is worth more to the language model.",
         "zh": "视觉投影器放在 CPU：显存优先留给语言模型。",
     },
+    "plan.why_mtp_on": {
+        "en": "MTP head on (--spec-type draft-mtp, {n} draft tokens): the file's multi-token-prediction head "
+              "drafts tokens the model then checks, often 1.3-2x faster replies; head, its cache and rollback "
+              "state take {size} GiB on the GPU.",
+        "zh": "启用 MTP 头（--spec-type draft-mtp，每次起草 {n} 个 token）：文件自带的多 token 预测头先起草、"
+              "模型再校验，回复通常快 1.3-2 倍；该头及其缓存和回滚状态占用 {size} GiB 显存。",
+    },
+    "plan.why_mtp_cpu_only": {
+        "en": "MTP head left off: without a GPU the head runs on the CPU, where drafting was measured slower "
+              "than none.",
+        "zh": "不启用 MTP 头：没有 GPU 时该头只能在 CPU 上运行，实测起草反而比不用更慢。",
+    },
+    "plan.why_mtp_no_room": {
+        "en": "MTP head left off: the head and its cache do not fit on the GPU next to the model, and on the CPU "
+              "it slows decoding.",
+        "zh": "不启用 MTP 头：显存放下模型后已容不下该头及其缓存，而放在 CPU 上会拖慢生成。",
+    },
     "plan.why_thinking_off": {
         "en": "thinking off (faster agent answers); turn it on with 'qwenkit install --thinking on', or per request "
               "with chat_template_kwargs {{\"enable_thinking\": true}}.",

@@ -44,6 +44,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "沿用规划：llama.cpp 预计使用 {used} MiB 主机内存，超出总量 {free} MiB 减去 {margin} MiB 余量；"
               "没有 GPU，其自动适配也无法转移任何部分",
     },
+    "tune.fit_drops_mtp": {
+        "en": "MTP drafting left off: llama.cpp's placement does not count the MTP head.",
+        "zh": "不启用 MTP 起草：llama.cpp 的放置方案未计入 MTP 头的显存。",
+    },
     "tune.adopt_fit": {
         "en": "adopted llama.cpp's placement {fit}: ours projects {used} MiB on {device}, over {free} MiB free "
               "minus its {margin} MiB margin",
