@@ -75,3 +75,37 @@ def test_install_puts_qwenkit_in_the_users_bin_and_uninstall_takes_it_away(bed: 
     assert removed.returncode == 0, removed.stderr
     assert f"Removed the qwenkit command {launcher}." in removed.stderr
     assert not launcher.exists() and bin_dir.is_dir() and not bed.home.root.exists()
+
+
+def test_the_frozen_setup_without_a_venv_leaves_a_command_that_outlives_it(frozen_setup: Path, bed: InstallBed,
+                                                                             tmp_path: Path) -> None:
+    """No runtime venv (``--no-venv``, as on a machine without Python): the setup keeps a copy of itself in
+    ``<home>/app``, the launcher runs that copy, and the downloaded setup can be deleted."""
+    downloads = tmp_path / "Downloads 下载"
+    downloads.mkdir()
+    setup = downloads / frozen_setup.name
+    setup.write_bytes(frozen_setup.read_bytes())
+    setup.chmod(0o755)
+    folder = tmp_path / "user-bin 命令"
+    env = {**bed.env(), "QWENKIT_BIN_DIR": str(folder)}
+    installed = bed.run("install", "--yes", "--no-service", "--no-venv", exe=setup, env=env)
+    assert installed.returncode == 0, installed.stderr
+    launcher = folder / "qwenkit"
+    assert installed.stderr.count(f"qwenkit is in {folder}, which your shell does not search yet") == 1
+    kept = bed.home.app_dir / setup.name
+    assert kept.read_bytes() == setup.read_bytes()
+    setup.unlink()
+
+    user_env = {k: v for k, v in os.environ.items() if not k.startswith("QWENKIT_") and k != "PYTHONPATH"}
+    user_env.update(QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
+    status = subprocess.run([str(launcher), "status", "--json"], capture_output=True, text=True, cwd=tmp_path,
+                            env=user_env, timeout=120)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["healthy"] is True
+    helped = subprocess.run([str(launcher)], capture_output=True, text=True, cwd=tmp_path, env=user_env, timeout=120)
+    assert helped.returncode == 0 and "usage:" in helped.stdout + helped.stderr  # --help, not an install
+
+    removed = subprocess.run([str(launcher), "uninstall", "--yes"], capture_output=True, text=True, cwd=tmp_path,
+                             env=user_env, timeout=300)
+    assert removed.returncode == 0, removed.stderr
+    assert not launcher.exists() and not bed.home.root.exists()
