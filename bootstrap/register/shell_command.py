@@ -35,7 +35,6 @@ from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.hashing import sha256_bytes
 from bootstrap.core.home import Home
-from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.register import user_path
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.register.user_path import Broadcast, UserEnvironment
@@ -119,6 +118,8 @@ def keep_frozen_copy(executable: Path, target: Path) -> None:
 
 
 def render_launcher(system: str, target: LauncherTarget, home: Home) -> str:
+    from bootstrap.core.templating import render_template  # Jinja only when a launcher is written
+
     name = CMD_TEMPLATE if system == "Windows" else SH_TEMPLATE
     return render_template(name, marker=MARKER, home=str(home.root), program=str(target.program),
                            args=list(target.args), no_args=list(target.no_args))
@@ -185,6 +186,8 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
         newline = "\r\n" if system == "Windows" else "\n"
         data = text.replace("\r\n", "\n").replace("\n", newline).encode("utf-8")
         if not launcher.is_file() or launcher.read_bytes() != data:
+            from bootstrap.core.templating import write_rendered
+
             write_rendered(launcher, text, newline=newline, mode=0o755)
     except OSError as exc:
         return CommandOnPath(None, None, which_qwenkit(search),
