@@ -51,11 +51,12 @@ def test_installed_wheel_finds_resources(wheelhouse: Path, tmp_path: Path) -> No
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # a PYTHONPATH naming the checkout shadows it
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
-                    "--no-compile", "qwenclientkit"], check=True, timeout=600)
+                    "--no-compile", "qwenclientkit"], check=True, timeout=600, env=env)
     # run from an unrelated folder so the checkout cannot shadow the installed package
     proc = subprocess.run([str(venv / "bin" / "qwenkit"), "selfcheck"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=60)
+                          cwd=tmp_path, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     site = Path(report["templates"]).parents[2]
