@@ -71,7 +71,10 @@ def demo_source(work: Path, *, wheels: Path | None) -> Iterator[InstallBed]:
         revision = hub.create_repo(MODEL_REPO, {gemma.name: gemma})
         catalog = work / "catalog.toml"
         catalog.write_text(catalog_toml(revision), encoding="utf-8")
-        yield InstallBed(hub, Home(work / "Qwen 演示 home"), catalog, serve_engine(hub, asset), wheels=wheels)
+        # the qwenkit launcher an install writes goes into the demo's folder: the real ~/.local/bin must not keep
+        # one pointing at a home that is deleted when the demo ends
+        yield InstallBed(hub, Home(work / "Qwen 演示 home"), catalog, serve_engine(hub, asset), wheels=wheels,
+                         extra_env={"QWENKIT_BIN_DIR": str(work / "bin")})
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ up front so its time is reported apart from the tests'.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,22 @@ from tests.support import testbed
 
 pytest_plugins = ["tests.support.hub_fixtures", "tests.support.model_fixtures", "tests.support.wheelhouse",
                   "tests.support.install_fixtures"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every install puts a ``qwenkit`` launcher in the user's bin folder (``register.shell_command``): in tests a
+    temporary one, never the real ``~/.local/bin``. ``XDG_BIN_HOME`` (not a ``QWENKIT_`` variable, which the test
+    beds strip from the environments they build) reaches every subprocess; tests of the default folder set ``HOME``
+    and drop it."""
+    folder = tmp_path_factory.mktemp("user-bin")
+    saved = os.environ.get("XDG_BIN_HOME")
+    os.environ["XDG_BIN_HOME"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("XDG_BIN_HOME", None)
+    else:
+        os.environ["XDG_BIN_HOME"] = saved
 
 
 @pytest.fixture(scope="session")

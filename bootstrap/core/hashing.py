@@ -17,6 +17,11 @@ def is_sha256(text: object) -> bool:
     return isinstance(text, str) and SHA256_RE.fullmatch(text) is not None
 
 
+def sha256_bytes(data: bytes) -> str:
+    """The digest of a few bytes already in memory (a rendered launcher, a small record)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_file(path: Path, on_block: Callable[[int], object] | None = None) -> str:
     """Streamed SHA-256 of a file (bounded memory); ``on_block(n)`` after each block, for a progress bar."""
     digest = hashlib.sha256()

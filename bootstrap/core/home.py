@@ -126,6 +126,12 @@ class Home:
         return self.root / "run_qwen.bat"
 
     @property
+    def app_dir(self) -> Path:
+        """A copy of the frozen setup the ``qwenkit`` launcher runs when the runtime venv holds no kit (the setup
+        itself may be deleted, or sit on a USB drive that goes away)."""
+        return self.root / "app"
+
+    @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
 

@@ -119,6 +119,32 @@ def wheels_dir(env: Mapping[str, str] = os.environ) -> str | None:
     return first_set(env, "QWENKIT_WHEELS")
 
 
+def bin_dir(env: Mapping[str, str] = os.environ) -> str | None:
+    """The folder the ``qwenkit`` launcher goes in: ``QWENKIT_BIN_DIR`` (as ``PIPX_BIN_DIR`` / ``UV_TOOL_BIN_DIR``
+    name theirs), else ``XDG_BIN_HOME`` when absolute (uv honours it too); None: the default ``~/.local/bin``, on
+    Windows ``%USERPROFILE%\\.local\\bin`` (``register.shell_command``)."""
+    chosen = first_set(env, "QWENKIT_BIN_DIR")
+    if chosen:
+        return chosen
+    xdg = first_set(env, "XDG_BIN_HOME")
+    return xdg if xdg and os.path.isabs(xdg) else None
+
+
+def user_profile(env: Mapping[str, str] = os.environ) -> str | None:
+    """``USERPROFILE``: the Windows user's folder (``C:\\Users\\<name>``), where ``.local\\bin`` lives."""
+    return first_set(env, "USERPROFILE")
+
+
+def login_shell(env: Mapping[str, str] = os.environ) -> str | None:
+    """``SHELL``: the user's login shell, to name the one line that puts a folder on PATH (bash, zsh, fish…)."""
+    return first_set(env, "SHELL")
+
+
+def search_path(env: Mapping[str, str] = os.environ) -> str:
+    """``PATH`` as this process sees it (where a typed ``qwenkit`` is looked up)."""
+    return env.get("PATH", "")
+
+
 @contextmanager
 def overridden(values: Mapping[str, str]) -> Iterator[None]:
     """Set variables for the duration of one run, then restore them: an install from an offline bundle makes the

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from bootstrap.place.working_engine import WorkingEngine
     from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.planner import Candidate, Plan
+    from bootstrap.register.shell_command import CommandOnPath
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class InstallOutcome:
     kind: str  # "installed" | "upgraded" | "verified" | "unchanged" | "restarted" | "cancelled"
     state: InstallState | None
     result: DeployResult | None = None
+    on_path: CommandOnPath | None = None  # the qwenkit command (None: left as it was, or cancelled)
 
 
 Confirm = Callable[[Proposal], bool]
@@ -118,7 +120,28 @@ def install(home: Home, request: InstallRequest, confirm: Confirm | None = None)
             raise
         if bundle is not None:  # every check passed: its records are the home's (not when cancelled)
             _settle_records(bundle, home, keep=outcome.kind != "cancelled")
+        return _put_on_path(home, outcome)
+
+
+def _put_on_path(home: Home, outcome: InstallOutcome) -> InstallOutcome:
+    """After a successful run: the ``qwenkit`` command on the user's PATH (``register.shell_command``), said once,
+    and recorded. A rerun that changed nothing leaves an intact launcher alone (no template engine is loaded)."""
+    from bootstrap.register.launcher_record import launcher_intact
+
+    state = outcome.state
+    if state is None or outcome.kind == "cancelled":
         return outcome
+    if outcome.kind in ("unchanged", "restarted") and launcher_intact(state.launcher):
+        return outcome
+    from bootstrap.record.state import save_state
+    from bootstrap.register.shell_command import put_on_path
+
+    done = put_on_path(home, state.system, prior=state.launcher)
+    info(done.line)
+    if done.record is not None and done.record != state.launcher:
+        state = replace(state, launcher=done.record)
+        save_state(home, state)
+    return replace(outcome, state=state, on_path=done)
 
 
 def _settle_records(bundle: OpenedBundle, home: Home, *, keep: bool) -> None:

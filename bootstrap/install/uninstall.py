@@ -1,10 +1,12 @@
 """Uninstall: stop and remove the service, then delete what the installer put in the home.
 
 Deletes only the home's own entries (DESIGN.md §3: ``state.json``, ``engine/``, ``cache/``, ``venv/``, ``secrets/``,
-the start scripts, ``logs/``, ``service/``, ``run/``, and ``models/`` unless kept), and only in a folder that carries
-our marker (``state.json`` or ``.lock``, ``is_ours``), so a ``QWENKIT_HOME`` pointed at the wrong folder cannot cost
-the user their own ``venv/`` or ``logs/``. Links are removed, never followed out of the home. Files the user put there
-stay, and then the home stays too (``tidy_home``). A service that cannot be removed is a warning: the files still go.
+the start scripts, ``logs/``, ``service/``, ``run/``, ``app/``, and ``models/`` unless kept), and only in a folder
+that carries our marker (``state.json`` or ``.lock``, ``is_ours``), so a ``QWENKIT_HOME`` pointed at the wrong folder
+cannot cost the user their own ``venv/`` or ``logs/``. Links are removed, never followed out of the home. Files the
+user put there stay, and then the home stays too (``tidy_home``). A service that cannot be removed is a warning: the
+files still go. Outside the home only the ``qwenkit`` launcher that ``state.json`` records goes, while it is exactly
+as written, and the PATH entry the install added (``register.shell_command``).
 The command (``bootstrap/app/commands/uninstall.py``) asks first and reports.
 """
 
@@ -25,7 +27,9 @@ from bootstrap.core.errors import QwenKitError, ServerError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.core.processes import run_command
+from bootstrap.record.state import load_state
 from bootstrap.register.base import Runner
+from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
@@ -68,7 +72,7 @@ def our_entries(home: Home, keep_models: bool) -> list[Path]:
     """Our entries that exist, in deletion order: the record first (a half-done uninstall no longer looks installed),
     models last (the biggest, and the one ``keep_models`` spares)."""
     candidates = [*_our_files(home), home.services_dir, home.run_dir, home.engines_dir, home.venv_dir,
-                  home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir]
+                  home.app_dir, home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir]
     # A crash between write and rename (atomic_file) leaves ".<name>.<random>.tmp" next to our files.
     for path in _our_files(home):
         candidates += sorted(home.root.glob(f".{path.name}.*.tmp"))
@@ -90,8 +94,23 @@ def uninstall(home: Home, keep_models: bool, *, admin: bool, probe: HostProbe | 
     with home_lock(home, "uninstall"):
         if not our_entries(home, keep_models):  # the home may have changed since the caller looked
             return None
+        launcher = _recorded_launcher(home)  # read before state.json, the first entry deleted, goes
         _remove_service(home, admin, probe, runner)
+        if launcher is not None:
+            from bootstrap.register.shell_command import remove_launcher
+
+            for line in remove_launcher(launcher, this_system()):
+                console.info(line)
         return _delete(home, our_entries(home, keep_models))
+
+
+def _recorded_launcher(home: Home) -> LauncherRecord | None:
+    """The launcher ``state.json`` records; a damaged record is no reason to stop an uninstall (the file stays)."""
+    try:
+        state = load_state(home)
+    except QwenKitError:
+        return None
+    return state.launcher if state is not None else None
 
 
 def _is_link(path: Path) -> bool:

@@ -22,6 +22,7 @@ from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.plan.launch_spec import LaunchSpec, thinking_of
+from bootstrap.register.launcher_record import LauncherRecord
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
@@ -118,6 +119,7 @@ class InstallState:
     service: ServiceRecord | None = None
     venv_python: str | None = None  # relative to the home; None when no venv could be made
     request: RequestRecord | None = None
+    launcher: LauncherRecord | None = None  # the qwenkit command put on PATH (register.shell_command)
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
@@ -219,6 +221,7 @@ def state_from_json(doc: Any) -> InstallState:
         raise UsageError(t("state.err_newer", found=schema, supported=SCHEMA_VERSION), t("state.hint_newer"))
     service = r.opt_obj("service")
     request = r.opt_obj("request")
+    launcher = r.opt_obj("launcher")
     return InstallState(
         schema=schema, kit_version=r.text("kit_version"), updated=r.text("updated"), system=r.text("system"),
         model_id=r.text("model_id"), quant=r.text("quant"), engine=_read_engine(r.obj("engine")),
@@ -227,6 +230,9 @@ def state_from_json(doc: Any) -> InstallState:
         venv_python=r.opt_text("venv_python"),
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
                                                                    request.opt_flag("thinking")),
+        launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
+                                                              launcher.text("target"),
+                                                              launcher.opt_text("path_entry")),
     )
 
 

@@ -143,5 +143,6 @@ def run(args: argparse.Namespace) -> int:
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
     elif outcome.kind in ("installed", "upgraded", "verified"):
-        console.ok(t(f"install.done_{outcome.kind}", home=home.root))
+        command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
+        console.ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
     return 0

@@ -21,6 +21,7 @@ from bootstrap.core.messages import (
     gguf,
     inputs,
     install,
+    launcher,
     memory,
     plan,
     pyenv,
@@ -35,7 +36,7 @@ from bootstrap.core.messages import (
 
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
-                                  pyenv, deploy, render, verify, service, install, uninstall, setup, bundle,
+                                  pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create)
 
 

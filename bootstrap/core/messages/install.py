@@ -56,8 +56,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已取消；没有做任何更改。",
     },
     "install.done_installed": {
-        "en": "Installed in {home}. Rerun 'qwenkit install' any time to upgrade.",
-        "zh": "已安装到 {home}。以后随时重新运行 'qwenkit install' 即可升级。",
+        "en": "Installed in {home}. Rerun '{command} install' any time to upgrade.",
+        "zh": "已安装到 {home}。以后随时重新运行 '{command} install' 即可升级。",
     },
     "install.done_upgraded": {
         "en": "Upgraded in place in {home}; the old files were removed.",
