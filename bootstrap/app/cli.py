@@ -44,6 +44,7 @@ HIDDEN = frozenset({"selfcheck"})
 _ARGUMENT = re.compile(r"argument (?P<arg>[^:]+): (?P<detail>.*)", re.S)
 _INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'.*?'|\S+) \(choose from (?P<choices>.*)\)", re.S)
 _INVALID_VALUE = re.compile(r"invalid (?P<type>\w+) value: (?P<value>.*)", re.S)
+_CJK_TITLE = re.compile(r"(?m)^(\s*\S*[\u4e00-\u9fff]):$")  # a section title of the help in Chinese
 _REQUIRED = "the following arguments are required: "
 _UNRECOGNIZED = "unrecognized arguments: "
 _EXPECTED_ONE = "expected one argument"
@@ -79,8 +80,9 @@ def usage_error(message: str) -> UsageError:
         return UsageError(t("cli.err_expected_one", arg=arg), usage)
     value = _INVALID_VALUE.fullmatch(detail)
     if value:
-        return UsageError(t("cli.err_invalid_value", arg=arg, type=value["type"], value=_unquote(value["value"])),
-                          usage)
+        kind = value["type"]
+        kind = t(f"cli.type_{kind}") if kind in ("int", "float") else kind
+        return UsageError(t("cli.err_invalid_value", arg=arg, type=kind, value=_unquote(value["value"])), usage)
     return UsageError(t("cli.err_argument", arg=arg, detail=detail), usage)
 
 
@@ -90,6 +92,10 @@ class _Formatter(argparse.HelpFormatter):
     def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
                   groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
         super().add_usage(usage, actions, groups, t("cli.usage_prefix") if prefix is None else prefix)
+
+    def format_help(self) -> str:
+        """argparse ends each section title with an ASCII colon; after Chinese text it is the full-width one."""
+        return _CJK_TITLE.sub("\\1：", super().format_help())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,7 +184,7 @@ def _add_status(sub: Subcommands) -> None:
 
 def _add_service(sub: Subcommands) -> None:
     service = _command(sub, "service")
-    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],
+    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"], metavar="ACTION",
                          help=t("arg.service_action"))
 
 

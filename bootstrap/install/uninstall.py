@@ -25,7 +25,7 @@ from bootstrap.core.errors import QwenKitError, ServerError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.core.processes import run_command
-from bootstrap.register.base import Runner
+from bootstrap.register.base import Runner, manager_label
 from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
@@ -153,7 +153,7 @@ def _remove_service(home: Home, admin: bool, probe: HostProbe | None, runner: Ru
         try:
             manager = choose_manager(this_system(), home, admin=admin, probe=probe, runner=runner)
             uninstall_service(manager)
-            console.info(t("service.uninstalled", manager=manager.name))
+            console.info(t("service.uninstalled", manager=manager_label(manager.name)))
         except (QwenKitError, OSError) as exc:
             detail = exc.message if isinstance(exc, QwenKitError) else str(exc)
             console.warn(t("uninstall.warn_service", manager=name, detail=detail))

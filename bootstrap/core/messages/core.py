@@ -27,7 +27,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "cmd.models": {"en": "list the catalog's models and quants, and which quant fits this (or another) machine",
                    "zh": "列出目录中的模型和量化版本，以及本机（或指定硬件）适合哪个量化版本"},
     "cmd.download": {"en": "download a model (and its mmproj) resumably, verified by SHA-256",
-                     "zh": "下载模型（及其 mmproj），支持断点续传并做 SHA-256 校验"},
+                     "zh": "下载模型（及其视觉投影文件），支持断点续传并做 SHA-256 校验"},
     "cmd.install": {"en": "install or upgrade the engine, the model and the service",
                     "zh": "安装或升级推理引擎、模型和后台服务"},
     "cmd.status": {"en": "show what is installed and whether the server answers",
@@ -39,7 +39,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "cmd.uninstall": {"en": "remove the service, the engine and (unless kept) the models",
                       "zh": "删除后台服务、推理引擎以及模型（可选择保留模型）"},
     "arg.model": {"en": "catalog id[:quant], hf:OWNER/REPO/PATH[@REV], ms:OWNER/REPO/PATH[@REV] or a .gguf path",
-                  "zh": "目录中的模型 id[:量化]、hf:所有者/仓库/路径[@版本]、ms:所有者/仓库/路径[@版本] "
+                  "zh": "目录中的模型 id[:量化]、hf:所有者/仓库/路径[@修订版]、ms:所有者/仓库/路径[@修订版] "
                         "或 .gguf 文件路径"},
     "arg.source": {"en": "auto (default), hf, modelscope, or a mirror URL",
                    "zh": "auto（默认）、hf、modelscope 或镜像地址"},
@@ -60,13 +60,14 @@ MESSAGES: dict[str, dict[str, str]] = {
                     "zh": "包含安装选项的 TOML 应答文件，用于无人值守安装（隐含 --yes）"},
     "arg.thinking": {"en": "whether the server thinks before answering by default (default: the catalog's, off for "
                              "Qwen3.6; kept on reruns); clients can still choose per request",
-                     "zh": "服务默认是否先思考再回答（默认取目录设定，Qwen3.6 为 off；重新运行时保留）；"
+                     "zh": "服务默认是否先思考再回答（默认取目录设定，Qwen3.6 为关闭；重新运行时保留）；"
                            "客户端仍可按请求选择"},
     "arg.verify": {"en": "hash every installed file again instead of trusting size and date",
                    "zh": "重新计算所有已安装文件的哈希，而不是只看大小和时间"},
     "arg.no_venv": {"en": "skip the Python environment (OpenAI SDK, examples); the server does not need it",
                     "zh": "跳过 Python 环境（OpenAI SDK、示例）；服务本身不需要它"},
-    "arg.service_action": {"en": "what to do with the service", "zh": "对后台服务执行的操作"},
+    "arg.service_action": {"en": "what to do with the service: install, start, stop, status or uninstall",
+                           "zh": "对后台服务执行的操作：install、start、stop、status 或 uninstall"},
     "arg.bundle_action": {"en": "create a bundle or verify one", "zh": "创建或校验离线安装包"},
     "arg.out": {"en": "bundle folder to write", "zh": "要写入的安装包目录"},
     "arg.platform": {"en": "target platform (repeatable), e.g. windows-x64-cuda12, linux-x64, macos-arm64",
@@ -88,7 +89,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "zh": "参数 {arg}：无效的选择 '{value}'（可选：{choices}）。"},
     "cli.err_expected_one": {"en": "Argument {arg} expects one value.", "zh": "参数 {arg} 需要一个值。"},
     "cli.err_invalid_value": {"en": "Argument {arg}: invalid {type} value '{value}'.",
-                              "zh": "参数 {arg}：无效的 {type} 值 '{value}'。"},
+                              "zh": "参数 {arg}：无效的{type}值 '{value}'。"},
+    "cli.type_int": {"en": "int", "zh": "整数"},
+    "cli.type_float": {"en": "float", "zh": "数字"},
     "cli.err_argument": {"en": "Argument {arg}: {detail}", "zh": "参数 {arg}：{detail}"},
     "cli.err_required": {"en": "The following arguments are required: {args}.", "zh": "缺少必需的参数：{args}。"},
     "cli.err_unrecognized": {"en": "Unrecognized arguments: {args}.", "zh": "无法识别的参数：{args}。"},

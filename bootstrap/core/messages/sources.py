@@ -65,7 +65,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.err_revision_not_found": {
         "en": "revision {revision} of {repo} was not found on {source}",
-        "zh": "在 {source} 上找不到 {repo} 的版本 {revision}",
+        "zh": "在 {source} 上找不到 {repo} 的修订版 {revision}",
     },
     "sources.err_file_not_found": {
         "en": "file {path} is not in {repo} on {source}",

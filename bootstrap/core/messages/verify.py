@@ -145,16 +145,16 @@ MESSAGES: dict[str, dict[str, str]] = {
                             "zh": "思考模式：默认关闭（直接回答，更快）。"},
     "verify.thinking_template": {"en": "Thinking: as the model's chat template decides (this engine build takes no "
                                        "--reasoning flag).",
-                                 "zh": "思考模式：由模型的对话模板决定（此引擎版本不支持 --reasoning 参数）。"},
+                                 "zh": "思考模式：由模型的对话模板决定（此引擎构建不支持 --reasoning 参数）。"},
     "verify.thinking_per_request": {
         "en": "Per request (OpenAI SDK): extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}} (or "
               "False); the reasoning arrives in message.reasoning_content (streamed: delta.reasoning_content), the "
               "answer in content.",
-        "zh": "按请求切换（OpenAI SDK）：extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}}"
-              "（或 False）；推理过程在 message.reasoning_content 中（流式：delta.reasoning_content），"
-              "回答在 content 中。",
+        "zh": "按请求切换（OpenAI SDK）：'extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}}'"
+              "（或 'False'）；推理过程在 'message.reasoning_content' 中（流式：'delta.reasoning_content'），"
+              "回答在 'content' 中。",
     },
     "verify.thinking_default": {"en": "Change the server's default: qwenkit install --thinking on|off.",
-                                "zh": "修改服务默认值：qwenkit install --thinking on|off。"},
+                                "zh": "修改服务默认值：'qwenkit install --thinking on|off'。"},
     "verify.opening": {"en": "opening {url} in the browser", "zh": "正在浏览器中打开 {url}"},
 }
