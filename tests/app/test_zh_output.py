@@ -146,6 +146,9 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         _text(bed, env, "install", "--yes", "--no-service", "--no-venv"),
         _text(bed, env, "status"),
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
+        _text(bed, env, "service", "stop"),
+        _text(bed, env, "status", codes=(0, 6)),  # installed, the server down: what is wrong and how to start it
+        _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "uninstall", "--yes"),
         _text(bed, env, "status", codes=(2,)),
     ]

@@ -25,7 +25,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "cmd.plan": {"en": "choose the quant and launch parameters that fit this (or another) machine",
                  "zh": "为本机（或指定硬件）选择合适的量化版本和启动参数"},
     "cmd.models": {"en": "list the catalog's models and quants, and which quant fits this (or another) machine",
-                   "zh": "列出目录中的模型和量化版本，以及本机（或指定硬件）适合哪个量化版本"},
+                   "zh": "列出模型目录中的模型和量化版本，以及本机（或指定硬件）适合哪个量化版本"},
     "cmd.download": {"en": "download a model (and its mmproj) resumably, verified by SHA-256",
                      "zh": "下载模型（及其视觉投影文件），支持断点续传并做 SHA-256 校验"},
     "cmd.install": {"en": "install or upgrade the engine, the model and the service",
@@ -39,7 +39,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "cmd.uninstall": {"en": "remove the service, the engine and (unless kept) the models",
                       "zh": "删除后台服务、推理引擎以及模型（可选择保留模型）"},
     "arg.model": {"en": "catalog id[:quant], hf:OWNER/REPO/PATH[@REV], ms:OWNER/REPO/PATH[@REV] or a .gguf path",
-                  "zh": "目录中的模型 id[:量化]、hf:所有者/仓库/路径[@修订版]、ms:所有者/仓库/路径[@修订版] "
+                  "zh": "模型目录中的模型 id[:量化]、hf:所有者/仓库/路径[@修订版]、ms:所有者/仓库/路径[@修订版] "
                         "或 .gguf 文件路径"},
     "arg.source": {"en": "auto (default), hf, modelscope, or a mirror URL",
                    "zh": "auto（默认）、hf、modelscope 或镜像地址"},
@@ -60,7 +60,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                     "zh": "包含安装选项的 TOML 应答文件，用于无人值守安装（隐含 --yes）"},
     "arg.thinking": {"en": "whether the server thinks before answering by default (default: the catalog's, off for "
                              "Qwen3.6; kept on reruns); clients can still choose per request",
-                     "zh": "服务默认是否先思考再回答（默认取目录设定，Qwen3.6 为关闭；重新运行时保留）；"
+                     "zh": "服务默认是否先思考再回答（默认取模型目录设定，Qwen3.6 为关闭；重新运行时保留）；"
                            "客户端仍可按请求选择"},
     "arg.verify": {"en": "hash every installed file again instead of trusting size and date",
                    "zh": "重新计算所有已安装文件的哈希，而不是只看大小和时间"},
@@ -74,7 +74,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "zh": "目标平台（可重复），例如 windows-x64-cuda12、linux-x64、macos-arm64"},
     "arg.dir": {"en": "bundle folder or its URL", "zh": "安装包目录或其网址"},
     "arg.bundle_models": {"en": "catalog ids[:quant] to carry (default: the catalog's default model)",
-                          "zh": "要打包的模型目录 id[:量化]（默认：目录的默认模型）"},
+                          "zh": "要打包的模型目录 id[:量化]（默认：模型目录的默认模型）"},
     "arg.bundle_quant": {"en": "also carry this quant of each model (repeatable)",
                          "zh": "同时打包每个模型的该量化版本（可重复）"},
     "arg.bundle_setup": {"en": "a setup executable built on another OS to put in the bundle (repeatable)",

@@ -50,7 +50,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "install.part_model": {"en": "model", "zh": "模型"},
     "install.part_mmproj": {"en": "vision projector", "zh": "视觉投影器"},
     "install.part_engine": {"en": "engine", "zh": "引擎"},
-    "install.part_venv": {"en": "runtime venv", "zh": "运行环境（venv）"},
+    "install.part_venv": {"en": "runtime venv", "zh": "Python 环境（venv）"},
     "install.part_about": {"en": "about {size}", "zh": "约 {size}"},
     "install.part_estimate": {
         "en": "about {size} (recorded size of its wheels)",
@@ -183,7 +183,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "thinking by default changes from {old} to {new}",
         "zh": "默认思考模式由 {old} 改为 {new}",
     },
-    "fresh.thinking_default": {"en": "the catalog's default", "zh": "目录默认值"},
+    "fresh.thinking_default": {"en": "the catalog's default", "zh": "模型目录默认值"},
     "fresh.model_changed": {
         "en": "the model changes from {old} to {new}",
         "zh": "模型由 {old} 改为 {new}",

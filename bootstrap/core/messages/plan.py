@@ -9,7 +9,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "plan.err_unknown_model": {
         "en": "Unknown model '{model}'. Catalog models: {available}.",
-        "zh": "未知模型 '{model}'。目录中的模型：{available}。",
+        "zh": "未知模型 '{model}'。模型目录中的模型：{available}。",
     },
     "plan.err_catalog_key": {
         "en": "Catalog {path}: unknown key '{field}' (known here: {known}).",
@@ -30,7 +30,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "plan.hint_model_ref": {
         "en": "Use a catalog id (qwen3.6-35b-a3b[:QUANT]), hf:OWNER/REPO/PATH[@REV], ms:OWNER/REPO/PATH[@REV] "
               "or a path to a .gguf file.",
-        "zh": "请使用目录中的模型 id（qwen3.6-35b-a3b[:量化]）、hf:所有者/仓库/路径[@修订版]、"
+        "zh": "请使用模型目录中的模型 id（qwen3.6-35b-a3b[:量化]）、hf:所有者/仓库/路径[@修订版]、"
               "ms:所有者/仓库/路径[@修订版] 或 .gguf 文件路径。",
     },
     "plan.err_no_fit": {
@@ -145,11 +145,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "models.title": {
         "en": "Catalog models; this machine: {gpu} ({vram} usable VRAM), {ram} usable RAM.",
-        "zh": "目录中的模型；本机：{gpu}（可用显存 {vram}），可用内存 {ram}。",
+        "zh": "模型目录中的模型；本机：{gpu}（可用显存 {vram}），可用内存 {ram}。",
     },
     "models.title_cpu": {
         "en": "Catalog models; this machine: the CPU only, {ram} usable RAM.",
-        "zh": "目录中的模型；本机：仅 CPU，可用内存 {ram}。",
+        "zh": "模型目录中的模型；本机：仅 CPU，可用内存 {ram}。",
     },
     "models.approximate": {"en": "~ size as the hub displays it; the exact size comes with the download.",
                            "zh": "~ 为下载站显示的大小；准确大小在下载时获得。"},
@@ -166,7 +166,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "models.no_fit": {"en": "Here: does not fit (not even its smallest quant).",
                       "zh": "本机：放不下（最小的量化版本也不行）。"},
     "models.unknown": {"en": "Here: unknown without its file (the catalog has no shape facts for it).",
-                       "zh": "本机：无法判断（目录中没有它的结构信息，需要先下载文件）。"},
+                       "zh": "本机：无法判断（模型目录中没有它的结构信息，需要先下载文件）。"},
     "plan.label_cpu": {"en": "the CPU", "zh": "处理器（CPU）"},
     "plan.title": {
         "en": "Plan: {title} {quant} ({size} GiB) on {where}",

@@ -25,6 +25,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Service removed ({manager}).",
         "zh": "服务已移除（{manager}）。",
     },
+    "health.down_refused": {"en": "nothing listens there (connection refused)", "zh": "该地址无程序监听（连接被拒绝）"},
+    "health.down_silent": {"en": "no answer within {seconds} s", "zh": "{seconds} 秒内无响应"},
     "service.detail_pid": {"en": "pid {pid}", "zh": "进程 {pid}"},
     "service.detail_not_running": {"en": "not running", "zh": "未运行"},
     # A manager's name as shown where it has a Chinese one (the others keep their own names): the script is not a
