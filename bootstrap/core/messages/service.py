@@ -25,7 +25,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Service removed ({manager}).",
         "zh": "服务已移除（{manager}）。",
     },
-    "health.down_refused": {"en": "nothing listens there (connection refused)", "zh": "该地址无程序监听（连接被拒绝）"},
+    "health.down_refused": {"en": "connection refused: nothing listens there", "zh": "连接被拒绝：该地址无程序监听"},
     "health.down_silent": {"en": "no answer within {seconds} s", "zh": "{seconds} 秒内无响应"},
     "service.detail_pid": {"en": "pid {pid}", "zh": "进程 {pid}"},
     "service.detail_not_running": {"en": "not running", "zh": "未运行"},
