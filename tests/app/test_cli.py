@@ -105,6 +105,10 @@ def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
     (["plan", "--ctx", "lots"], "zh_CN.UTF-8", "错误：参数 --ctx：无效的整数值 'lots'。",
      "提示：运行 'qwenkit --help' 查看用法。"),
     (["bundle"], "zh_CN.UTF-8", "错误：缺少必需的参数：ACTION。", "提示：运行 'qwenkit --help' 查看用法。"),
+    (["install", "--no"], "zh_CN.UTF-8", "错误：选项 --no 有歧义：可能是 --no-service, --no-venv。",
+     "提示：运行 'qwenkit --help' 查看用法。"),
+    (["status", "--json=1"], "zh_CN.UTF-8", "错误：参数 --json 不接受取值（收到 '1'）。",
+     "提示：运行 'qwenkit --help' 查看用法。"),
     (["status", "extra"], "zh_CN.UTF-8", "错误：无法识别的参数：extra。", "提示：运行 'qwenkit --help' 查看用法。"),
 ])
 def test_usage_errors_are_localized_and_suggest(argv: list[str], lang: str, error: str, hint: str) -> None:
