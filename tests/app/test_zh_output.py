@@ -154,5 +154,6 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     ]
     text = "\n".join(outputs)
     print(text)  # what a Chinese user saw, for the report
+    assert "    # 按请求开启思考模式：extra_body=" in text  # the snippet's comments are read: Chinese (its code is not)
     found = leaks(text, literals=(str(bed.home.root),))
     assert found == [], "\n".join(found)
