@@ -49,6 +49,7 @@ def test_the_screen_says_everything_with_yes_in_english(make_bed: Callable[..., 
     hardware = _cpu_only_profile(bed, tmp_path)
     port = _free_pair()
     proc = bed.install("--no-venv", "--port", str(port), "--hardware", str(hardware))
+    print(proc.stderr)  # the screen and the final report, as a user saw them
     assert proc.returncode == 0, proc.stderr
     screen = "\n".join(_screen(proc.stderr, "Plan: "))
     assert "Continue?" not in proc.stderr
@@ -104,3 +105,27 @@ def test_the_screen_in_chinese_comes_before_the_network_and_estimates_the_venv(
     assert not re.search(r"[\u4e00-\u9fff]:", screen), screen  # no ASCII colon after Chinese text
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("错误：")]
     assert len(errors) == 1 and proc.stderr.index("方案：") < proc.stderr.index(errors[0]), proc.stderr
+
+
+def test_the_screen_needs_no_network(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:
+    """The shipped catalog (its entries carry shape facts) with every source and the engine host down: the whole
+    screen is printed — sizes from the catalog, the venv's recorded estimate — and only then does a source fail."""
+    bed = make_bed()
+    doctor = json.loads(bed.run("doctor", "--json").stdout)
+    doctor["gpus"], doctor["memory"] = [], {"total_bytes": 64 * GIB, "available_bytes": 60 * GIB}
+    hardware = tmp_path / "big.json"
+    hardware.write_text(json.dumps(doctor), encoding="utf-8")
+    dead = f"http://127.0.0.1:{_free_pair()}"
+    env = {k: v for k, v in bed.env().items() if k != "QWENKIT_CATALOG"}
+    env.update(QWENKIT_HF_ENDPOINT=dead, QWENKIT_MODELSCOPE_ENDPOINT=dead, QWENKIT_ENGINE_URL=dead)
+    proc = bed.run("install", "--yes", "--no-service", "--hardware", str(hardware), env=env)
+    print(proc.stderr)
+    assert proc.returncode == 4, proc.stderr
+    screen = "\n".join(_screen(proc.stderr, "Plan: "))
+    assert screen.startswith("Plan: Qwen3.6-35B-A3B "), screen
+    assert re.search(r"^    model: (about )?\d+\.\d GiB$", screen, re.M), screen
+    assert re.search(r"^    vision projector: (about )?\d+\.\d MiB$", screen, re.M), screen
+    assert re.search(r"^    runtime venv: about 24\.7 MiB \(recorded size of its wheels\)$", screen, re.M), screen
+    assert re.search(r"^  memory         RAM \d+\.\d of \d+\.\d GiB; no GPU used$", screen, re.M), screen
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and proc.stderr.index(screen) < proc.stderr.index(errors[0]), proc.stderr
