@@ -22,6 +22,7 @@ from typing import Any
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError, ServerError
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.core.processes import run_command
@@ -179,7 +180,7 @@ def _delete(home: Home, entries: list[Path]) -> Removal:
         except OSError as exc:
             failed += 1
             freed += before - tree_size(path)
-            console.warn(t("uninstall.warn_not_removed", path=path, detail=exc.strerror or exc))
+            console.warn(t("uninstall.warn_not_removed", path=path, detail=os_reason(exc)))
             continue
         freed += before
         removed.append(shown)

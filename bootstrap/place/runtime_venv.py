@@ -39,6 +39,7 @@ from bootstrap.core.console import info, t, warn
 from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_captured, run_command
 from bootstrap.core.resources import resource_dir
@@ -477,7 +478,7 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
         try:
             _remove_venv(venv)
         except OSError as exc:  # Windows: a program still runs from it
-            raise UnsupportedMachine(t("pyenv.remove_failed", path=venv, detail=exc.strerror or exc),
+            raise UnsupportedMachine(t("pyenv.remove_failed", path=venv, detail=os_reason(exc)),
                                      t("pyenv.remove_failed_hint")) from exc
     source = _pip_source(index_url, find_links)
     env = child_env(os.environ, isolate_config=source.isolate_config, frozen=bool(getattr(sys, "frozen", False)))

@@ -141,6 +141,8 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         _text(bed, env, "install", "--prot", "1", codes=(2,)),
         _text(bed, env, "plan", "--ctx", "lots", codes=(2,)),
         _text(bed, env, "service", "stat", codes=(2,)),
+        _text(bed, env, "install", "--yes", "--home", "/proc/qwenkit-none", codes=(2,)),  # the OS's reason
+        _text(bed, env, "install", "--answers", str(tmp_path / "missing.toml"), codes=(2,)),
         _text(bed, {**env, "QWENKIT_HF_ENDPOINT": dead, "QWENKIT_MODELSCOPE_ENDPOINT": dead},
               "download", MODEL_ID, "--dest", str(tmp_path / "dl"), codes=(4,)),
         _text(bed, env, "install", "--yes", "--no-service", "--no-venv"),
