@@ -163,7 +163,9 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # confirm: the screen is made from the plan, the home and recorded sizes — no network yet
     proposal = make_proposal(home, plan, wanted.ref, hardware, previous, port=port, port_asked=port_asked,
                              manager=_manager_name(home, request), venv=request.venv,
-                             wheels_dir=request.wheels_dir, reasons=reasons)
+                             wheels_dir=request.wheels_dir, reasons=reasons,
+                             bundle_wheels=None if bundle is None else sum(
+                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)))
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed

@@ -37,6 +37,7 @@ class Part:
 
     name: str  # "model" | "mmproj" | "engine" | "venv"
     state: str  # "download" | "here" (already in the home) | "local" (the user's own file) | "skipped" (--no-venv)
+    # | "no_wheels" (a bundle without wheels for this machine: no venv)
     size: int | None  # bytes to download; None: not known before the download
     estimated: bool = False  # a recorded estimate, not the exact count
 
@@ -72,8 +73,11 @@ class Proposal:
 
 def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfile, previous: InstallState | None,
                   *, port: int, port_asked: int, manager: str, venv: bool, wheels_dir: Path | None,
-                  reasons: tuple[str, ...] = ()) -> Proposal:
-    parts = (*_model_parts(home, plan, ref), _engine_part(home, plan), _venv_part(home, venv, wheels_dir))
+                  bundle_wheels: int | None = None, reasons: tuple[str, ...] = ()) -> Proposal:
+    """``bundle_wheels``: from an offline bundle, the bytes of this machine's wheels in its manifest (0: it has
+    none, so no venv is made)."""
+    parts = (*_model_parts(home, plan, ref), _engine_part(home, plan),
+             _venv_part(home, venv, wheels_dir, bundle_wheels))
     # What runs: the plan's flags, then the catalog entry's own server_args (installer._deploy_options adds them).
     args = (*plan.args, *(load_catalog().model(plan.model_id).server_args if isinstance(ref, CatalogRef) else ()))
     ctx = ctx_of(args) or plan.settings.ctx
@@ -112,11 +116,15 @@ def _engine_part(home: Home, plan: Plan) -> Part:
     return Part("engine", "download", None if None in sizes else sum(s or 0 for s in sizes))
 
 
-def _venv_part(home: Home, venv: bool, wheels_dir: Path | None) -> Part:
+def _venv_part(home: Home, venv: bool, wheels_dir: Path | None, bundle_wheels: int | None) -> Part:
     if not venv:
         return Part("venv", "skipped", 0)
+    if bundle_wheels == 0:
+        return Part("venv", "no_wheels", 0)
     if venv_current(home.venv_dir):
         return Part("venv", "here", 0)
+    if bundle_wheels is not None:
+        return Part("venv", "download", bundle_wheels)
     if wheels_dir is not None and wheels_dir.is_dir():
         return Part("venv", "download", wheels_bytes(wheels_dir))
     return Part("venv", "download", RECORDED_WHEELS_BYTES, estimated=True)

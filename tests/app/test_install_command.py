@@ -97,7 +97,7 @@ def test_the_screen_in_chinese_comes_before_the_network_and_estimates_the_venv(
     assert re.search(r"^  下载          至少 \d+\.\d MiB（引擎大小在下载时才知道）$", screen, re.M), screen
     assert re.search(r"^    模型：1\.\d MiB$", screen, re.M), screen
     assert re.search(r"^    引擎：大小在下载时由发布页给出$", screen, re.M), screen
-    assert re.search(r"^    Python 环境（venv）：约 \d+\.\d MiB（按记录的安装包大小估算）$", screen, re.M), screen
+    assert re.search(r"^    Python 环境（venv）：约 \d+\.\d MiB（按记录的依赖包大小估算）$", screen, re.M), screen
     assert re.search(r"^  内存          内存 \d+\.\d / \d+\.\d GiB；不使用 GPU$", screen, re.M), screen
     assert "  运行方式      仅启动脚本 run_qwen.sh（不注册服务：需自行启动）" in screen
     assert "  上下文        512 token" in screen

@@ -21,6 +21,7 @@ thinking              思考模式            —
 service               服务 (后台服务)     服务器, which is the llama-server process
 start script          启动脚本            —
 runtime venv          Python 环境         虚拟环境
+wheels (of the venv)  依赖包              安装包, which is the offline bundle
 offline bundle        离线安装包 / 离线包 —
 ====================  ==================  =====================================================================
 

@@ -54,7 +54,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "install.part_about": {"en": "about {size}", "zh": "约 {size}"},
     "install.part_estimate": {
         "en": "about {size} (recorded size of its wheels)",
-        "zh": "约 {size}（按记录的安装包大小估算）",
+        "zh": "约 {size}（按记录的依赖包大小估算）",
     },
     "install.part_unknown": {
         "en": "size stated by the release when downloaded",
@@ -62,6 +62,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "install.part_here": {"en": "already here", "zh": "已在本机"},
     "install.part_local": {"en": "your own file, used where it is", "zh": "使用你指定的本地文件，不下载"},
+    "install.part_no_wheels": {"en": "not made (the bundle has no wheels for this machine)",
+                               "zh": "不创建（离线安装包中没有本机可用的依赖包）"},
     "install.part_skipped": {"en": "not made (--no-venv)", "zh": "不创建（--no-venv）"},
     "install.proposal_memory": {
         "en": "  memory         GPU {gpu} of {gpu_budget} GiB, RAM {ram} of {ram_budget} GiB",
