@@ -44,6 +44,9 @@ HIDDEN = frozenset({"selfcheck"})
 _ARGUMENT = re.compile(r"argument (?P<arg>[^:]+): (?P<detail>.*)", re.S)
 _INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'.*?'|\S+) \(choose from (?P<choices>.*)\)", re.S)
 _INVALID_VALUE = re.compile(r"invalid (?P<type>\w+) value: (?P<value>.*)", re.S)
+_CJK_TITLE = re.compile(r"(?m)^(\s*\S*[\u4e00-\u9fff]):$")  # a section title of the help in Chinese
+_AMBIGUOUS = re.compile(r"ambiguous option: (?P<option>\S+) could match (?P<matches>.*)", re.S)
+_EXPLICIT = re.compile(r"ignored explicit argument (?P<value>.*)", re.S)
 _REQUIRED = "the following arguments are required: "
 _UNRECOGNIZED = "unrecognized arguments: "
 _EXPECTED_ONE = "expected one argument"
@@ -62,6 +65,9 @@ def usage_error(message: str) -> UsageError:
         return UsageError(t("cli.err_required", args=message[len(_REQUIRED):]), usage)
     if message.startswith(_UNRECOGNIZED):
         return UsageError(t("cli.err_unrecognized", args=message[len(_UNRECOGNIZED):]), usage)
+    ambiguous = _AMBIGUOUS.fullmatch(message)
+    if ambiguous:
+        return UsageError(t("cli.err_ambiguous", option=ambiguous["option"], matches=ambiguous["matches"]), usage)
     match = _ARGUMENT.fullmatch(message)
     if match is None:
         return UsageError(message, usage)
@@ -75,12 +81,16 @@ def usage_error(message: str) -> UsageError:
         if arg == "COMMAND":
             return UsageError(t("cli.err_unknown_command", value=value), hint)
         return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=", ".join(choices)), hint)
+    explicit = _EXPLICIT.fullmatch(detail)
+    if explicit:
+        return UsageError(t("cli.err_explicit", arg=arg, value=_unquote(explicit["value"])), usage)
     if detail == _EXPECTED_ONE:
         return UsageError(t("cli.err_expected_one", arg=arg), usage)
     value = _INVALID_VALUE.fullmatch(detail)
     if value:
-        return UsageError(t("cli.err_invalid_value", arg=arg, type=value["type"], value=_unquote(value["value"])),
-                          usage)
+        kind = value["type"]
+        kind = t(f"cli.type_{kind}") if kind in ("int", "float") else kind
+        return UsageError(t("cli.err_invalid_value", arg=arg, type=kind, value=_unquote(value["value"])), usage)
     return UsageError(t("cli.err_argument", arg=arg, detail=detail), usage)
 
 
@@ -90,6 +100,10 @@ class _Formatter(argparse.HelpFormatter):
     def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
                   groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
         super().add_usage(usage, actions, groups, t("cli.usage_prefix") if prefix is None else prefix)
+
+    def format_help(self) -> str:
+        """argparse ends each section title with an ASCII colon; after Chinese text it is the full-width one."""
+        return _CJK_TITLE.sub("\\1：", super().format_help())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,7 +192,7 @@ def _add_status(sub: Subcommands) -> None:
 
 def _add_service(sub: Subcommands) -> None:
     service = _command(sub, "service")
-    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"],
+    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"], metavar="ACTION",
                          help=t("arg.service_action"))
 
 

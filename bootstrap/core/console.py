@@ -78,6 +78,11 @@ def join_items(items: Iterable[str]) -> str:
     return ("；" if language() == "zh" else "; ").join(items)
 
 
+def aside(text: str) -> str:
+    """A remark after a sentence: `` (text)`` in English, ``（text）`` with full-width brackets in Chinese."""
+    return f"（{text}）" if language() == "zh" else f" ({text})"
+
+
 def t(key: str, **fields: Any) -> str:
     """The message ``key`` in the UI language, formatted with ``fields``.
 
@@ -89,6 +94,11 @@ def t(key: str, **fields: Any) -> str:
     safe = {name: shown(str(value)) if isinstance(value, (str, PurePath)) else value
             for name, value in fields.items()}
     return texts.get(language(), texts["en"]).format(**safe)
+
+
+def label(key: str) -> str:
+    """A line's label and its colon: ``error: `` in English, ``错误：`` (full-width, no space) in Chinese."""
+    return t(key) + ("：" if language() == "zh" else ": ")
 
 
 def _colour(stream: TextIO, code: str, text: str) -> str:
@@ -118,15 +128,15 @@ def ok(text: str) -> None:
 
 def warn(text: str) -> None:
     """A warning line that must not be missed."""
-    _write(_colour(sys.stderr, "33", f"{t('label.warning')}: ") + text)
+    _write(_colour(sys.stderr, "33", label("label.warning")) + text)
 
 
 def error(message: str, hint: str | None = None) -> None:
     """The one-line error plus its hint: what the user sees instead of a traceback (a message built without
     ``t``, such as argparse's, is made safe here too)."""
-    _write(_colour(sys.stderr, "31", f"{t('label.error')}: ") + shown(message, ERROR_LIMIT))
+    _write(_colour(sys.stderr, "31", label("label.error")) + shown(message, ERROR_LIMIT))
     if hint:
-        _write(f"{t('label.hint')}: {shown(hint, ERROR_LIMIT)}")
+        _write(label("label.hint") + shown(hint, ERROR_LIMIT))
 
 
 def emit_json(document: Any) -> None:

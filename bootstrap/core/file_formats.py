@@ -29,6 +29,7 @@ from typing import Any
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError
+from bootstrap.core.fs_errors import os_reason
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +54,7 @@ def read_regular(path: Path, limit: int, bad: Bad, *, follow_links: bool = True,
     cannot be opened or read (absent, no permission, a name too long).
     """
     def failed(exc: OSError) -> QwenKitError:
-        return (unreadable or bad)(exc.strerror or type(exc).__name__)
+        return (unreadable or bad)(os_reason(exc))
 
     path = Path(path)
     flags = os.O_RDONLY | _O_NONBLOCK | _O_BINARY | (0 if follow_links else _O_NOFOLLOW)

@@ -31,6 +31,19 @@ _DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 _NOT_THERE = {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP}
 
 
+# The operating system's reasons the kit meets, said in the UI language (strerror is English whatever the locale).
+_REASONS = {errno.ENOENT: "enoent", errno.EACCES: "eacces", errno.EPERM: "eacces", errno.EROFS: "erofs",
+            errno.ENOSPC: "enospc", errno.EISDIR: "eisdir", errno.ENOTDIR: "enotdir", errno.EEXIST: "eexist",
+            errno.EBUSY: "ebusy", errno.ENAMETOOLONG: "enametoolong", errno.ELOOP: "eloop", errno.EIO: "eio",
+            getattr(errno, "ETXTBSY", -1): "etxtbsy", errno.ENOTEMPTY: "enotempty"}
+
+
+def os_reason(exc: OSError) -> str:
+    """Why an OS call failed, in the UI language for the common errno values, else the OS's own words."""
+    key = _REASONS.get(exc.errno) if exc.errno is not None else None
+    return t(f"fs.reason_{key}") if key else (exc.strerror or str(exc) or type(exc).__name__)
+
+
 def _where(exc: OSError, path: str | PurePath | None) -> str:
     named = path if path is not None else exc.filename
     return str(named) if named is not None else "?"
@@ -41,7 +54,7 @@ def os_error(exc: OSError, path: str | PurePath | None = None, *, writing: bool 
     """The ``QwenKitError`` for a filesystem failure at ``path`` (else the path the OSError names), or ``None``
     for an errno this table does not cover. ``needed``: bytes the write still needed (for the message)."""
     where = _where(exc, path)
-    detail = exc.strerror or type(exc).__name__
+    detail = os_reason(exc)
     code = exc.errno
     if code in NO_SPACE:
         if needed is not None:

@@ -39,7 +39,7 @@ from bootstrap.core.atomic_file import fsync_dir
 from bootstrap.core.console import t
 from bootstrap.core.disk_space import ensure_space, free_bytes
 from bootstrap.core.errors import IntegrityError, SourceError, UnsupportedMachine, UsageError
-from bootstrap.core.fs_errors import NO_SPACE
+from bootstrap.core.fs_errors import NO_SPACE, os_reason
 
 BLOCK = 4 << 20  # bytes per read/write; 1-16 MiB measured alike here, 4 MiB keeps memory at 3 x 4 MiB
 BUFFERS = 3  # one being hashed, one being written, one spare: reader and writer never wait on each other
@@ -88,7 +88,7 @@ def _check_source(src: Path, dest: Path, size: int) -> None:
     try:
         info = src.stat()
     except OSError as exc:  # a file the manifest lists is missing: the bundle is incomplete or altered
-        raise IntegrityError(t("bundle.err_read", path=str(src), detail=exc.strerror or str(exc)),
+        raise IntegrityError(t("bundle.err_read", path=str(src), detail=os_reason(exc)),
                              hint=t("bundle.hint_recopy")) from exc
     if not stat.S_ISREG(info.st_mode):
         raise IntegrityError(t("bundle.err_not_file", path=str(src)), hint=t("bundle.hint_recopy"))
@@ -112,7 +112,7 @@ def copy_hashing(src: Path, tmp: Path, limit: int, progress: Progress | None = N
     try:
         source = src.open("rb", buffering=0)
     except OSError as exc:
-        raise IntegrityError(t("bundle.err_read", path=str(src), detail=exc.strerror or str(exc)),
+        raise IntegrityError(t("bundle.err_read", path=str(src), detail=os_reason(exc)),
                              hint=t("bundle.hint_recopy")) from exc
     with source, tmp.open("wb", buffering=0) as out:
         if hasattr(os, "posix_fadvise"):
@@ -129,7 +129,7 @@ def copy_hashing(src: Path, tmp: Path, limit: int, progress: Progress | None = N
                 try:
                     n = source.readinto(view) or 0
                 except OSError as exc:  # a USB drive pulled out, a share gone: replug and rerun
-                    raise SourceError(t("bundle.err_read", path=str(src), detail=exc.strerror or str(exc)),
+                    raise SourceError(t("bundle.err_read", path=str(src), detail=os_reason(exc)),
                                       hint=t("bundle.hint_recopy")) from exc
                 if not n:
                     break
@@ -156,7 +156,7 @@ def _write_failure(exc: BaseException, tmp: Path) -> BaseException:
     if isinstance(exc, OSError) and exc.errno in NO_SPACE:
         failure = UnsupportedMachine(t("fetch.disk_full", path=str(tmp)), hint=t("fetch.hint.rerun"))
     elif isinstance(exc, OSError):
-        failure = UnsupportedMachine(t("bundle.err_write", path=str(tmp), detail=exc.strerror or str(exc)),
+        failure = UnsupportedMachine(t("bundle.err_write", path=str(tmp), detail=os_reason(exc)),
                                      hint=t("fetch.hint.rerun"))
     else:
         return exc

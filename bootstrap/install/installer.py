@@ -31,7 +31,7 @@ from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
-from bootstrap.core.errors import QwenKitError, SourceError, UsageError
+from bootstrap.core.errors import QwenKitError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from bootstrap.install.deploy import DeployOptions, DeployResult
     from bootstrap.install.fetch_plan import FetchPlan
     from bootstrap.install.from_bundle import OpenedBundle
+    from bootstrap.install.proposal import Proposal
     from bootstrap.place.engine_failure import EngineFailure
     from bootstrap.place.working_engine import WorkingEngine
     from bootstrap.plan.engine_variant import VariantChoice
@@ -72,18 +73,6 @@ class InstallRequest:
 
 
 @dataclass(frozen=True)
-class Proposal:
-    """What the confirmation prompt shows before anything is downloaded or changed."""
-
-    hardware: HardwareProfile
-    plan: Plan
-    previous: InstallState | None
-    download_bytes: int
-    changed_files: tuple[str, ...]
-    reasons: tuple[str, ...]  # why a rerun is not a no-op (empty on a first install)
-
-
-@dataclass(frozen=True)
 class InstallOutcome:
     kind: str  # "installed" | "upgraded" | "verified" | "unchanged" | "restarted" | "cancelled"
     state: InstallState | None
@@ -91,7 +80,7 @@ class InstallOutcome:
     on_path: CommandOnPath | None = None  # the qwenkit command (None: left as it was, or cancelled)
 
 
-Confirm = Callable[[Proposal], bool]
+Confirm = Callable[["Proposal"], bool]
 
 
 def install(home: Home, request: InstallRequest, confirm: Confirm | None = None) -> InstallOutcome:
@@ -183,6 +172,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     from bootstrap.install.candidates import candidates_for
     from bootstrap.install.deploy import deploy
     from bootstrap.install.fetch_plan import fetch, plan_fetch
+    from bootstrap.install.proposal import make_proposal
     from bootstrap.plan.planner import choose
 
     # detect
@@ -191,19 +181,19 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
+    port_asked = _port_asked(request, previous)
     port = _port_before_download(home, request, previous)
-    # fetch: resolve first (metadata only) so the prompt can say how much will be downloaded
-    try:
-        fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
-    except SourceError:  # no source answers: the plan was made all the same, and says what was wanted
-        info(t("install.proposal_title", title=plan.title, quant=plan.quant,
-               where=plan.budget.gpu_name or t("plan.label_cpu")))
-        raise
-    _refused_before(home, fetch_plan, upgrade=previous is not None)
-    proposal = Proposal(hardware, plan, previous, fetch_plan.to_download,
-                        tuple(j.final.name for j in fetch_plan.changed), reasons)
+    # confirm: the screen is made from the plan, the home and recorded sizes — no network yet
+    proposal = make_proposal(home, plan, wanted.ref, hardware, previous, port=port, port_asked=port_asked,
+                             manager=_manager_name(home, request), venv=request.venv,
+                             wheels_dir=request.wheels_dir, reasons=reasons,
+                             bundle_wheels=None if bundle is None else sum(
+                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)))
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
+    # fetch: resolve on the sources (metadata only), then download only what changed
+    fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    _refused_before(home, fetch_plan, upgrade=previous is not None)
     archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
     # From a bundle every file is held until all are verified, so one bad file leaves nothing placed (the engine
     # included). Online the engine comes first: a build that cannot run here is found in seconds, before any
@@ -400,6 +390,19 @@ def _same_server(previous: InstallState, request: InstallRequest) -> bool:
     return not wants_script or has_script
 
 
+def _port_asked(request: InstallRequest, previous: InstallState | None) -> int:
+    return request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
+
+
+def _manager_name(home: Home, request: InstallRequest) -> str:
+    """Which manager will run the server (``managers.choose_manager``), or "script" with ``--no-service``."""
+    if not request.service:
+        return "script"
+    from bootstrap.register import managers
+
+    return managers.choose_manager(managers.this_system(), home, admin=request.admin).name
+
+
 def _port_before_download(home: Home, request: InstallRequest, previous: InstallState | None) -> int:
     """The port the server will use, checked now rather than after gigabytes of download: a taken default port
     moves to the next free one (said once), a taken ``--port`` ends the run (exit 6). This home's own server
@@ -407,7 +410,7 @@ def _port_before_download(home: Home, request: InstallRequest, previous: Install
     from bootstrap.install.switch_over import free_port
     from bootstrap.plan.launch_spec import connect_host
 
-    port = request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
+    port = _port_asked(request, previous)
     return free_port(connect_host(request.host), port, explicit=request.port is not None, shown_host=request.host,
                      ours=lambda: _ours(home, previous, port))
 

@@ -24,11 +24,12 @@ from typing import Any
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError, ServerError
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.core.processes import run_command
 from bootstrap.record.state import load_state
-from bootstrap.register.base import Runner
+from bootstrap.register.base import Runner, manager_label
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.register.managers import (
     FallbackManager,
@@ -172,7 +173,7 @@ def _remove_service(home: Home, admin: bool, probe: HostProbe | None, runner: Ru
         try:
             manager = choose_manager(this_system(), home, admin=admin, probe=probe, runner=runner)
             uninstall_service(manager)
-            console.info(t("service.uninstalled", manager=manager.name))
+            console.info(t("service.uninstalled", manager=manager_label(manager.name)))
         except (QwenKitError, OSError) as exc:
             detail = exc.message if isinstance(exc, QwenKitError) else str(exc)
             console.warn(t("uninstall.warn_service", manager=name, detail=detail))
@@ -198,7 +199,7 @@ def _delete(home: Home, entries: list[Path]) -> Removal:
         except OSError as exc:
             failed += 1
             freed += before - tree_size(path)
-            console.warn(t("uninstall.warn_not_removed", path=path, detail=exc.strerror or exc))
+            console.warn(t("uninstall.warn_not_removed", path=path, detail=os_reason(exc)))
             continue
         freed += before
         removed.append(shown)

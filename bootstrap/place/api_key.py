@@ -24,7 +24,7 @@ from pathlib import Path
 from bootstrap.core import console
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.errors import UsageError
-from bootstrap.core.fs_errors import mapped
+from bootstrap.core.fs_errors import mapped, os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_command
 
@@ -54,7 +54,7 @@ def _check_regular(path: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise UsageError(console.t("apikey.io", path=path, reason=exc.strerror or exc),
+        raise UsageError(console.t("apikey.io", path=path, reason=os_reason(exc)),
                          console.t("apikey.hint.install")) from exc
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
@@ -150,7 +150,7 @@ def ensure_api_key(home: Home) -> Path:
             if stat.S_IMODE(st.st_mode) & 0o077:
                 console.warn(console.t("apikey.perms_fixed", path=path, mode=f"{FILE_MODE:04o}"))
     except OSError as exc:
-        raise UsageError(console.t("apikey.io", path=path, reason=exc.strerror or exc),
+        raise UsageError(console.t("apikey.io", path=path, reason=os_reason(exc)),
                          console.t("apikey.hint.install")) from exc
     return path
 
@@ -201,7 +201,7 @@ def read_api_key(home: Home) -> str:
             raise UsageError(console.t("apikey.missing", path=path), console.t("apikey.hint.install"))
         raw = _read_raw(path)
     except OSError as exc:
-        raise UsageError(console.t("apikey.io", path=path, reason=exc.strerror or exc),
+        raise UsageError(console.t("apikey.io", path=path, reason=os_reason(exc)),
                          console.t("apikey.hint.install")) from exc
     key = _parse(raw)
     if key is None:
@@ -219,7 +219,7 @@ def rotate_api_key(home: Home) -> Path:
         _check_regular(path)
         _write_key(path, new_key())
     except OSError as exc:
-        raise UsageError(console.t("apikey.io", path=path, reason=exc.strerror or exc),
+        raise UsageError(console.t("apikey.io", path=path, reason=os_reason(exc)),
                          console.t("apikey.hint.install")) from exc
     console.info(console.t("apikey.rotated", path=path))
     return path

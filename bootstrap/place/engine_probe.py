@@ -22,6 +22,7 @@ from pathlib import Path
 from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.processes import run_captured
 from bootstrap.place.engine_failure import ILLEGAL_INSTRUCTION, EngineFailure, ExitInfo, classify
 
@@ -127,7 +128,7 @@ def run_engine(server: Path, arg: str, *, timeout: float = 30) -> tuple[str, str
         if exc.errno == errno.ENOEXEC:  # built for another CPU architecture or OS
             raise EngineFailure(ILLEGAL_INSTRUCTION, exc.strerror or str(exc)).error(str(server)) from exc
         raise ServerError(t("engine.err_probe_start", server=str(server), arg=arg,
-                            detail=exc.strerror or str(exc)), t("engine.hint_probe")) from exc
+                            detail=os_reason(exc)), t("engine.hint_probe")) from exc
     out = proc.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
     err = proc.stderr[:MAX_OUTPUT].decode("utf-8", "replace")
     if proc.returncode != 0:

@@ -39,6 +39,7 @@ from bootstrap.core.console import info, t, warn
 from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_captured, run_command
 from bootstrap.core.resources import resource_dir
@@ -52,6 +53,12 @@ KIT_DIST = "qwenclientkit"
 LOG_NAME = "venv-install.log"
 PIP_DEBUG_LOG = "venv-pip-debug.log"
 EXAMPLE_TEMPLATE = "agent.py.j2"
+# What the venv downloads when pip resolves it from an index: the wheels of payload/requirements.txt and the kit's
+# dependencies (pyproject.toml), measured in the test bed's wheelhouse for CPython 3.11 on Linux x86_64
+# (tests/support/wheelhouse.py; one cryptography wheel of the two kept there). The exact figure is only known once
+# pip has resolved against the index (the network); the confirmation screen shows this one, marked as an estimate,
+# before any network access. Other platforms and Pythons differ by a few MB.
+RECORDED_WHEELS_BYTES = 25_901_616
 # Variables that point an interpreter or pip somewhere else (another prefix, a --user or --target install).
 _DROP_VARS = frozenset({"PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
                         "VIRTUAL_ENV", "__PYVENV_LAUNCHER__"})
@@ -194,6 +201,20 @@ def kit_version(source: Path) -> str:
 def _wanted_stamp(python: PythonInfo, requirements: bytes, kit: str | None) -> dict[str, object]:
     return {"schema": STAMP_SCHEMA, "python": python.version,
             "requirements_sha256": hashlib.sha256(requirements).hexdigest(), "kit": kit}
+
+
+def venv_current(venv: Path) -> bool:
+    """Whether the venv in place was completed for today's pinned requirements (a rerun downloads nothing for it;
+    a new kit version or Python only reinstalls what changed)."""
+    stamp = read_stamp(venv)
+    wanted = hashlib.sha256(requirements_file().read_bytes()).hexdigest()
+    return stamp is not None and stamp.get("requirements_sha256") == wanted and venv_python(venv).is_file()
+
+
+def wheels_bytes(folder: Path) -> int:
+    """The wheels an offline venv installs from (``QWENKIT_WHEELS``, a bundle's ``wheels/<platform>``): their
+    total size, an upper bound of what is copied."""
+    return sum(p.stat().st_size for p in folder.rglob("*.whl") if p.is_file())
 
 
 def read_stamp(venv: Path) -> dict[str, object] | None:
@@ -457,7 +478,7 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
         try:
             _remove_venv(venv)
         except OSError as exc:  # Windows: a program still runs from it
-            raise UnsupportedMachine(t("pyenv.remove_failed", path=venv, detail=exc.strerror or exc),
+            raise UnsupportedMachine(t("pyenv.remove_failed", path=venv, detail=os_reason(exc)),
                                      t("pyenv.remove_failed_hint")) from exc
     source = _pip_source(index_url, find_links)
     env = child_env(os.environ, isolate_config=source.isolate_config, frozen=bool(getattr(sys, "frozen", False)))

@@ -25,6 +25,7 @@ from typing import Any
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
+from bootstrap.core.fs_errors import os_reason
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)  # v1 used 32-bit counts and is rejected by llama.cpp; v2 and v3 share the layout
@@ -400,4 +401,4 @@ def read_header(path: Path) -> GGUFHeader:
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 return _parse(mm, size, size, str(path))
     except OSError as exc:
-        raise GGUFHeaderError(t("gguf.cannot_read", source=str(path), error=exc.strerror or exc)) from None
+        raise GGUFHeaderError(t("gguf.cannot_read", source=str(path), error=os_reason(exc))) from None

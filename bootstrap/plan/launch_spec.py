@@ -136,6 +136,16 @@ def thinking_of(args: Sequence[str]) -> bool | None:
     return None
 
 
+def ctx_of(args: Sequence[str]) -> int | None:
+    """The context size these flags give llama-server (``-c`` / ``--ctx-size``; the last one wins, as in llama.cpp
+    ``common/arg.cpp``), or None when they set none."""
+    flags, found = list(args), None
+    for i, flag in enumerate(flags[:-1]):
+        if flag in ("-c", "--ctx-size") and flags[i + 1].isdigit():
+            found = int(flags[i + 1])
+    return found
+
+
 @dataclass(frozen=True)
 class LaunchSpec:
     """One llama-server start: binary, model, tuned flags, address and key file."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
 from bootstrap.core.home import Home
+from bootstrap.core.messages import MESSAGES
 from bootstrap.core.processes import DEFAULT_TIMEOUT_S, run_command
 from bootstrap.place.engine_failure import ExitInfo, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -45,6 +46,13 @@ def output_of(result: subprocess.CompletedProcess[str]) -> str:
     """The command's own words for an error line: stderr, else stdout, on one line."""
     text = (result.stderr or "").strip() or (result.stdout or "").strip()
     return " ".join(text.split())
+
+
+def manager_label(name: str) -> str:
+    """A manager's name as shown: the start script ("script") is no service, and says so in Chinese (启动脚本);
+    the service managers keep their own names unless they have a Chinese one."""
+    key = f"service.manager_{name}"
+    return t(key) if key in MESSAGES else name
 
 
 def port_busy(host: str, port: int, timeout: float = 1.0) -> bool:

@@ -174,7 +174,7 @@ class FallbackManager(ServiceManager):
     def status(self) -> ServiceStatus:
         pid = self._recorded_pid()
         proc = self._ours(pid) if pid is not None else None
-        detail = f"pid {pid}" if proc is not None else "not running"
+        detail = t("service.detail_pid", pid=pid) if proc is not None else t("service.detail_not_running")
         if proc is not None and self.health_url:
             detail += f", /health {_health(self.health_url)}"
         return ServiceStatus(self.name, self.home.run_sh.is_file(), proc is not None, False, detail)

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 import requests
 
+from bootstrap.core.console import t
+from bootstrap.core.net_causes import cause_of
 from bootstrap.fetch.http_session import local_session
+from bootstrap.fetch.records import cause_text
 from bootstrap.plan.launch_spec import LaunchSpec
 
 HEALTH_STATES = ("ok", "loading", "down", "auth", "no_model")
@@ -18,7 +21,7 @@ HEALTH_STATES = ("ok", "loading", "down", "auth", "no_model")
 @dataclass(frozen=True)
 class Health:
     state: str  # one of HEALTH_STATES
-    detail: str = ""
+    detail: str = ""  # why, in the UI language (a network failure named by ``records.cause_text``)
     models: tuple[str, ...] = ()
 
 
@@ -28,7 +31,7 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
         try:
             resp = session.get(f"{spec.base_url}/health", timeout=timeout)
         except requests.RequestException as exc:
-            return Health("down", type(exc).__name__)
+            return Health("down", _why_down(exc, timeout))
         if resp.status_code == 503:
             return Health("loading", "503")
         if resp.status_code != 200:
@@ -37,7 +40,7 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
             resp = session.get(f"{spec.base_url}/v1/models", timeout=timeout,
                                headers={"Authorization": f"Bearer {api_key}"})
         except requests.RequestException as exc:
-            return Health("down", type(exc).__name__)
+            return Health("down", _why_down(exc, timeout))
         if resp.status_code in (401, 403):
             return Health("auth", f"HTTP {resp.status_code}")
         if resp.status_code != 200:
@@ -52,3 +55,14 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
         if spec.alias not in ids:
             return Health("no_model", ", ".join(ids), ids)
         return Health("ok", "", ids)
+
+
+def _why_down(exc: requests.RequestException, timeout: float) -> str:
+    """Why a local server did not answer, in the UI language: not listening, or listening but silent; anything
+    else as the download sources' failures are named (``records.cause_text``)."""
+    kind = cause_of(exc).kind
+    if kind == "refused":
+        return t("health.down_refused")
+    if kind == "timeout":
+        return t("health.down_silent", seconds=f"{timeout:g}")
+    return cause_text(exc, timeout)[0]

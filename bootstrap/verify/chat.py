@@ -277,7 +277,9 @@ def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: 
     python_exe = home_python(spec)
     python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url, system=spec.system,
                              key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt, max_tokens=max_tokens,
-                             python=None if python_exe is None else str(python_exe))
+                             python=None if python_exe is None else str(python_exe),
+                             notes={"save_as": t("verify.note_save_as"), "thinking": t("verify.note_thinking"),
+                                    "reasoning": t("verify.note_reasoning")})
     return curl.strip(), python.rstrip()
 
 

@@ -92,20 +92,24 @@ def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
 @pytest.mark.parametrize(("argv", "lang", "error", "hint"), [
     (["instal"], "en_US.UTF-8", "error: Unknown command 'instal'.",
      "hint: Did you mean 'install', 'uninstall'? Run 'qwenkit --help' for usage."),
-    (["instal"], "zh_CN.UTF-8", "错误: 未知命令 'instal'。",
-     "提示: 您是不是想输入 'install'、'uninstall'？运行 'qwenkit --help' 查看用法。"),
+    (["instal"], "zh_CN.UTF-8", "错误：未知命令 'instal'。",
+     "提示：您是不是想输入 'install'、'uninstall'？运行 'qwenkit --help' 查看用法。"),
     (["selfchek"], "en_US.UTF-8", "error: Unknown command 'selfchek'.", "hint: Run 'qwenkit --help' for usage."),
     (["service", "stat"], "en_US.UTF-8",
-     "error: Argument action: invalid choice 'stat' (choose from install, start, stop, status, uninstall).",
+     "error: Argument ACTION: invalid choice 'stat' (choose from install, start, stop, status, uninstall).",
      "hint: Did you mean 'start', 'status'? Run 'qwenkit --help' for usage."),
     (["service", "stat"], "zh_CN.UTF-8",
-     "错误: 参数 action：无效的选择 'stat'（可选：install, start, stop, status, uninstall）。",
-     "提示: 您是不是想输入 'start'、'status'？运行 'qwenkit --help' 查看用法。"),
-    (["install", "--port"], "zh_CN.UTF-8", "错误: 参数 --port 需要一个值。", "提示: 运行 'qwenkit --help' 查看用法。"),
-    (["plan", "--ctx", "lots"], "zh_CN.UTF-8", "错误: 参数 --ctx：无效的 int 值 'lots'。",
-     "提示: 运行 'qwenkit --help' 查看用法。"),
-    (["bundle"], "zh_CN.UTF-8", "错误: 缺少必需的参数：ACTION。", "提示: 运行 'qwenkit --help' 查看用法。"),
-    (["status", "extra"], "zh_CN.UTF-8", "错误: 无法识别的参数：extra。", "提示: 运行 'qwenkit --help' 查看用法。"),
+     "错误：参数 ACTION：无效的选择 'stat'（可选：install, start, stop, status, uninstall）。",
+     "提示：您是不是想输入 'start'、'status'？运行 'qwenkit --help' 查看用法。"),
+    (["install", "--port"], "zh_CN.UTF-8", "错误：参数 --port 需要一个值。", "提示：运行 'qwenkit --help' 查看用法。"),
+    (["plan", "--ctx", "lots"], "zh_CN.UTF-8", "错误：参数 --ctx：无效的整数值 'lots'。",
+     "提示：运行 'qwenkit --help' 查看用法。"),
+    (["bundle"], "zh_CN.UTF-8", "错误：缺少必需的参数：ACTION。", "提示：运行 'qwenkit --help' 查看用法。"),
+    (["install", "--no"], "zh_CN.UTF-8", "错误：选项 --no 有歧义：可能是 --no-service, --no-venv。",
+     "提示：运行 'qwenkit --help' 查看用法。"),
+    (["status", "--json=1"], "zh_CN.UTF-8", "错误：参数 --json 不接受取值（收到 '1'）。",
+     "提示：运行 'qwenkit --help' 查看用法。"),
+    (["status", "extra"], "zh_CN.UTF-8", "错误：无法识别的参数：extra。", "提示：运行 'qwenkit --help' 查看用法。"),
 ])
 def test_usage_errors_are_localized_and_suggest(argv: list[str], lang: str, error: str, hint: str) -> None:
     proc = run_cli(*argv, lang=lang)
@@ -135,9 +139,9 @@ def test_no_command_prints_help_and_exits_2() -> None:
 def test_chinese_locale_speaks_chinese() -> None:
     proc = run_cli("bundle", "verify", "x", lang="zh_CN.UTF-8")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == "错误: x 不是离线安装包（缺少 payload/manifest.json）"
+    assert proc.stderr.splitlines()[0] == "错误：x 不是离线安装包（缺少 payload/manifest.json）"
     help_zh = run_cli("--help", lang="zh_CN.UTF-8").stdout
-    assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项:\n" in help_zh
+    assert help_zh.startswith("用法：qwenkit") and "下载模型" in help_zh and "\n选项：\n" in help_zh
     assert "usage:" not in help_zh and "options:" not in help_zh and "show this help" not in help_zh
 
 
@@ -145,7 +149,7 @@ def test_qwenkit_lang_overrides_locale() -> None:
     env = {**os.environ, "LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "QWENKIT_LANG": "zh"}
     proc = subprocess.run([sys.executable, "-m", "bootstrap", "bundle", "verify", "x"], capture_output=True, text=True,
                           env=env, timeout=60)
-    assert proc.stderr.startswith("错误: ")
+    assert proc.stderr.startswith("错误：")
 
 
 @pytest.mark.parametrize(("hint", "langid", "expected"), [

@@ -242,7 +242,7 @@ def test_plan_command_suggests_the_model_meant(tmp_path: Path) -> None:
     assert proc.stderr.splitlines()[1].startswith("hint: Did you mean 'qwen3.5-4b'")
     proc = run_plan("--hardware", hw, "qwen3.5-4b:Q4_K", lang="zh_CN.UTF-8", home=tmp_path)
     assert proc.returncode == ExitCode.USAGE
-    assert proc.stderr.splitlines()[1].startswith("提示: 您是不是想输入 'Q4_K_M'")
+    assert proc.stderr.splitlines()[1].startswith("提示：您是不是想输入 'Q4_K_M'")
 
 
 def test_plan_command_rejects_a_malformed_hardware_file(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap.core.console import t
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.server_health import HEALTH_STATES, Health, check_health
 from tests.support.llama import LlamaServer
@@ -161,7 +162,7 @@ def test_another_model_is_no_model_and_lists_what_is_served(stand_in: tuple[Scri
 
 def test_nothing_listening_is_down(tmp_path: Path) -> None:
     health = check_health(spec_for(tmp_path, closed_port()), KEY)
-    assert (health.state, health.detail) == ("down", "ConnectionError")
+    assert (health.state, health.detail) == ("down", t("health.down_refused"))  # in the UI language
 
 
 @pytest.mark.parametrize(("where", "status"), [("health", 500), ("health", 404), ("models", 500)])
@@ -202,7 +203,7 @@ def test_a_frozen_server_is_down_after_the_timeout(stand_in: tuple[Script, int],
     script, port = stand_in
     script.hang = threading.Event()
     health = check_health(spec_for(tmp_path, port), KEY, timeout=0.3)
-    assert (health.state, health.detail) == ("down", "ReadTimeout")
+    assert (health.state, health.detail) == ("down", t("health.down_silent", seconds="0.3"))
 
 
 def test_proxy_variables_are_ignored(stand_in: tuple[Script, int], tmp_path: Path,

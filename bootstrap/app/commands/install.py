@@ -24,8 +24,10 @@ from bootstrap.core.input_checks import check_text
 from bootstrap.core.prompts import ask_yes_no
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
-from bootstrap.install.installer import InstallRequest, Proposal, install
+from bootstrap.install.installer import InstallRequest, install
+from bootstrap.install.proposal import Proposal
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
+from bootstrap.plan.planner import Plan
 
 # answers-file key → (type, InstallRequest field or a CLI-only key)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
@@ -103,7 +105,7 @@ def _thinking(given: str | None, answered: bool | None) -> bool | None:
 
 
 def show_proposal(p: Proposal, home: Path) -> None:
-    """The doctor summary and the plan in a few lines: what will happen, before anything does."""
+    """The doctor summary and the whole install in a few lines, before anything happens (no network needed)."""
     for line in render_table(p.hardware.checks):
         console.info(line)
     plan = p.plan
@@ -112,16 +114,53 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_title", title=plan.title, quant=plan.quant, where=where))
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
-    console.info(t("install.proposal_download", size=human_size(p.download_bytes),
-                   files=", ".join(p.changed_files) or "-"))
-    est = plan.estimate
-    console.info(t("install.proposal_memory", gpu=gib_text(est.gpu_total),
-                   gpu_budget=gib_text(plan.budget.gpu_bytes), ram=gib_text(est.host_total),
-                   ram_budget=gib_text(plan.budget.ram_bytes)))
+    _show_download(p)
+    console.info(_memory_line(plan))
     console.info("  " + t(f"plan.speed_{plan.speed_class}"))
+    console.info(t("install.proposal_context", ctx=p.ctx))
+    if p.port != p.port_asked:
+        console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))
+    else:
+        console.info(t("install.proposal_port", port=p.port))
+    script = "run_qwen.bat" if p.hardware.os.system == "Windows" else "run_qwen.sh"
+    console.info(t("install.proposal_runs", how=t(f"install.runs_{p.manager}", script=script)))
+    thinking = {True: "on", False: "off", None: "model"}[p.thinking]
+    console.info(t(f"install.proposal_thinking_{thinking}"))
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:
         console.warn(warning)
+
+
+def _show_download(p: Proposal) -> None:
+    """The total, then each part: its size (or estimate), already here, or not part of this install."""
+    if not any(part.state == "download" for part in p.parts):
+        console.info(t("install.proposal_download_none"))
+    else:
+        key = "install.proposal_download_least" if p.size_unknown else "install.proposal_download"
+        console.info(t(key, size=human_size(p.download_bytes)))
+    for part in p.parts:
+        if part.state != "download":
+            what = t(f"install.part_{part.state}")
+        elif part.size is None:
+            what = t("install.part_unknown")
+        elif part.estimated:  # the venv: a recorded size; a model file: the catalog's rounded size
+            key = "install.part_estimate" if part.name == "venv" else "install.part_about"
+            what = t(key, size=human_size(part.size))
+        else:
+            what = human_size(part.size)
+        console.info("    " + console.label(f"install.part_{part.name}") + what)
+
+
+def _memory_line(plan: Plan) -> str:
+    """What the model will take, in terms that fit the machine: no GPU figures where no GPU is used."""
+    est, budget = plan.estimate, plan.budget
+    if budget.unified:
+        return t("install.proposal_memory_unified", total=gib_text(est.gpu_total + est.host_total),
+                 budget=gib_text(budget.ram_bytes))
+    if est.gpu_total == 0:
+        return t("install.proposal_memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(budget.ram_bytes))
+    return t("install.proposal_memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(budget.gpu_bytes),
+             ram=gib_text(est.host_total), ram_budget=gib_text(budget.ram_bytes))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,12 +171,10 @@ def run(args: argparse.Namespace) -> int:
     interactive = not unattended and sys.stdin.isatty()
 
     def confirm(proposal: Proposal) -> bool:
-        if unattended:
-            return True
-        if not interactive:
+        if not unattended and not interactive:
             raise UsageError(t("install.err_no_tty"), t("install.hint_no_tty"))
-        show_proposal(proposal, home.root)
-        return ask_yes_no(t("install.question"), default=True)
+        show_proposal(proposal, home.root)  # with --yes / --answers too: a log says what was installed, and why
+        return unattended or ask_yes_no(t("install.question"), default=True)
 
     outcome = install(home, request, confirm)
     if outcome.kind == "cancelled":

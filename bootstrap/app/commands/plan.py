@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bootstrap.app.check_table import display_width
 from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core import console
@@ -42,12 +43,16 @@ def print_plan(plan: Plan) -> None:
     """The human plan on stderr: what, why, predicted memory, and the command line."""
     where = plan.budget.gpu_name or t("plan.label_cpu")
     console.info(t("plan.title", title=plan.title, quant=plan.quant, size=gib_text(plan.file_size), where=where))
-    width = max(len(r.topic) for r in plan.reasons)
-    for reason in plan.reasons:
-        console.info(f"  {reason.topic.ljust(width)}  {reason.text}")
+    labels = [t(f"plan.topic_{r.topic}") for r in plan.reasons]
+    width = max(display_width(label) for label in labels)
+    for label, reason in zip(labels, plan.reasons, strict=True):
+        console.info(f"  {label}{' ' * (width - display_width(label))}  {reason.text}")
     est = plan.estimate
-    console.info(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
-                   ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
+    if est.gpu_total == 0 and not plan.budget.unified:  # no "GPU 0.0 of 0.0" on a machine that uses none
+        console.info(t("plan.memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
+    else:
+        console.info(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
+                       ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
     console.info(t(f"plan.speed_{plan.speed_class}"))
     for warning in plan.warnings:
         console.warn(warning)

@@ -20,7 +20,7 @@ from bootstrap.core.processes import run_command
 from bootstrap.detect.privileges import is_admin
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
-from bootstrap.register.base import Runner, port_busy
+from bootstrap.register.base import Runner, manager_label, port_busy
 from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
@@ -61,7 +61,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec) -> None:
     if isinstance(manager, FallbackManager):
         console.warn(t("service.no_manager", script=manager.home.run_sh))
     manager.start()
-    console.info(t("service.started", manager=manager.name, url=spec.client_openai_url))
+    console.info(t("service.started", manager=manager_label(manager.name), url=spec.client_openai_url))
 
 
 def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec, probe: HostProbe | None = None,
@@ -77,19 +77,20 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
             raise _nothing_installed(home)
         if action == "install":
             install_service(manager, spec)
-            console.info(t("service.installed", manager=manager.name, path=_shown_path(manager)))
+            console.info(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
         _start(manager, spec)
     elif action == "stop":
         manager.stop()
-        console.info(t("service.stopped", manager=manager.name))
+        console.info(t("service.stopped", manager=manager_label(manager.name)))
     elif action == "status":
         if spec is None and recorded_manager(home) is None:
             raise _nothing_installed(home)
         status = manager.status()
-        console.info(t("service.status_line", manager=status.manager, installed=_yes_no(status.installed),
-                       active=_yes_no(status.active), enabled=_yes_no(status.enabled),
-                       detail=f" ({status.detail})" if status.detail else ""))
+        console.info(t("service.status_line", manager=manager_label(status.manager),
+                       installed=_yes_no(status.installed), active=_yes_no(status.active),
+                       enabled=_yes_no(status.enabled),
+                       detail=console.aside(status.detail) if status.detail else ""))
     elif action == "uninstall":
         uninstall_service(manager)
-        console.info(t("service.uninstalled", manager=manager.name))
+        console.info(t("service.uninstalled", manager=manager_label(manager.name)))
     return 0

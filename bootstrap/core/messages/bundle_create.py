@@ -27,12 +27,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bcreate.err_not_catalog": {
         "en": "{model} is not a catalog model: a bundle carries catalog models only",
-        "zh": "{model} 不是模型目录中的模型：离线包只能包含目录中的模型",
+        "zh": "{model} 不是模型目录中的模型：离线包只能包含模型目录中的模型",
     },
     "bcreate.hint_not_catalog": {
         "en": "Add the model to a catalog file (copy payload/catalog.toml, add a [[models]] entry) and point "
               "QWENKIT_CATALOG at it, then bundle it by its id.",
-        "zh": "请把该模型加入目录文件（复制 payload/catalog.toml 并添加 [[models]] 条目），用 QWENKIT_CATALOG "
+        "zh": "请把该模型加入模型目录文件（复制 payload/catalog.toml 并添加 [[models]] 条目），用 QWENKIT_CATALOG "
               "指向它，再按模型 id 打包。",
     },
     "bcreate.err_setup": {

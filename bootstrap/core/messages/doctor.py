@@ -59,11 +59,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     "doctor.gpu_unified": {"en": "{name}: {total} GiB unified memory", "zh": "{name}：统一内存 {total} GiB"},
     "doctor.gpu_other": {"en": "{name} ({vendor}): details once the engine is installed",
                          "zh": "{name}（{vendor}）：安装推理引擎后显示详情"},
-    "doctor.engine_reason": {"en": "llama.cpp {variant}: {why}", "zh": "llama.cpp 版本 {variant}：{why}"},
+    "doctor.engine_reason": {"en": "llama.cpp {variant}: {why}", "zh": "llama.cpp 构建 {variant}：{why}"},
     "doctor.engine_hint_driver": {"en": "Update the NVIDIA driver to {minimum} or newer (580+ for CUDA 13), then "
                                         "rerun; until then the Vulkan build is used.",
                                   "zh": "请将 NVIDIA 驱动升级到 {minimum} 或更新版本（CUDA 13 需 580+）后重新运行；"
-                                        "在此之前使用 Vulkan 版本。"},
+                                        "在此之前使用 Vulkan 构建。"},
     "doctor.engine_hint_jit": {"en": "Expect a slow first start while the GPU kernels compile; later starts are fast.",
                                "zh": "首次启动会较慢（正在编译显卡内核），之后的启动会很快。"},
     "doctor.python_none": {"en": "No Python 3.10-3.13 found.", "zh": "未找到 Python 3.10-3.13 解释器。"},
@@ -98,16 +98,16 @@ MESSAGES: dict[str, dict[str, str]] = {
                                         "HF_ENDPOINT）、代理（HTTPS_PROXY）或离线安装包（--bundle）。"},
     # engine variant reasons
     "doctor.variant_win_cuda13": {"en": "NVIDIA driver {driver} supports the CUDA 13 build.",
-                                  "zh": "NVIDIA 驱动 {driver} 支持 CUDA 13 版本。"},
+                                  "zh": "NVIDIA 驱动 {driver} 支持 CUDA 13 构建。"},
     "doctor.variant_win_cuda12": {"en": "NVIDIA driver {driver} supports the CUDA 12.4 build.",
-                                  "zh": "NVIDIA 驱动 {driver} 支持 CUDA 12.4 版本。"},
+                                  "zh": "NVIDIA 驱动 {driver} 支持 CUDA 12.4 构建。"},
     "doctor.variant_win_vulkan_old": {"en": "NVIDIA driver {driver} is too old for the CUDA builds; using Vulkan.",
-                                      "zh": "NVIDIA 驱动 {driver} 过旧，无法使用 CUDA 版本；改用 Vulkan。"},
+                                      "zh": "NVIDIA 驱动 {driver} 过旧，无法使用 CUDA 构建；改用 Vulkan。"},
     "doctor.variant_win_vulkan_nodriver": {"en": "NVIDIA driver version unknown; using Vulkan.",
                                            "zh": "无法获知 NVIDIA 驱动版本；改用 Vulkan。"},
     "doctor.variant_driver_old": {"en": "WARNING: driver {driver} is older than {minimum}: a CUDA build would fall "
                                         "back to the CPU without saying so. Minimum driver for CUDA: {minimum}.",
-                                  "zh": "警告：驱动 {driver} 低于 {minimum}：CUDA 版本会在不提示的情况下退回 CPU 运行。"
+                                  "zh": "警告：驱动 {driver} 低于 {minimum}：CUDA 构建会在不提示的情况下退回 CPU 运行。"
                                         "CUDA 所需最低驱动版本：{minimum}。"},
     "doctor.variant_driver_unknown": {"en": "WARNING: the NVIDIA driver version could not be read; CUDA needs "
                                             "driver {minimum} or newer.",
@@ -117,14 +117,14 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "zh": "{name}（计算能力 {cc}）没有预编译内核：首次启动时需要编译（可能需要数分钟）。"},
     "doctor.variant_linux_nvidia": {"en": "{name} on Linux: upstream ships no Linux CUDA build, so the Vulkan build "
                                           "is used (a CUDA build from source is possible with a CUDA toolkit).",
-                                    "zh": "Linux 上的 {name}：官方没有 Linux CUDA 预编译包，因此使用 Vulkan 版本"
-                                          "（装有 CUDA 工具包时可自行从源码编译 CUDA 版本）。"},
-    "doctor.variant_vulkan_other": {"en": "{name}: Vulkan build.", "zh": "{name}：使用 Vulkan 版本。"},
-    "doctor.variant_cpu": {"en": "no GPU for the engine: CPU build.", "zh": "没有可用显卡：使用 CPU 版本。"},
-    "doctor.variant_metal": {"en": "Apple Silicon: Metal build.", "zh": "Apple 芯片：使用 Metal 版本。"},
-    "doctor.variant_macos_x64": {"en": "Intel Mac: CPU build.", "zh": "Intel Mac：使用 CPU 版本。"},
+                                    "zh": "Linux 上的 {name}：官方没有 Linux CUDA 预编译包，因此使用 Vulkan 构建"
+                                          "（装有 CUDA 工具包时可自行从源码编译 CUDA 构建）。"},
+    "doctor.variant_vulkan_other": {"en": "{name}: Vulkan build.", "zh": "{name}：使用 Vulkan 构建。"},
+    "doctor.variant_cpu": {"en": "no GPU for the engine: CPU build.", "zh": "没有可用显卡：使用 CPU 构建。"},
+    "doctor.variant_metal": {"en": "Apple Silicon: Metal build.", "zh": "Apple 芯片：使用 Metal 构建。"},
+    "doctor.variant_macos_x64": {"en": "Intel Mac: CPU build.", "zh": "Intel Mac：使用 CPU 构建。"},
     "doctor.variant_unsupported": {"en": "No llama.cpp build for {system} on {arch}.",
-                                   "zh": "没有适用于 {system}（{arch}）的 llama.cpp 版本。"},
+                                   "zh": "没有适用于 {system}（{arch}）的 llama.cpp 构建。"},
     "doctor.hint_variant_unsupported": {"en": "Supported: Windows x64, Linux x86-64, macOS (Apple Silicon or Intel).",
                                         "zh": "支持的平台：Windows x64、Linux x86-64、macOS（Apple 芯片或 Intel）。"},
     # profile file errors (--hardware FILE.json)

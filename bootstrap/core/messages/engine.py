@@ -5,11 +5,11 @@ from __future__ import annotations
 MESSAGES: dict[str, dict[str, str]] = {
     "engine.err_pins_read": {
         "en": "cannot read the engine pins {path}: {detail}",
-        "zh": "无法读取引擎版本清单 {path}：{detail}",
+        "zh": "无法读取引擎清单 {path}：{detail}",
     },
     "engine.err_pins_key": {
         "en": "engine pins {path}: {field} must be {expected}",
-        "zh": "引擎版本清单 {path}：{field} 应为 {expected}",
+        "zh": "引擎清单 {path}：{field} 应为 {expected}",
     },
     "engine.hint_pins": {
         "en": "Fix engines.toml (or unset QWENKIT_ENGINES to use the shipped one).",
@@ -17,12 +17,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "engine.err_variant": {
         "en": "engine variant {variant} is not pinned in {path} (pinned: {known})",
-        "zh": "{path} 中没有引擎版本 {variant}（已有：{known}）",
+        "zh": "{path} 中没有引擎构建 {variant}（已有：{known}）",
     },
     "engine.cuda_build_offer": {
         "en": "A CUDA toolkit is present ({toolkit}): building llama.cpp with -DGGML_CUDA=ON would run faster than "
               "the Vulkan build installed here (optional; the kit does not build it for you).",
-        "zh": "检测到 CUDA 工具包（{toolkit}）：自行以 -DGGML_CUDA=ON 编译 llama.cpp 会比此处安装的 Vulkan 版本更快"
+        "zh": "检测到 CUDA 工具包（{toolkit}）：自行以 -DGGML_CUDA=ON 编译 llama.cpp 会比此处安装的 Vulkan 构建更快"
               "（可选；本工具不会替您编译）。",
     },
     "engine.err_api": {
@@ -111,7 +111,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "引擎 {build}（{variant}）已安装于 {path}",
     },
     "engine.installed": {
-        "en": "engine {build} ({variant}) installed at {path}: {version}",
-        "zh": "引擎 {build}（{variant}）已安装到 {path}：{version}",
+        "en": "engine {build} ({variant}) installed at {path}: '{version}'",
+        "zh": "引擎 {build}（{variant}）已安装到 {path}：'{version}'",
     },
 }

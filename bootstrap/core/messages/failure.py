@@ -5,12 +5,12 @@ from __future__ import annotations
 MESSAGES: dict[str, dict[str, str]] = {
     "failure.illegal_instruction": {
         "en": "{who} cannot run on this processor: the build uses CPU instructions it lacks ({detail})",
-        "zh": "{who} 无法在此处理器上运行：该版本使用了本处理器不支持的 CPU 指令（{detail}）",
+        "zh": "{who} 无法在此处理器上运行：该构建使用了本处理器不支持的 CPU 指令（{detail}）",
     },
     "failure.hint_illegal_instruction": {
         "en": "No other engine build is left to try here; send 'qwenkit doctor' output and the log {log} "
               "with a report.",
-        "zh": "此处已无其他引擎版本可试；报告问题时请附上 'qwenkit doctor' 的输出和日志 {log}。",
+        "zh": "此处已无其他引擎构建可试；报告问题时请附上 'qwenkit doctor' 的输出和日志 {log}。",
     },
     "failure.missing_library": {
         "en": "{who} cannot start: the library {detail} is missing",
@@ -30,7 +30,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "failure.lib_cudart": {
         "en": "the CUDA runtime of the CUDA build ('qwenkit install --verify' puts it back)",
-        "zh": " CUDA 版本自带的 CUDA 运行库（'qwenkit install --verify' 会重新放置）",
+        "zh": " CUDA 构建自带的 CUDA 运行库（'qwenkit install --verify' 会重新放置）",
     },
     "failure.lib_openmp": {
         "en": "the OpenMP runtime (Linux: libgomp1)",
@@ -120,7 +120,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "failure.who_build": {
         "en": "the {variant} build of llama-server",
-        "zh": "llama-server 的 {variant} 版本",
+        "zh": "llama-server 的 {variant} 构建",
     },
     # -- the self-test and what the installer does about a failure ------------------------------------------
     "failure.selftest_running": {
@@ -137,7 +137,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "failure.fallback": {
         "en": "Running on the {used} build: the {failed} build could not start here ({reason}).",
-        "zh": "改用 {used} 版本运行：{failed} 版本无法在本机启动（{reason}）。",
+        "zh": "改用 {used} 构建运行：{failed} 构建无法在本机启动（{reason}）。",
     },
     "failure.oom_replan": {
         "en": "llama-server ran out of memory ({wanted} on {device}); starting it once more with {change}.",

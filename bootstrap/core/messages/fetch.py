@@ -35,7 +35,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "fetch.changed": {
         "en": "{name} changed on {source} during the download; rerun to fetch the new version",
-        "zh": "下载过程中 {source} 上的 {name} 已更新；请重新运行以获取新版本",
+        "zh": "下载过程中 {source} 上的 {name} 已更新；请重新运行以获取新修订版",
     },
     "fetch.no_source": {
         "en": "{name} has no download source",

@@ -33,15 +33,101 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "install.proposal_previous": {
         "en": "  installed now  {model} {quant} (keeps serving until the new one is verified)",
-        "zh": "  当前安装      {model} {quant}（新版本验证通过前继续提供服务）",
+        "zh": "  当前安装      {model} {quant}（新安装验证通过前继续提供服务）",
     },
     "install.proposal_download": {
-        "en": "  download       {size} ({files})",
-        "zh": "  下载          {size}（{files}）",
+        "en": "  download       {size} in all",
+        "zh": "  下载          共 {size}",
     },
+    "install.proposal_download_least": {
+        "en": "  download       at least {size} (the engine's size is known when it is downloaded)",
+        "zh": "  下载          至少 {size}（引擎大小在下载时才知道）",
+    },
+    "install.proposal_download_none": {
+        "en": "  download       nothing: every part is already here",
+        "zh": "  下载          无：所有部分都已就绪",
+    },
+    "install.part_model": {"en": "model", "zh": "模型"},
+    "install.part_mmproj": {"en": "vision projector", "zh": "视觉投影器"},
+    "install.part_engine": {"en": "engine", "zh": "引擎"},
+    "install.part_venv": {"en": "runtime venv", "zh": "Python 环境（venv）"},
+    "install.part_about": {"en": "about {size}", "zh": "约 {size}"},
+    "install.part_estimate": {
+        "en": "about {size} (recorded size of its wheels)",
+        "zh": "约 {size}（按记录的依赖包大小估算）",
+    },
+    "install.part_unknown": {
+        "en": "size stated by the release when downloaded",
+        "zh": "大小在下载时由发布页给出",
+    },
+    "install.part_here": {"en": "already here", "zh": "已在本机"},
+    "install.part_local": {"en": "your own file, used where it is", "zh": "使用你指定的本地文件，不下载"},
+    "install.part_no_wheels": {"en": "not made (the bundle has no wheels for this machine)",
+                               "zh": "不创建（离线安装包中没有本机可用的依赖包）"},
+    "install.part_skipped": {"en": "not made (--no-venv)", "zh": "不创建（--no-venv）"},
     "install.proposal_memory": {
         "en": "  memory         GPU {gpu} of {gpu_budget} GiB, RAM {ram} of {ram_budget} GiB",
         "zh": "  内存          显存 {gpu} / {gpu_budget} GiB，内存 {ram} / {ram_budget} GiB",
+    },
+    "install.proposal_memory_cpu": {
+        "en": "  memory         RAM {ram} of {ram_budget} GiB; no GPU used",
+        "zh": "  内存          内存 {ram} / {ram_budget} GiB；不使用 GPU",
+    },
+    "install.proposal_memory_unified": {
+        "en": "  memory         {total} of {budget} GiB of unified memory (shared by CPU and GPU)",
+        "zh": "  内存          统一内存 {total} / {budget} GiB（CPU 与 GPU 共用）",
+    },
+    "install.proposal_context": {
+        "en": "  context        {ctx} tokens",
+        "zh": "  上下文        {ctx} token",
+    },
+    "install.proposal_port": {
+        "en": "  port           {port}",
+        "zh": "  端口          {port}",
+    },
+    "install.proposal_port_moved": {
+        "en": "  port           {port} ({asked} is taken by another program)",
+        "zh": "  端口          {port}（{asked} 已被其他程序占用）",
+    },
+    "install.proposal_runs": {
+        "en": "  runs as        {how}",
+        "zh": "  运行方式      {how}",
+    },
+    "install.runs_script": {
+        "en": "the start script {script} only (no service: start it yourself)",
+        "zh": "仅启动脚本 {script}（不注册服务：需自行启动）",
+    },
+    "install.runs_systemd-user": {
+        "en": "a service: systemd user unit (starts at login)",
+        "zh": "服务：systemd 用户单元（登录时启动）",
+    },
+    "install.runs_systemd-system": {
+        "en": "a service: systemd system unit (starts at boot)",
+        "zh": "服务：systemd 系统单元（开机时启动）",
+    },
+    "install.runs_launchd": {
+        "en": "a service: launchd agent (starts at login)",
+        "zh": "服务：launchd 代理（登录时启动）",
+    },
+    "install.runs_task-scheduler": {
+        "en": "a service: Task Scheduler task (starts at logon)",
+        "zh": "服务：任务计划程序任务（登录时启动）",
+    },
+    "install.runs_winsw": {
+        "en": "a service: Windows service via WinSW (starts at boot)",
+        "zh": "服务：通过 WinSW 注册的 Windows 服务（开机时启动）",
+    },
+    "install.proposal_thinking_on": {
+        "en": "  thinking       on by default (change: 'qwenkit install --thinking off')",
+        "zh": "  思考模式      默认开启（更改：'qwenkit install --thinking off'）",
+    },
+    "install.proposal_thinking_off": {
+        "en": "  thinking       off by default (change: 'qwenkit install --thinking on')",
+        "zh": "  思考模式      默认关闭（更改：'qwenkit install --thinking on'）",
+    },
+    "install.proposal_thinking_model": {
+        "en": "  thinking       as the model's chat template decides",
+        "zh": "  思考模式      由模型的对话模板决定",
     },
     "install.proposal_home": {
         "en": "  install into   {home}",
@@ -99,7 +185,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "thinking by default changes from {old} to {new}",
         "zh": "默认思考模式由 {old} 改为 {new}",
     },
-    "fresh.thinking_default": {"en": "the catalog's default", "zh": "目录默认值"},
+    "fresh.thinking_default": {"en": "the catalog's default", "zh": "模型目录默认值"},
     "fresh.model_changed": {
         "en": "the model changes from {old} to {new}",
         "zh": "模型由 {old} 改为 {new}",
@@ -126,10 +212,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "fresh.revision_changed": {
         "en": "a new revision of {path}",
-        "zh": "{path} 有新版本",
+        "zh": "{path} 有新修订版",
     },
     "fresh.not_checked": {
         "en": "could not check for a newer revision ({reason}); keeping the installed files",
-        "zh": "无法检查是否有新版本（{reason}）；保留已安装的文件",
+        "zh": "无法检查是否有新修订版（{reason}）；保留已安装的文件",
     },
 }

@@ -9,7 +9,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "plan.err_unknown_model": {
         "en": "Unknown model '{model}'. Catalog models: {available}.",
-        "zh": "未知模型 '{model}'。目录中的模型：{available}。",
+        "zh": "未知模型 '{model}'。模型目录中的模型：{available}。",
     },
     "plan.err_catalog_key": {
         "en": "Catalog {path}: unknown key '{field}' (known here: {known}).",
@@ -30,8 +30,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "plan.hint_model_ref": {
         "en": "Use a catalog id (qwen3.6-35b-a3b[:QUANT]), hf:OWNER/REPO/PATH[@REV], ms:OWNER/REPO/PATH[@REV] "
               "or a path to a .gguf file.",
-        "zh": "请使用目录中的模型 id（qwen3.6-35b-a3b[:量化]）、hf:所有者/仓库/路径[@版本]、"
-              "ms:所有者/仓库/路径[@版本] 或 .gguf 文件路径。",
+        "zh": "请使用模型目录中的模型 id（qwen3.6-35b-a3b[:量化]）、hf:所有者/仓库/路径[@修订版]、"
+              "ms:所有者/仓库/路径[@修订版] 或 .gguf 文件路径。",
     },
     "plan.err_no_fit": {
         "en": "{title} {quant} does not fit: it needs about {need} GiB at {ctx} tokens of context; this machine can "
@@ -132,9 +132,9 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "plan.why_thinking_off": {
         "en": "thinking off (faster agent answers); turn it on with 'qwenkit install --thinking on', or per request "
-              "with chat_template_kwargs {{\"enable_thinking\": true}}.",
+              "with 'chat_template_kwargs {{\"enable_thinking\": true}}'.",
         "zh": "默认关闭思考模式（智能体响应更快）；用 'qwenkit install --thinking on' 开启，或在单次请求中设置 "
-              "chat_template_kwargs {{\"enable_thinking\": true}}。",
+              "'chat_template_kwargs {{\"enable_thinking\": true}}'。",
     },
     "plan.why_thinking_on": {
         "en": "thinking on: the model reasons before answering; 'qwenkit install --thinking off' turns it off.",
@@ -162,11 +162,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "models.title": {
         "en": "Catalog models; this machine: {gpu} ({vram} usable VRAM), {ram} usable RAM.",
-        "zh": "目录中的模型；本机：{gpu}（可用显存 {vram}），可用内存 {ram}。",
+        "zh": "模型目录中的模型；本机：{gpu}（可用显存 {vram}），可用内存 {ram}。",
     },
     "models.title_cpu": {
         "en": "Catalog models; this machine: the CPU only, {ram} usable RAM.",
-        "zh": "目录中的模型；本机：仅 CPU，可用内存 {ram}。",
+        "zh": "模型目录中的模型；本机：仅 CPU，可用内存 {ram}。",
     },
     "models.approximate": {"en": "~ size as the hub displays it; the exact size comes with the download.",
                            "zh": "~ 为下载站显示的大小；准确大小在下载时获得。"},
@@ -183,12 +183,30 @@ MESSAGES: dict[str, dict[str, str]] = {
     "models.no_fit": {"en": "Here: does not fit (not even its smallest quant).",
                       "zh": "本机：放不下（最小的量化版本也不行）。"},
     "models.unknown": {"en": "Here: unknown without its file (the catalog has no shape facts for it).",
-                       "zh": "本机：无法判断（目录中没有它的结构信息，需要先下载文件）。"},
+                       "zh": "本机：无法判断（模型目录中没有它的结构信息，需要先下载文件）。"},
     "plan.label_cpu": {"en": "the CPU", "zh": "处理器（CPU）"},
     "plan.title": {
         "en": "Plan: {title} {quant} ({size} GiB) on {where}",
         "zh": "方案：{title} {quant}（{size} GiB），运行于 {where}",
     },
+    "plan.memory_cpu": {
+        "en": "Predicted memory: RAM {ram} of {ram_budget} GiB usable; no GPU used.",
+        "zh": "预计内存占用：内存 {ram} / 可用 {ram_budget} GiB；不使用 GPU。",
+    },
+    # The plan's topics as printed (the JSON keeps the English ids): one zh term per concept (glossary: zh.py).
+    "plan.topic_model": {"en": "model", "zh": "模型"},
+    "plan.topic_variant": {"en": "variant", "zh": "引擎构建"},
+    "plan.topic_quant": {"en": "quant", "zh": "量化版本"},
+    "plan.topic_facts": {"en": "facts", "zh": "模型信息"},
+    "plan.topic_ctx": {"en": "ctx", "zh": "上下文"},
+    "plan.topic_cache_type": {"en": "cache_type", "zh": "KV 缓存"},
+    "plan.topic_flash_attn": {"en": "flash_attn", "zh": "注意力加速"},
+    "plan.topic_parallel": {"en": "parallel", "zh": "并发槽"},
+    "plan.topic_threads": {"en": "threads", "zh": "线程"},
+    "plan.topic_batch": {"en": "batch", "zh": "批大小"},
+    "plan.topic_placement": {"en": "placement", "zh": "放置"},
+    "plan.topic_mmproj": {"en": "mmproj", "zh": "视觉投影器"},
+    "plan.topic_thinking": {"en": "thinking", "zh": "思考模式"},
     "plan.memory": {
         "en": "Predicted memory: GPU {gpu} of {gpu_budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",

@@ -25,6 +25,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Service removed ({manager}).",
         "zh": "服务已移除（{manager}）。",
     },
+    "health.down_refused": {"en": "connection refused: nothing listens there", "zh": "连接被拒绝：该地址无程序监听"},
+    "health.down_silent": {"en": "no answer within {seconds} s", "zh": "{seconds} 秒内无响应"},
+    "service.detail_pid": {"en": "pid {pid}", "zh": "进程 {pid}"},
+    "service.detail_not_running": {"en": "not running", "zh": "未运行"},
+    # A manager's name as shown where it has a Chinese one (the others keep their own names): the script is not a
+    # service.
+    "service.manager_script": {"en": "script", "zh": "启动脚本"},
+    "service.manager_task-scheduler": {"en": "task-scheduler", "zh": "任务计划程序"},
     "service.status_line": {
         "en": "manager: {manager}, installed: {installed}, active: {active}, enabled: {enabled}{detail}",
         "zh": "服务管理器：{manager}，已安装：{installed}，运行中：{active}，自启动：{enabled}{detail}",

@@ -65,7 +65,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.err_revision_not_found": {
         "en": "revision {revision} of {repo} was not found on {source}",
-        "zh": "在 {source} 上找不到 {repo} 的版本 {revision}",
+        "zh": "在 {source} 上找不到 {repo} 的修订版 {revision}",
     },
     "sources.err_file_not_found": {
         "en": "file {path} is not in {repo} on {source}",
@@ -106,7 +106,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.err_hint_mismatch": {
         "en": "{path}: the catalog expects sha256 {expected} but {source} lists {listed}",
-        "zh": "{path}：目录中记录的 sha256 为 {expected}，但 {source} 列出的是 {listed}",
+        "zh": "{path}：模型目录中记录的 sha256 为 {expected}，但 {source} 列出的是 {listed}",
     },
     "sources.hint_hint_mismatch": {
         "en": "the file on the hub changed or the source is not genuine; nothing was downloaded",
@@ -126,7 +126,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.err_local_model": {
         "en": "{model} is a local file: download takes a catalog id or hf:/ms: file",
-        "zh": "{model} 是本地文件：download 只接受目录中的模型 id 或 hf:/ms: 文件",
+        "zh": "{model} 是本地文件：download 只接受模型目录中的模型 id 或 hf:/ms: 文件",
     },
     "sources.err_bundle_file": {
         "en": "{path} does not match the bundle manifest (sha256 {expected} expected, {actual} found)",

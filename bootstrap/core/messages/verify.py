@@ -149,16 +149,24 @@ MESSAGES: dict[str, dict[str, str]] = {
                             "zh": "思考模式：默认关闭（直接回答，更快）。"},
     "verify.thinking_template": {"en": "Thinking: as the model's chat template decides (this engine build takes no "
                                        "--reasoning flag).",
-                                 "zh": "思考模式：由模型的对话模板决定（此引擎版本不支持 --reasoning 参数）。"},
+                                 "zh": "思考模式：由模型的对话模板决定（此引擎构建不支持 --reasoning 参数）。"},
     "verify.thinking_per_request": {
         "en": "Per request (OpenAI SDK): extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}} (or "
               "False); the reasoning arrives in message.reasoning_content (streamed: delta.reasoning_content), the "
               "answer in content.",
-        "zh": "按请求切换（OpenAI SDK）：extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}}"
-              "（或 False）；推理过程在 message.reasoning_content 中（流式：delta.reasoning_content），"
-              "回答在 content 中。",
+        "zh": "按请求切换（OpenAI SDK）：'extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}}'"
+              "（或 'False'）；推理过程在 'message.reasoning_content' 中（流式：'delta.reasoning_content'），"
+              "回答在 'content' 中。",
     },
+    # Comments of the Python snippet (templates/snippet-python.txt.j2): read by the user, so in their language.
+    "verify.note_save_as": {"en": "Save as hello.py and run it with the install's Python (it has the OpenAI SDK): ",
+                            "zh": "保存为 hello.py，并用安装目录中的 Python 运行（已装好 OpenAI SDK）："},
+    "verify.note_thinking": {"en": "Thinking per request: ", "zh": "按请求开启思考模式："},
+    "verify.note_reasoning": {"en": "the reasoning then arrives in reply.choices[0].message.reasoning_content, the "
+                                    "answer in .content.",
+                              "zh": "推理过程随后在 reply.choices[0].message.reasoning_content 中，"
+                                    "回答在 .content 中。"},
     "verify.thinking_default": {"en": "Change the server's default: qwenkit install --thinking on|off.",
-                                "zh": "修改服务默认值：qwenkit install --thinking on|off。"},
+                                "zh": "修改服务默认值：'qwenkit install --thinking on|off'。"},
     "verify.opening": {"en": "opening {url} in the browser", "zh": "正在浏览器中打开 {url}"},
 }

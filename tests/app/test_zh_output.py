@@ -1,0 +1,161 @@
+"""No English leaks into a Chinese session: every command's common paths, run as a user runs them (the real CLI in a
+subprocess under ``LANG=zh_CN.UTF-8``, the test bed's engine, model and loopback hub), print Chinese text only.
+
+What is checked is the text a person reads (stderr, and stdout without ``--json``). A line fails on any ASCII word of
+three or more letters left after taking out what is not prose: quoted literals ('qwenkit install', a typo'd value),
+URLs, paths and file names, options (``--port``), environment variables, and the short allow-list below. It also
+fails on an ASCII colon right after Chinese text (zh uses the full-width ：).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.hub_fixtures import REPO_ROOT
+from tests.support.install_bed import MODEL_ID, InstallBed
+
+# Words that stay in Latin letters in Chinese text, each for a reason:
+ALLOWED = frozenset({
+    # the product, the engine and the model hubs: names
+    "QwenClientKit", "qwenkit", "Qwen", "llama", "cpp", "server", "params", "GGUF", "Hugging", "Face", "ModelScope",
+    "OpenAI", "SDK", "Jinja",
+    # the model titles and quants of the catalogs (real and test) and the recorded hardware: names
+    "Tiny", "chat", "test", "Gemma", "NVIDIA", "GeForce", "RTX", "Tesla", "Apple", "CUDA", "Vulkan", "Metal",
+    "AVX", "AMX", "Intel", "AMD", "Ryzen", "Core", "Xeon", "EPYC",
+    # hardware and protocol acronyms that Chinese technical text writes in Latin letters
+    "CPU", "GPU", "RAM", "VRAM", "API", "HTTP", "HTTPS", "URL", "DNS", "TCP", "SHA", "JSON", "TOML", "TLS", "SSL",
+    "MoE", "SWA",
+    # units
+    "GiB", "MiB", "KiB", "GHz",
+    # terms with no settled Chinese word: token (词元 is rare), the KV cache, flash attention, venv and pip (tools)
+    "token", "tokens", "flash", "attention", "venv", "pip",
+    # operating systems and their service managers: names
+    "Web",  # "Web 服务器" is how Chinese writes a web server
+    "Linux", "Windows", "macOS", "Ubuntu", "Debian", "systemd", "launchd", "WinSW", "Python", "PowerShell",
+})
+# The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
+# (``auto``, ``hf``, ``modelscope``): literals, named as typed.
+COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "service", "bundle",
+                           "uninstall", "start", "stop", "create", "verify", "auto", "modelscope", "curl"})
+_NOT_PROSE = [
+    re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave
+    re.compile(r"\{[^}]*\}"),  # argparse's choices ({on,off})
+    re.compile(r"\w+://\S+"),  # URLs
+    re.compile(r"(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s，。；：（）]*"),  # paths (anything with a slash)
+    re.compile(r"(?<![\w.])--?[A-Za-z][\w-]*"),  # options
+    re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"),  # environment variables
+    re.compile(r"\b[\w-]+(?:\.[\w-]+)+\b"),  # dotted names: files, hosts, versions (state.json, modelscope.cn)
+    re.compile(r"(?<!\w)\.[a-z]+\b"),  # a file type (.gguf)
+    re.compile(r"\bqwen[\w.:-]*|\b[\w.-]*-(?:Q|IQ|UD-|BF|F)\w*|\b(?:UD-)?I?Q\d\w*"),  # model ids and quants
+    re.compile(r"\b[a-z]+(?:-[a-z0-9.]+)+\b"),  # hyphenated ids: engine builds (ubuntu-x64), managers, model ids
+    re.compile(r"\b[A-Z]{2,}\b"),  # upper-case metavars and acronyms (MODEL, FILE, GPU): names, not sentences
+]
+# Lines that are not the kit's prose: a command line it prints to copy (``llama-server …``), the model's own reply
+# in the verify report, and the code of the curl / Python snippets (between their first and last line).
+_NOT_OURS = re.compile(r"^(?:\$ qwenkit |llama-server |  回复内容)")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_ASCII_COLON_AFTER_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]:")
+
+
+def _prose_lines(text: str) -> list[str]:
+    """The lines to check: without command lines, the model's reply, and snippet code (from ``curl`` or
+    ``# pip install`` to the next line of Chinese text)."""
+    lines, in_code = [], False
+    for line in text.splitlines():
+        if line.startswith(("curl ", "# pip install")):
+            in_code = True
+        elif in_code and _CJK.match(line):
+            in_code = False
+        if not in_code and not _NOT_OURS.match(line):
+            lines.append(line)
+    return lines
+
+
+def leaks(text: str, literals: tuple[str, ...] = ()) -> list[str]:
+    """Each line with English prose left in it, or an ASCII colon after Chinese text; ``literals`` (a home whose
+    name has spaces) are taken out first."""
+    found = []
+    for line in _prose_lines(text):
+        rest = line
+        for literal in literals:
+            rest = rest.replace(literal, " ")
+        for pattern in _NOT_PROSE:
+            rest = pattern.sub(" ", rest)
+        words = [w for w in _WORD.findall(rest) if w not in ALLOWED and w not in COMMAND_WORDS]
+        if words or _ASCII_COLON_AFTER_CJK.search(line):
+            found.append(f"{line!r} -> {words}")
+    return found
+
+
+def test_the_checker_catches_english_and_ascii_colons() -> None:
+    assert leaks("错误：无法连接下载源 hf（huggingface.co）：域名解析失败") == []
+    assert leaks("  内存          内存 0.1 / 9.5 GiB；不使用 GPU") == []
+    assert leaks("运行 'qwenkit install --verify' 重新校验 /tmp/x y/state.json") == []
+    assert leaks("服务状态：not running") and leaks("错误: 未知命令") and leaks("  variant   ubuntu-x64")
+
+
+@pytest.fixture
+def zh_bed(make_bed: Callable[..., InstallBed]) -> Iterator[tuple[InstallBed, dict[str, str]]]:
+    bed = make_bed()
+    env = bed.env()
+    for name in ("QWENKIT_LANG", "LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+        env.pop(name, None)
+    env["LANG"] = "zh_CN.UTF-8"
+    yield bed, env
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _text(bed: InstallBed, env: dict[str, str], *argv: str, codes: tuple[int, ...] = (0,)) -> str:
+    proc = bed.run(*argv, env=env)
+    assert proc.returncode in codes, (argv, proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return f"$ qwenkit {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
+
+
+def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]], tmp_path: Path) -> None:
+    bed, env = zh_bed
+    real_catalog = {k: v for k, v in env.items() if k != "QWENKIT_CATALOG"}  # the shipped catalog: shape facts
+    dead = f"http://127.0.0.1:{_dead_port()}"
+    outputs = [_text(bed, env, "--help")]
+    for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "uninstall"):
+        outputs.append(_text(bed, env, command, "--help"))
+    outputs += [
+        _text(bed, env, "doctor"),
+        _text(bed, env, "plan"),
+        *(_text(bed, real_catalog, "plan", "--hardware", str(p))
+          for p in sorted((REPO_ROOT / "tests" / "data" / "hardware").glob("*.json"))),
+        _text(bed, env, "models"),
+        _text(bed, env, "status", codes=(2,)),
+        _text(bed, env, "instal", codes=(2,)),
+        _text(bed, env, "install", "--prot", "1", codes=(2,)),
+        _text(bed, env, "plan", "--ctx", "lots", codes=(2,)),
+        _text(bed, env, "service", "stat", codes=(2,)),
+        _text(bed, env, "install", "--yes", "--home", "/proc/qwenkit-none", codes=(2,)),  # the OS's reason
+        _text(bed, env, "install", "--answers", str(tmp_path / "missing.toml"), codes=(2,)),
+        _text(bed, {**env, "QWENKIT_HF_ENDPOINT": dead, "QWENKIT_MODELSCOPE_ENDPOINT": dead},
+              "download", MODEL_ID, "--dest", str(tmp_path / "dl"), codes=(4,)),
+        _text(bed, env, "install", "--yes", "--no-service", "--no-venv"),
+        _text(bed, env, "status"),
+        _text(bed, env, "service", "status", codes=(0, 3, 6)),
+        _text(bed, env, "service", "stop"),
+        _text(bed, env, "status", codes=(0, 6)),  # installed, the server down: what is wrong and how to start it
+        _text(bed, env, "service", "status", codes=(0, 3, 6)),
+        _text(bed, env, "uninstall", "--yes"),
+        _text(bed, env, "status", codes=(2,)),
+    ]
+    text = "\n".join(outputs)
+    print(text)  # what a Chinese user saw, for the report
+    assert "    # 按请求开启思考模式：extra_body=" in text  # the snippet's comments are read: Chinese (its code is not)
+    found = leaks(text, literals=(str(bed.home.root),))
+    assert found == [], "\n".join(found)
