@@ -19,6 +19,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+from bootstrap.detect.probes.cpu import plan_threads
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
@@ -265,7 +266,7 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
         if variants is not None:
             variant = _available(variant, variants, hardware)
     budget = budget_for(hardware, variant)
-    threads = max(1, hardware.cpu.physical_cores or hardware.cpu.logical_cores or 1)
+    threads = plan_threads(hardware.cpu)
     found = None
     fallback_from = None
     for pool, is_fallback in ((candidates, False), (fallbacks, True)):
