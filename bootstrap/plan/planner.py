@@ -23,6 +23,7 @@ from bootstrap.detect.probes.cpu import plan_threads
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate
+from bootstrap.plan.speed import SpeedPrediction, predict
 
 MIB = 1 << 20
 # llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, common/arg.cpp; docs/engine.md); so do we.
@@ -94,6 +95,7 @@ class Plan:
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
     speed_class: str
+    speed: SpeedPrediction  # tokens/s predicted for this placement (plan/speed.py)
     fallback_from: str | None = None
 
 
@@ -394,8 +396,18 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
         model_id=candidate.model_id, title=candidate.title, quant=candidate.quant, file=candidate.file,
         file_size=candidate.size, variant=variant, settings=settings, estimate=est, budget=budget,
         args=flags.kept, dropped_flags=flags.dropped, reasons=tuple(reasons), warnings=tuple(warnings),
-        speed_class=_speed_class(candidate.profile, settings), fallback_from=fallback_from,
+        speed_class=_speed_class(candidate.profile, settings),
+        speed=_predict_speed(candidate, settings, hardware, variant, budget, threads), fallback_from=fallback_from,
     )
+
+
+def _predict_speed(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile,
+                   variant: VariantChoice, budget: Budget, threads: int) -> SpeedPrediction:
+    """The speed model on the GPU the budget was made for (none for a CPU build or a CPU-only placement)."""
+    gpu = _main_gpu(hardware) if uses_gpu(variant) and budget.gpu_bytes > 0 else None
+    return predict(candidate.profile, settings, hardware, threads, gpu_vendor=gpu.vendor if gpu else None,
+                   gpu_bandwidth=gpu.memory_bandwidth_bytes_per_s if gpu else None,
+                   thinking=candidate.thinking_default)
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:
@@ -418,4 +430,5 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],
         "warnings": list(plan.warnings),
         "speed_class": plan.speed_class,
+        "speed": plan.speed.to_json(),
     }

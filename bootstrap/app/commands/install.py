@@ -26,6 +26,7 @@ from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import InstallRequest, Proposal, install
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
+from bootstrap.plan.speed import describe as describe_speed
 
 # answers-file key → (type, InstallRequest field or a CLI-only key)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
@@ -118,7 +119,7 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_memory", gpu=gib_text(est.gpu_total),
                    gpu_budget=gib_text(plan.budget.gpu_bytes), ram=gib_text(est.host_total),
                    ram_budget=gib_text(plan.budget.ram_bytes)))
-    console.info("  " + t(f"plan.speed_{plan.speed_class}"))
+    console.info("  " + "\n  ".join(describe_speed(plan.speed)))
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:
         console.warn(warning)
