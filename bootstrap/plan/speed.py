@@ -58,8 +58,10 @@ GPU_FLOPS_PER_BYTE = {"nvidia": 150.0, "apple": 36.0, "other": 60.0}
 GPU_FLOP_EFFICIENCY = 0.30
 PCIE_BANDWIDTH = 20e9  # PCIe 4.0 x16 as host-to-device copies reach it (about 25 GB/s; 3.0 x16 about 12)
 
-CPU_RANGE = 0.20
+CPU_RANGE = 0.20  # decode; prompt ranges are wider (the FLOP rate is derived, not measured)
 GPU_RANGE = 0.30
+CPU_PROMPT_RANGE = 0.35
+GPU_PROMPT_RANGE = 0.50
 _HYBRID_FFN = frozenset({"qwen35moe", "qwen2moe", "qwen3next"})  # MoE blocks with a shared expert
 
 
@@ -227,6 +229,7 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
         prompt_s = flops / cpu.flops + (split.weights["cpu"] / cpu.effective_bandwidth) / ubatch
     prompt = 1.0 / prompt_s
     spread = GPU_RANGE if gpu else CPU_RANGE
+    prompt_spread = GPU_PROMPT_RANGE if gpu else CPU_PROMPT_RANGE
     inputs: dict[str, Any] = {
         "threads": threads,
         "decode_bytes_per_token": {k: int(split.weights[k] + split.kv[k]) for k in devices},
@@ -243,11 +246,11 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
                         "gpu_layer": GPU_LAYER_OVERHEAD_S, "gpu_split": GPU_SPLIT_OVERHEAD_S},
         "pcie_bytes_per_s": PCIE_BANDWIDTH if gpu and not unified else None,
         "cpu_default_memory": None if cpu.bandwidth_source == "measured" else DEFAULT_CPU_MEMORY,
-        "range": spread,
+        "range": {"decode": spread, "prompt": prompt_spread},
     }
     return SpeedPrediction(decode_tps=decode, decode_low=decode * (1 - spread), decode_high=decode * (1 + spread),
-                           prompt_tps=prompt, prompt_low=prompt * (1 - spread * 2),
-                           prompt_high=prompt * (1 + spread * 2), context_fill=fill,
+                           prompt_tps=prompt, prompt_low=prompt * (1 - prompt_spread),
+                           prompt_high=prompt * (1 + prompt_spread), context_fill=fill,
                            cpu_default=cpu.bandwidth_source != "measured", thinking=thinking, inputs=inputs)
 
 
@@ -275,6 +278,7 @@ def describe(prediction: SpeedPrediction) -> list[str]:
                prompt=_tps(p.prompt_tps), prompt_low=_tps(p.prompt_low), prompt_high=_tps(p.prompt_high),
                fill=p.context_fill)]
     if p.cpu_default:
-        lines.append(t("plan.speed_default_ram", memory=DEFAULT_CPU_MEMORY, gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))
+        lines.append(t("plan.speed_default_ram", memory=t("plan.speed_default_memory"),
+                       gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))
     lines.append(t("plan.speed_thinking_on" if p.thinking else "plan.speed_thinking_off"))
     return lines

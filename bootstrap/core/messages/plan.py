@@ -188,6 +188,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "未实测该机器的内存带宽：按 {memory} 估算（约 {gbps} GB/s）；"
               "在该机器上运行 `qwenkit doctor --json` 可实测。",
     },
+    "plan.speed_default_memory": {"en": "DDR4-3200 dual channel", "zh": "双通道 DDR4-3200 内存"},
     "plan.speed_thinking_on": {
         "en": "Thinking is on: the same tokens/s, but an answer takes many more tokens (the reasoning comes first).",
         "zh": "思考模式已开启：每秒 token 数相同，但每个回答要多生成许多 token（先输出推理过程）。",
