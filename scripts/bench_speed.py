@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,26 +137,47 @@ def row(name: str, profile: ModelProfile, hardware: HardwareProfile, threads: in
 
 
 def fit(rows: list[dict[str, Any]], hardware: HardwareProfile) -> dict[str, Any]:
-    """Least squares for the CPU constants: decode seconds = bytes / (bw · eff) + c_token + c_layer · layers;
-    prompt seconds = flops / (derived FLOP/s · eff_f) + weights / (bw · eff) / ubatch."""
+    """Least squares for the CPU efficiencies, the overheads held at the model's constants (these runs cannot
+    separate a per-token cost from a per-layer one): decode seconds − overheads = bytes / (bw · eff); prompt
+    seconds − weights / (bw · eff) / ubatch = flops / (derived FLOP/s · eff_f)."""
     import numpy as np
 
-    use = rows  # the tiny model too: it is what pins the per-token and per-layer overheads
-    a = np.array([[r["inputs"]["bytes"] / (r["bandwidth_gbps"] * 1e9), 1.0, r["inputs"]["layers"]] for r in use])
-    b = np.array([1.0 / r["decode"]["meas"] for r in use])
-    (inv_eff, c_token, c_layer), *_ = np.linalg.lstsq(a, b, rcond=None)
-    eff = 1.0 / inv_eff
-    cpu = speed.cpu_device(hardware, 1)
-    per_thread = cpu.flops / speed.CPU_FLOP_EFFICIENCY
-    xs, ys = [], []
+    xs = np.array([r["inputs"]["bytes"] / (r["bandwidth_gbps"] * 1e9) for r in rows])
+    ys = np.array([1.0 / r["decode"]["meas"] - speed.CPU_TOKEN_OVERHEAD_S
+                   - speed.CPU_LAYER_OVERHEAD_S * r["inputs"]["layers"] for r in rows])
+    eff = float(np.dot(xs, xs) / np.dot(xs, ys))
+    per_thread = speed.cpu_device(hardware, 1).flops / speed.CPU_FLOP_EFFICIENCY
+    fx, fy = [], []
     for r in rows:
         weights_s = r["inputs"]["weights"] / (r["bandwidth_gbps"] * 1e9 * eff) / r["inputs"]["ubatch"]
-        xs.append(r["inputs"]["flops"] / (per_thread * r["threads"]))
-        ys.append(1.0 / r["prompt"]["meas"] - weights_s)
-    flop_eff = float(np.dot(xs, xs) / np.dot(xs, ys))
-    return {"cpu_bw_efficiency": round(float(eff), 3), "cpu_token_overhead_s": float(f"{c_token:.3g}"),
-            "cpu_layer_overhead_s": float(f"{c_layer:.3g}"), "cpu_flop_efficiency": round(flop_eff, 3),
-            "rows_used": len(use)}
+        fx.append(r["inputs"]["flops"] / (per_thread * r["threads"]))
+        fy.append(1.0 / r["prompt"]["meas"] - weights_s)
+    flop_eff = float(np.dot(fx, fx) / np.dot(fx, fy))
+    return {"cpu_bw_efficiency": round(eff, 3), "cpu_flop_efficiency": round(flop_eff, 3), "rows_used": len(rows),
+            "overheads_held_s": {"token": speed.CPU_TOKEN_OVERHEAD_S, "layer": speed.CPU_LAYER_OVERHEAD_S}}
+
+
+Measurement = tuple[str, int, int, dict[str, Any]]  # model, threads, probe bytes/s, llama-server timings
+
+
+def measured(paths: dict[str, Path], args: argparse.Namespace, binary: Path,
+             threads_list: list[int]) -> Iterator[Measurement]:
+    for name, path in paths.items():
+        if args.models and name not in args.models:
+            continue
+        for threads in threads_list:
+            bandwidth, timings_list = measure(binary, path, threads, args.repeats)
+            for timings in timings_list:
+                yield name, threads, bandwidth, timings
+
+
+def replayed(path: Path) -> Iterator[Measurement]:
+    """The measurements of an earlier output line (to see a change of the model's constants on the same runs)."""
+    doc = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
+    for r in doc["rows"]:
+        timings = {"prompt_n": r["prompt_tokens"], "predicted_per_second": r["decode"]["meas"],
+                   "prompt_per_second": r["prompt"]["meas"]}
+        yield r["model"], r["threads"], int(r["bandwidth_gbps"] * 1e9), timings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,30 +188,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=None, help="only these models (names as in the output)")
     parser.add_argument("--fit", action="store_true", help="also fit the CPU constants from these rows")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--replay", type=Path, default=None,
+                        help="no new runs: predict again for the measurements of an earlier output line")
     args = parser.parse_args(argv)
     binary = testbed.engine_dir() / "llama-server"
     hardware = probe_all(read_all(Path.home(), os.environ), created="bench", kit_version="bench")
     threads_list = args.threads or list(range(1, hardware.cpu.physical_cores + 1))
     load_before = [round(x, 2) for x in os.getloadavg()]
     rows = []
-    for name, path in models(not args.no_synthetic).items():
+    paths = models(not args.no_synthetic)
+    for name, threads, bandwidth, timings in (replayed(args.replay) if args.replay else
+                                              measured(paths, args, binary, threads_list)):
         if args.models and name not in args.models:
             continue
-        profile = model_profile(read_header(path))
-        for threads in threads_list:
-            bandwidth, timings_list = measure(binary, path, threads, args.repeats)
-            for timings in timings_list:
-                r = row(name, profile, hardware, threads, bandwidth, timings)
-                rows.append(r)
-                if args.verbose:
-                    print(f"{name:20} t={threads} p={r['prompt_tokens']:4} bw={r['bandwidth_gbps']:5.1f} "
-                          f"decode {r['decode']['pred']:7.1f} vs {r['decode']['meas']:7.1f} ({r['decode']['err']:+.0%})"
-                          f"  prompt {r['prompt']['pred']:7.1f} vs {r['prompt']['meas']:7.1f} "
-                          f"({r['prompt']['err']:+.0%})", file=sys.stderr)
+        r = row(name, model_profile(read_header(paths[name])), hardware, threads, bandwidth, timings)
+        rows.append(r)
+        if args.verbose:
+            print(f"{name:20} t={threads} p={r['prompt_tokens']:4} bw={r['bandwidth_gbps']:5.1f} "
+                  f"decode {r['decode']['pred']:7.1f} vs {r['decode']['meas']:7.1f} ({r['decode']['err']:+.0%})"
+                  f"  prompt {r['prompt']['pred']:7.1f} vs {r['prompt']['meas']:7.1f} ({r['prompt']['err']:+.0%})",
+                  file=sys.stderr)
     tiny = {"gemma3-270m-q4_k_m"}
     big = [r for r in rows if r["model"] not in tiny]
     result: dict[str, Any] = {
-        "bench": "speed", "engine": str(binary), "cpu": hardware.cpu.brand, "load_before": load_before,
+        "bench": "speed", "engine": str(binary), "cpu": hardware.cpu.brand, "replayed": str(args.replay or ""),
+        "load_before": load_before,
         "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows,
         "max_abs_err": {"decode": max((abs(r["decode"]["err"]) for r in big), default=None),
                         "prompt": max((abs(r["prompt"]["err"]) for r in rows), default=None),

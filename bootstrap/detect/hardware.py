@@ -57,7 +57,7 @@ class CpuInfo:
 class MemoryInfo:
     total_bytes: int
     available_bytes: int
-    # Measured RAM bandwidth (probes/bandwidth.py: bytes read + written per second) and the threads that measured
+    # Measured RAM bandwidth (probes/bandwidth.py: bytes read per second) and the threads that measured
     # it; None in profiles recorded without the probe (the speed model then assumes a default, and says so).
     bandwidth_bytes_per_s: int | None = None
     bandwidth_threads: int | None = None

@@ -14,7 +14,7 @@ The model (docs/speed.md has the derivation, the fit and the published figures i
   micro-batch (ggml's op offload for batches of 32 tokens or more), which adds ``bytes on CPU / PCIe bandwidth``
   per ``ubatch`` tokens.
 - **Bandwidths**: the CPU's is the one ``doctor`` measured with the plan's thread count (``probes/bandwidth.py``,
-  read + write), else a stated default; a GPU's is its peak from NVML (bus width × memory clock) or Apple's
+  bytes read per second), else a stated default; a GPU's is its peak from NVML (bus width × memory clock) or Apple's
   figure for the chip. Efficiency factors turn peaks into what llama.cpp reaches: the CPU's were fitted on the
   test bed's CPU with ``scripts/bench_speed.py``, the GPU's on published measurements (docs/speed.md).
 - The range is the fit's spread: the CPU fit held every bandwidth-bound model within ±20 %; GPUs, fitted on few
@@ -36,17 +36,17 @@ from bootstrap.plan.memory import CACHE_TYPES, LaunchSettings, ModelProfile
 DEFAULT_CONTEXT_FILL = 1024  # a short prompt and its answer: the article's "short prompts" figure
 
 # --- CPU (fitted on the test bed: scripts/bench_speed.py, docs/speed.md) ---------------------------------------
-CPU_BW_EFFICIENCY = 0.90  # decode read rate over the probe's copy (read + write) rate
-CPU_TOKEN_OVERHEAD_S = 0.6e-3  # per token: graph build, sampling, the HTTP server's loop
-CPU_LAYER_OVERHEAD_S = 40e-6  # per layer and token: thread barriers between ops
-# Without a measurement (a recorded profile, --hardware): dual-channel DDR4-3200, 51.2 GB/s peak, of which the
-# probe typically sees 60 % as copy rate (STREAM copy on such desktops); stated in the output.
-DEFAULT_CPU_BANDWIDTH = 30e9
+CPU_BW_EFFICIENCY = 0.9  # decode's read rate over the probe's
+CPU_TOKEN_OVERHEAD_S = 0.5e-3  # per token: graph build, sampling, the HTTP server's loop
+CPU_LAYER_OVERHEAD_S = 20e-6  # per layer and token: thread barriers between ops
+# Without a measurement (a recorded profile, --hardware): dual-channel DDR4-3200, 51.2 GB/s peak, of which a
+# multi-threaded read stream reaches about 70 % on desktops; stated in the output.
+DEFAULT_CPU_BANDWIDTH = 36e9
 DEFAULT_CPU_MEMORY = "DDR4-3200 dual channel"
 # Prompt: a derived FLOP rate, cores × clock × FP32 FLOPs per cycle per core (FMA: 2 per lane) × efficiency.
 ASSUMED_CPU_HZ = 3.0e9
 FLOPS_PER_CYCLE = {"avx512": 64, "avx2": 32, "neon": 16, "other": 8}
-CPU_FLOP_EFFICIENCY = 0.35
+CPU_FLOP_EFFICIENCY = 0.15
 
 # --- GPUs (fitted on published figures, docs/speed.md) ------------------------------------------------------------
 GPU_BW_EFFICIENCY = {"nvidia": 0.80, "apple": 0.65, "other": 0.55}
@@ -70,7 +70,7 @@ class Device:
     """One device's rates as the model uses them, with where each number came from."""
 
     name: str  # "cpu" or "gpu"
-    bandwidth: float  # peak bytes/s (CPU: the probe's copy rate)
+    bandwidth: float  # peak bytes/s (CPU: the probe's read rate)
     bandwidth_source: str  # "measured", "default", "nvml", "apple-chip", "assumed"
     efficiency: float
     flops: float  # effective FLOP/s for big batches

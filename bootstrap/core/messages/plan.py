@@ -197,18 +197,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Thinking is off: with it on, the same tokens/s, but an answer takes many more tokens.",
         "zh": "思考模式已关闭：开启后每秒 token 数相同，但每个回答要多生成许多 token。",
     },
-    "plan.speed_gpu": {
-        "en": "Speed: fast (everything on the GPU).",
-        "zh": "速度：快（全部在 GPU 上）。",
-    },
-    "plan.speed_hybrid": {
-        "en": "Speed: medium (part of the model runs from RAM on the CPU).",
-        "zh": "速度：中等（部分模型在内存中由 CPU 运行）。",
-    },
-    "plan.speed_cpu": {
-        "en": "Speed: slow (CPU only; expect a few tokens per second).",
-        "zh": "速度：较慢（仅 CPU；每秒约几个 token）。",
-    },
     "plan.why_facts_header": {
         "en": "model facts from the GGUF header: exact tensor sizes.",
         "zh": "模型信息取自 GGUF 文件头：张量大小精确。",

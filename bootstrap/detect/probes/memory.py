@@ -15,7 +15,7 @@ from bootstrap.detect.probes.bandwidth import read_bandwidth
 class MemoryReadings:
     total: int
     available: int
-    bandwidth: int | None = None  # bytes read + written per second (probes/bandwidth.py); None: not measured
+    bandwidth: int | None = None  # bytes read per second (probes/bandwidth.py); None: not measured
     bandwidth_threads: int | None = None
 
 
