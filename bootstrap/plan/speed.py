@@ -210,6 +210,10 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
     gpu = gpu_device(gpu_vendor, gpu_bandwidth) if gpu_vendor and settings.n_gpu_layers > 0 else None
     split = _decode_bytes(profile, settings, fill)
     unified = gpu is not None and gpu_vendor == "apple"
+    if unified and gpu and cpu.bandwidth_source == "default" and gpu.bandwidth_source == "apple-chip":
+        # one memory: the CPU cores read the same unified memory (their share of it is lower than the GPU's)
+        cpu = Device("cpu", gpu.bandwidth, "apple-chip", CPU_BW_EFFICIENCY * 0.6, cpu.flops)
+    cpu_default = cpu.bandwidth_source == "default" and split.weights["cpu"] + split.kv["cpu"] > 0
     devices = {"cpu": cpu, **({"gpu": gpu} if gpu else {})}
     seconds = CPU_TOKEN_OVERHEAD_S + split.layers["cpu"] * CPU_LAYER_OVERHEAD_S
     if gpu:
@@ -245,13 +249,13 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
         "overheads_s": {"cpu_token": CPU_TOKEN_OVERHEAD_S, "cpu_layer": CPU_LAYER_OVERHEAD_S,
                         "gpu_layer": GPU_LAYER_OVERHEAD_S, "gpu_split": GPU_SPLIT_OVERHEAD_S},
         "pcie_bytes_per_s": PCIE_BANDWIDTH if gpu and not unified else None,
-        "cpu_default_memory": None if cpu.bandwidth_source == "measured" else DEFAULT_CPU_MEMORY,
+        "cpu_default_memory": DEFAULT_CPU_MEMORY if cpu.bandwidth_source == "default" else None,
         "range": {"decode": spread, "prompt": prompt_spread},
     }
     return SpeedPrediction(decode_tps=decode, decode_low=decode * (1 - spread), decode_high=decode * (1 + spread),
                            prompt_tps=prompt, prompt_low=prompt * (1 - prompt_spread),
                            prompt_high=prompt * (1 + prompt_spread), context_fill=fill,
-                           cpu_default=cpu.bandwidth_source != "measured", thinking=thinking, inputs=inputs)
+                           cpu_default=cpu_default, thinking=thinking, inputs=inputs)
 
 
 def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:

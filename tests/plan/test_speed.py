@@ -175,3 +175,11 @@ def test_plan_text_shows_tokens_per_second(tmp_path: Path) -> None:
                           env=env, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "tokens/s" in proc.stderr and "Thinking" in proc.stderr
+
+
+def test_nothing_in_ram_needs_no_ram_assumption(moe: ModelProfile) -> None:
+    """All on an Apple GPU (unified memory, Apple's figure for the chip): no word about an assumed RAM type."""
+    hw = machine("apple_m2_16gb")
+    pred = speed.predict(moe, ALL_GPU, hw, 8, gpu_vendor="apple", gpu_bandwidth=100_000_000_000)
+    assert not pred.cpu_default and pred.inputs["devices"]["gpu"]["source"] == "apple-chip"
+    assert pred.inputs["pcie_bytes_per_s"] is None
