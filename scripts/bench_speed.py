@@ -6,8 +6,8 @@ with that thread count (side by side: other load on the machine hits both), then
 (``-ngl 0``, flash attention, ``-t N``) answers a warm-up and one ``/completion`` per context fill with a fixed
 token prompt, ``cache_prompt: false``, ``ignore_eos`` and fixed ``n_predict``; its ``timings``
 (``prompt_per_second``, ``predicted_per_second``) are compared with ``bootstrap.plan.speed.predict``. Each point
-runs ``--repeats`` times with a probe before each round, and the best of each is kept: on a shared machine other
-processes only ever slow a run down. ``--fit``
+runs ``--repeats`` times with a probe (1 s, median of 5 rounds) before each run, and the medians are compared:
+on a shared machine, load then weighs on the probe and the server alike. ``--fit``
 also solves the CPU constants of the speed model from these rows (least squares) and prints them. Output::
 
     {"bench": "speed", "engine": …, "load_before": […], "load_after": […], "rows": [{"model": …, "threads": n,
@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import json
 import os
+import statistics
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,15 +87,16 @@ def completion(server: LlamaServer, n_prompt: int) -> dict[str, Any]:
     return resp.json()["timings"]
 
 
-def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The fastest of repeated runs, decode and prompt each: other processes only ever slow a run down."""
-    return {**runs[0], "predicted_per_second": max(r["predicted_per_second"] for r in runs),
-            "prompt_per_second": max(r["prompt_per_second"] for r in runs)}
+def typical(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of repeated runs, decode and prompt each (the probe's rounds are taken the same way, so load on a
+    shared machine weighs on both alike)."""
+    return {**runs[0], "predicted_per_second": statistics.median(r["predicted_per_second"] for r in runs),
+            "prompt_per_second": statistics.median(r["prompt_per_second"] for r in runs)}
 
 
 def measure(binary: Path, model: Path, threads: int, repeats: int) -> tuple[int, list[dict[str, Any]]]:
-    """(best bandwidth of the probe with ``threads``, best timings per prompt): probe and server alternate, so a
-    burst of load elsewhere meets both."""
+    """(median bandwidth of the probe with ``threads``, median timings per prompt): probe and server alternate, so
+    a burst of load elsewhere meets both."""
     args = ["-c", str(CTX), "-np", "1", "-fa", "on", "-t", str(threads), "-tb", str(threads), "-ngl", "0",
             "--fit", "off", "-b", "2048", "-ub", "512"]
     bandwidths: list[int] = []
@@ -102,14 +104,14 @@ def measure(binary: Path, model: Path, threads: int, repeats: int) -> tuple[int,
     with LlamaServer(binary, model, args, ready_timeout=300) as server:
         completion(server, 16)  # warm-up: pages in the weights, first-run allocations
         for _ in range(repeats):
-            reading = read_bandwidth(threads)
-            if reading is not None:
-                bandwidths.append(reading.bytes_per_s)
             for n in PROMPTS:
+                reading = read_bandwidth(threads, copy_seconds=1.0, rounds=5, median=True)
+                if reading is not None:
+                    bandwidths.append(reading.bytes_per_s)
                 runs[n].append(completion(server, n))
     if not bandwidths:
         raise SystemExit("bandwidth probe could not allocate its buffers")
-    return max(bandwidths), [best(runs[n]) for n in PROMPTS]
+    return int(statistics.median(bandwidths)), [typical(runs[n]) for n in PROMPTS]
 
 
 def err(pred: float, meas: float) -> float:
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, nargs="+", default=None, help="thread counts (default 1 … cores)")
     parser.add_argument("--no-synthetic", action="store_true", help="only the real Gemma 3 270M")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per point; the best is kept (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per point; the median is kept (default 3)")
     parser.add_argument("--models", nargs="+", default=None, help="only these models (names as in the output)")
     parser.add_argument("--fit", action="store_true", help="also fit the CPU constants from these rows")
     parser.add_argument("--verbose", action="store_true")

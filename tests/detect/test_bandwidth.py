@@ -53,3 +53,8 @@ def test_doctor_json_records_the_measurement() -> None:
     assert doc["memory"]["bandwidth_bytes_per_s"] > 0 and doc["memory"]["bandwidth_threads"] >= 1
     [ram] = [c for c in doc["checks"] if c["id"] == "ram"]
     assert "GB/s" in ram["reason"]
+
+
+def test_the_median_round_is_never_above_the_best() -> None:
+    median = bandwidth.read_bandwidth(1, copy_seconds=0.06, rounds=3, median=True)
+    assert median is not None and median.bytes_per_s > 0

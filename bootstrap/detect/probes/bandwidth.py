@@ -55,8 +55,10 @@ def _memcmp() -> Callable[..., int] | None:
     return fn  # type: ignore[no-any-return]
 
 
-def read_bandwidth(threads: int, copy_seconds: float = COPY_SECONDS) -> BandwidthReading | None:
-    """Measure with ``threads`` streaming threads; None when the buffers cannot be allocated (low memory)."""
+def read_bandwidth(threads: int, copy_seconds: float = COPY_SECONDS, rounds: int = ROUNDS,
+                   median: bool = False) -> BandwidthReading | None:
+    """Measure with ``threads`` streaming threads: the best of ``rounds`` rounds (``median``: their median, which a
+    benchmark compares with runs as long as its own); None when the buffers cannot be allocated (low memory)."""
     threads = max(1, int(threads))
     size = _buffer_bytes(threads)
     try:
@@ -73,8 +75,8 @@ def read_bandwidth(threads: int, copy_seconds: float = COPY_SECONDS) -> Bandwidt
     else:
         def step(a: ctypes.Array[ctypes.c_char], b: ctypes.Array[ctypes.c_char]) -> None:
             ctypes.memmove(b, a, size)
-    rounds = [_round(pairs, step, copy_seconds / ROUNDS) for _ in range(ROUNDS)]
-    count, elapsed = max(rounds, key=lambda r: r[0] / r[1])
+    results = sorted((_round(pairs, step, copy_seconds / rounds) for _ in range(rounds)), key=lambda r: r[0] / r[1])
+    count, elapsed = results[len(results) // 2] if median else results[-1]
     moved = 2 * size * count  # memcmp reads both buffers; a copy reads one and writes the other
     method = "read" if memcmp is not None else "copy"
     return BandwidthReading(int(moved / elapsed), threads, size, round(elapsed, 3), method) if count else None
