@@ -37,7 +37,7 @@ from bootstrap.plan.memory import CACHE_TYPES, LaunchSettings, ModelProfile
 DEFAULT_CONTEXT_FILL = 1024  # a short prompt and its answer: the article's "short prompts" figure
 
 # --- CPU (fitted on the test bed: scripts/bench_speed.py, docs/speed.md) ---------------------------------------
-CPU_BW_EFFICIENCY = 0.58  # decode's read rate over the probe's (bench_speed fit, 1 thread)
+CPU_BW_EFFICIENCY = 0.44  # decode's read rate over the probe's (bench_speed fit, 1 thread)
 CPU_TOKEN_OVERHEAD_S = 0.5e-3  # per token: graph build, sampling, the HTTP server's loop
 CPU_LAYER_OVERHEAD_S = 20e-6  # per layer and token: thread barriers between ops
 # Without a measurement (a recorded profile, --hardware): dual-channel DDR4-3200, 51.2 GB/s peak, of which a
@@ -47,7 +47,7 @@ DEFAULT_CPU_MEMORY = "DDR4-3200 dual channel"
 # Prompt: a derived FLOP rate, cores × clock × FP32 FLOPs per cycle per core (FMA: 2 per lane) × efficiency.
 ASSUMED_CPU_HZ = 3.0e9
 FLOPS_PER_CYCLE = {"avx512": 64, "avx2": 32, "neon": 16, "other": 8}
-CPU_FLOP_EFFICIENCY = 0.26
+CPU_FLOP_EFFICIENCY = 0.27
 
 # --- GPUs (fitted on published figures, docs/speed.md) ------------------------------------------------------------
 GPU_BW_EFFICIENCY = {"nvidia": 0.80, "apple": 0.65, "other": 0.55}
