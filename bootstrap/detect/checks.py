@@ -51,6 +51,9 @@ def check_cpu(p: HardwareProfile) -> Check:
 def check_ram(p: HardwareProfile) -> Check:
     m = p.memory
     text = t("doctor.ram_reason", total=gib_text(m.total_bytes), available=gib_text(m.available_bytes))
+    if m.bandwidth_bytes_per_s and m.bandwidth_threads:
+        text = join_items((text, t("doctor.ram_bandwidth", gbps=f"{m.bandwidth_bytes_per_s / 1e9:.1f}",
+                                  threads=m.bandwidth_threads)))
     if m.total_bytes < MIN_RAM_BYTES:
         return _check("ram", "fail", text, t("doctor.ram_hint_low", minimum=MIN_RAM_BYTES // GIB))
     return _check("ram", "ok", text)

@@ -57,6 +57,10 @@ class CpuInfo:
 class MemoryInfo:
     total_bytes: int
     available_bytes: int
+    # Measured RAM bandwidth (probes/bandwidth.py: bytes read per second) and the threads that measured
+    # it; None in profiles recorded without the probe (the speed model then assumes a default, and says so).
+    bandwidth_bytes_per_s: int | None = None
+    bandwidth_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,11 @@ class GpuInfo:
     cuda_driver_version: str | None = None  # NVIDIA: highest CUDA the driver supports, "12.4"
     compute_capability: str | None = None  # NVIDIA: "8.6"
     unified_memory: bool = False
+    # Memory bus: NVIDIA from NVML (bus width, highest memory clock); the speed model's bandwidth (probes/nvidia.py,
+    # probes/apple.py: Apple's published figure per chip). None where unknown.
+    memory_bus_width_bits: int | None = None
+    memory_clock_max_mhz: int | None = None
+    memory_bandwidth_bytes_per_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +208,9 @@ def _read_cpu(r: FieldReader) -> CpuInfo:
 
 
 def _read_memory(r: FieldReader) -> MemoryInfo:
-    return MemoryInfo(total_bytes=r.integer("total_bytes"), available_bytes=r.integer("available_bytes"))
+    return MemoryInfo(total_bytes=r.integer("total_bytes"), available_bytes=r.integer("available_bytes"),
+                      bandwidth_bytes_per_s=r.opt_integer("bandwidth_bytes_per_s", minimum=1),
+                      bandwidth_threads=r.opt_integer("bandwidth_threads", minimum=1))
 
 
 def _read_disk(r: FieldReader) -> DiskInfo:
@@ -210,7 +221,10 @@ def _read_gpu(r: FieldReader) -> GpuInfo:
     return GpuInfo(index=r.integer("index"), vendor=r.choice("vendor", GPU_VENDORS), name=r.text("name"),
                    vram_total_bytes=r.integer("vram_total_bytes"), vram_free_bytes=r.integer("vram_free_bytes"),
                    driver_version=r.opt_text("driver_version"), cuda_driver_version=r.opt_text("cuda_driver_version"),
-                   compute_capability=r.opt_text("compute_capability"), unified_memory=r.flag("unified_memory"))
+                   compute_capability=r.opt_text("compute_capability"), unified_memory=r.flag("unified_memory"),
+                   memory_bus_width_bits=r.opt_integer("memory_bus_width_bits"),
+                   memory_clock_max_mhz=r.opt_integer("memory_clock_max_mhz"),
+                   memory_bandwidth_bytes_per_s=r.opt_integer("memory_bandwidth_bytes_per_s"))
 
 
 def _read_network(r: FieldReader) -> NetworkInfo:

@@ -19,9 +19,11 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+from bootstrap.detect.probes.cpu import plan_threads
 from bootstrap.plan import engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate, mtp_head_on_gpu
+from bootstrap.plan.speed import SpeedPrediction, predict
 
 MIB = 1 << 20
 # llama.cpp's --fit keeps 1024 MiB free per GPU by default (-fitt, common/arg.cpp; docs/engine.md); so do we.
@@ -99,6 +101,7 @@ class Plan:
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
     speed_class: str
+    speed: SpeedPrediction  # tokens/s predicted for this placement (plan/speed.py)
     fallback_from: str | None = None
 
 
@@ -300,7 +303,7 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
         if variants is not None:
             variant = _available(variant, variants, hardware)
     budget = budget_for(hardware, variant)
-    threads = max(1, hardware.cpu.physical_cores or hardware.cpu.logical_cores or 1)
+    threads = plan_threads(hardware.cpu)
     found = None
     fallback_from = None
     for pool, is_fallback in ((candidates, False), (fallbacks, True)):
@@ -441,8 +444,18 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
         model_id=candidate.model_id, title=candidate.title, quant=candidate.quant, file=candidate.file,
         file_size=candidate.size, variant=variant, settings=settings, estimate=est, budget=budget,
         args=flags.kept, dropped_flags=flags.dropped, reasons=tuple(reasons), warnings=tuple(warnings),
-        speed_class=_speed_class(candidate.profile, settings), fallback_from=fallback_from,
+        speed_class=_speed_class(candidate.profile, settings),
+        speed=_predict_speed(candidate, settings, hardware, variant, budget, threads), fallback_from=fallback_from,
     )
+
+
+def _predict_speed(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile,
+                   variant: VariantChoice, budget: Budget, threads: int) -> SpeedPrediction:
+    """The speed model on the GPU the budget was made for (none for a CPU build or a CPU-only placement)."""
+    gpu = _main_gpu(hardware) if uses_gpu(variant) and budget.gpu_bytes > 0 else None
+    return predict(candidate.profile, settings, hardware, threads, gpu_vendor=gpu.vendor if gpu else None,
+                   gpu_bandwidth=gpu.memory_bandwidth_bytes_per_s if gpu else None,
+                   thinking=candidate.thinking_default)
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:
@@ -465,4 +478,5 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],
         "warnings": list(plan.warnings),
         "speed_class": plan.speed_class,
+        "speed": plan.speed.to_json(),
     }

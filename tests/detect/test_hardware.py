@@ -192,6 +192,8 @@ def _fake_nvml(recorded: nvidia.NvmlReadings, calls: list[str]) -> Any:
         nvmlDeviceGetMemoryInfo=logged("memory", SimpleNamespace(total=dev.memory_total, free=dev.memory_free,
                                                                  used=dev.memory_total - dev.memory_free)),
         nvmlDeviceGetCudaComputeCapability=logged("cc", (dev.cc_major, dev.cc_minor)),
+        nvmlDeviceGetMemoryBusWidth=logged("bus", dev.bus_width), NVML_CLOCK_MEM=pynvml.NVML_CLOCK_MEM,
+        nvmlDeviceGetMaxClockInfo=lambda _h, kind: calls.append(f"clock{kind}") or dev.mem_clock_max_mhz,
     )
 
 
@@ -200,6 +202,54 @@ def test_read_nvml_through_pynvml_functions() -> None:
     calls: list[str] = []
     assert nvidia.read_nvml(_fake_nvml(recorded, calls)) == recorded
     assert calls[0] == "init" and calls[-1] == "shutdown"
+
+
+def test_read_nvml_asks_for_the_memory_clock_not_the_graphics_clock() -> None:
+    import pynvml
+
+    calls: list[str] = []
+    nvidia.read_nvml(_fake_nvml(load_readings("rtx3070_8gb_32gb").nvml, calls))
+    assert f"clock{pynvml.NVML_CLOCK_MEM}" in calls and "bus" in calls
+
+
+def test_read_nvml_without_the_bus_calls_keeps_the_rest() -> None:
+    """An old pynvml (no nvmlDeviceGetMemoryBusWidth) or a driver that refuses: bandwidth unknown, GPU still listed."""
+    import pynvml
+
+    def refused(*_args: Any) -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    fake = _fake_nvml(load_readings("rtx3070_8gb_32gb").nvml, [])
+    del fake.nvmlDeviceGetMemoryBusWidth
+    fake.nvmlDeviceGetMaxClockInfo = refused
+    readings = nvidia.read_nvml(fake)
+    assert readings.available and readings.devices[0].bus_width is None
+    [gpu] = nvidia.probe_nvidia(readings)
+    assert gpu.memory_bandwidth_bytes_per_s is None and gpu.vram_total_bytes > 0
+
+
+@pytest.mark.parametrize(("bus", "clock", "published_gbps"), [
+    (384, 9751, 936),  # RTX 3090, GDDR6X (NVIDIA spec page)
+    (128, 9001, 288),  # RTX 4060 Ti, GDDR6
+    (256, 5001, 320),  # T4
+    (5120, 1215, 1555),  # A100 40 GB, HBM2
+])
+def test_bus_width_times_memory_clock_gives_the_published_bandwidth(bus: int, clock: int,
+                                                                   published_gbps: int) -> None:
+    assert nvidia.memory_bandwidth(bus, clock) / 1e9 == pytest.approx(published_gbps, rel=0.005)
+    assert nvidia.memory_bandwidth(None, clock) is None and nvidia.memory_bandwidth(bus, 0) is None
+
+
+@pytest.mark.parametrize("name", [m for m in MACHINES if m != "no_gpu_16gb"])
+def test_recorded_gpus_carry_their_bandwidth(name: str) -> None:
+    [gpu] = recorded_profile(name).gpus
+    assert gpu.memory_bandwidth_bytes_per_s and 100e9 <= gpu.memory_bandwidth_bytes_per_s <= 1100e9
+
+
+def test_apple_bandwidth_comes_from_the_chip_name() -> None:
+    assert apple.chip_bandwidth("Apple M2") == 100_000_000_000
+    assert apple.chip_bandwidth("Apple  M4 Pro") == 273_000_000_000
+    assert apple.chip_bandwidth("Apple M99") is None
 
 
 def test_read_nvml_reports_missing_library_as_no_gpu() -> None:

@@ -28,6 +28,7 @@ from bootstrap.install.installer import InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
+from bootstrap.plan.speed import describe as describe_speed
 
 # answers-file key → (type, InstallRequest field or a CLI-only key)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
@@ -116,7 +117,7 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
     console.info(_memory_line(plan))
-    console.info("  " + t(f"plan.speed_{plan.speed_class}"))
+    console.info("  " + "\n  ".join(describe_speed(plan.speed)))
     console.info(t("install.proposal_context", ctx=p.ctx))
     if p.port != p.port_asked:
         console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))

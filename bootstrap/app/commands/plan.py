@@ -22,6 +22,7 @@ from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
 from bootstrap.plan.engine_variant import check_engine
 from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
+from bootstrap.plan.speed import describe as describe_speed
 
 MIN_CTX, MAX_CTX = 512, 1 << 20
 
@@ -53,7 +54,7 @@ def print_plan(plan: Plan) -> None:
     else:
         console.info(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
                        ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
-    console.info(t(f"plan.speed_{plan.speed_class}"))
+    console.info("\n".join(describe_speed(plan.speed)))
     for warning in plan.warnings:
         console.warn(warning)
     console.info("llama-server -m " + plan.file + " " + " ".join(plan.args))

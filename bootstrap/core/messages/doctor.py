@@ -39,6 +39,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                 "zh": "不支持 AVX2：CPU 推理会很慢，建议使用显卡加速。"},
     "doctor.ram_reason": {"en": "{total} GiB total, {available} GiB available",
                           "zh": "共 {total} GiB，可用 {available} GiB"},
+    "doctor.ram_bandwidth": {"en": "read bandwidth {gbps} GB/s measured with {threads} threads",
+                             "zh": "内存读取带宽 {gbps} GB/s（{threads} 个线程实测）"},
     "doctor.ram_hint_low": {"en": "At least {minimum} GiB of RAM is needed to run a Qwen model.",
                             "zh": "运行 Qwen 模型至少需要 {minimum} GiB 内存。"},
     "doctor.disk_reason": {"en": "{free} GiB free at {path}", "zh": "{path} 可用 {free} GiB"},

@@ -211,17 +211,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Predicted memory: GPU {gpu} of {gpu_budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",
     },
-    "plan.speed_gpu": {
-        "en": "Speed: fast (everything on the GPU).",
-        "zh": "速度：快（全部在 GPU 上）。",
+    "plan.speed_tps": {
+        "en": "Speed: ≈ {tps} tokens/s ({low}–{high}) for short prompts ({fill} tokens of context); prompts are "
+              "read at ≈ {prompt} tokens/s ({prompt_low}–{prompt_high}).",
+        "zh": "速度：短提示词约 {tps} token/秒（{low}–{high}，上下文 {fill} token）；读入提示词约 {prompt} token/秒"
+              "（{prompt_low}–{prompt_high}）。",
     },
-    "plan.speed_hybrid": {
-        "en": "Speed: medium (part of the model runs from RAM on the CPU).",
-        "zh": "速度：中等（部分模型在内存中由 CPU 运行）。",
+    "plan.speed_default_ram": {
+        "en": "RAM bandwidth not measured on that machine: assumed {memory} (the probe would read about {gbps} GB/s); "
+              "`qwenkit doctor --json` there measures it.",
+        "zh": "未实测该机器的内存带宽：按 {memory} 估算（约 {gbps} GB/s）；"
+              "在该机器上运行 `qwenkit doctor --json` 可实测。",
     },
-    "plan.speed_cpu": {
-        "en": "Speed: slow (CPU only; expect a few tokens per second).",
-        "zh": "速度：较慢（仅 CPU；每秒约几个 token）。",
+    "plan.speed_default_memory": {"en": "DDR4-3200 dual channel", "zh": "双通道 DDR4-3200 内存"},
+    "plan.speed_thinking_on": {
+        "en": "Thinking is on: the same tokens/s, but an answer takes many more tokens (the reasoning comes first).",
+        "zh": "思考模式已开启：每秒 token 数相同，但每个回答要多生成许多 token（先输出推理过程）。",
+    },
+    "plan.speed_thinking_off": {
+        "en": "Thinking is off: with it on, the same tokens/s, but an answer takes many more tokens.",
+        "zh": "思考模式已关闭：开启后每秒 token 数相同，但每个回答要多生成许多 token。",
     },
     "plan.why_facts_header": {
         "en": "model facts from the GGUF header: exact tensor sizes.",

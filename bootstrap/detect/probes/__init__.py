@@ -34,11 +34,14 @@ class Readings:
 
 
 def read_all(home: Path, env: Mapping[str, str], reach: bool = False) -> Readings:
-    """Read this machine (``reach``: also whether each download source answers, for ``doctor``). AMD/Intel GPUs
-    are not probed here: the engine lists them (``--list-devices``)."""
+    """Read this machine (``reach``: also whether each download source answers, for ``doctor``), RAM bandwidth
+    with the plan's thread count included (< 1 s). AMD/Intel GPUs are not probed here: the engine lists them
+    (``--list-devices``)."""
     os_readings = system.read_os()
     sysctl = apple.read_sysctl() if os_readings.system == "Darwin" else {}
-    return Readings(os=os_readings, cpu=cpu.read_cpu(sysctl or None), memory=memory.read_memory(),
+    cpu_readings = cpu.read_cpu(sysctl or None)
+    threads = cpu.plan_threads(cpu.probe_cpu(cpu_readings))
+    return Readings(os=os_readings, cpu=cpu_readings, memory=memory.read_memory(threads),
                     disk=disk.read_disk(home), nvml=nvidia.read_nvml(), sysctl=sysctl,
                     pythons=tuple(pythons.read_pythons(os_readings.system, env)),
                     network=network.read_network(env, reach))

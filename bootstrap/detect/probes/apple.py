@@ -18,6 +18,23 @@ SYSCTL_KEYS = ("hw.memsize", "machdep.cpu.brand_string", "hw.optional.arm64", "h
                "hw.optional.neon", "hw.optional.avx2_0", "hw.optional.avx512f")
 
 
+# Unified-memory bandwidth per chip, GB/s, as Apple publishes it (apple.com tech specs and newsroom posts of each
+# chip's launch; docs/speed.md). Where a chip comes in two memory configurations (M3 Max, M4 Max) the lower one.
+CHIP_BANDWIDTH_GBPS: dict[str, float] = {
+    "Apple M1": 68.25, "Apple M1 Pro": 200, "Apple M1 Max": 400, "Apple M1 Ultra": 800,
+    "Apple M2": 100, "Apple M2 Pro": 200, "Apple M2 Max": 400, "Apple M2 Ultra": 800,
+    "Apple M3": 100, "Apple M3 Pro": 150, "Apple M3 Max": 300, "Apple M3 Ultra": 819,
+    "Apple M4": 120, "Apple M4 Pro": 273, "Apple M4 Max": 410,
+    "Apple M5": 153,
+}
+
+
+def chip_bandwidth(brand: str) -> int | None:
+    """Bytes/s of the chip named in ``machdep.cpu.brand_string`` ("Apple M2 Pro"); None for an unknown chip."""
+    gbps = CHIP_BANDWIDTH_GBPS.get(" ".join(brand.split()))
+    return int(gbps * 1e9) if gbps else None
+
+
 def parse_sysctl(text: str) -> dict[str, str]:
     """``key: value`` lines → dict (later duplicates ignored; ``sysctl: unknown oid`` lines skipped)."""
     values: dict[str, str] = {}
@@ -42,7 +59,8 @@ def probe_apple(sysctl: Mapping[str, str], system: str, machine: str, available_
     if memsize <= 0:
         return ()
     return (GpuInfo(index=0, vendor="apple", name=f"{brand or 'Apple Silicon'} GPU", vram_total_bytes=memsize,
-                    vram_free_bytes=min(max(0, available_bytes), memsize), unified_memory=True),)
+                    vram_free_bytes=min(max(0, available_bytes), memsize), unified_memory=True,
+                    memory_bandwidth_bytes_per_s=chip_bandwidth(brand)),)
 
 
 def read_sysctl() -> dict[str, str]:

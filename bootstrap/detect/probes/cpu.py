@@ -59,6 +59,12 @@ def probe_cpu(r: CpuReadings) -> CpuInfo:
     )
 
 
+def plan_threads(info: CpuInfo) -> int:
+    """llama-server's ``-t`` in our plans: the physical cores (SMT siblings share the memory port and the SIMD units,
+    so decode does not gain from them). The bandwidth probe measures with the same count."""
+    return max(1, info.physical_cores or info.logical_cores or 1)
+
+
 def parse_proc_cpuinfo(text: str) -> tuple[str, tuple[str, ...]]:
     """(brand, flags) from /proc/cpuinfo: x86 "model name"/"flags", Arm "Features" (brand may be absent there)."""
     brand, flags = "", ()

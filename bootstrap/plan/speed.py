@@ -1,0 +1,289 @@
+"""Tokens/s before the download: decode and prompt speed predicted from the placement and each device's bandwidth.
+
+The model (docs/speed.md has the derivation, the fit and the published figures it is checked against):
+
+- **Decode** is memory-bound: each new token reads every weight it uses once. Per device we add the bytes one token
+  reads there — the dense part of each layer (attention or DeltaNet, norms, router, shared expert), the routed
+  experts actually used (``n_expert_used / n_expert`` of each expert tensor: a token's rows are read, the rest is
+  not), the output layer, the KV cache of the layers on that device at ``context_fill`` tokens (a sliding-window
+  layer reads at most its window) and the recurrent state (read and written) — and divide by that device's
+  effective bandwidth. A fixed cost per token and per layer (graph build, thread barriers, kernel launches) is
+  added; it is what dominates tiny models. Devices run one after the other, so their times add.
+- **Prompt** is compute-bound: ``2 × active parameters`` FLOPs per token (plus attention over half the prompt),
+  over the device's effective FLOP rate; on a GPU the weights kept in RAM are copied over PCIe once per
+  micro-batch (ggml's op offload for batches of 32 tokens or more), which adds ``bytes on CPU / PCIe bandwidth``
+  per ``ubatch`` tokens.
+- **Bandwidths**: the CPU's is the one ``doctor`` measured with the plan's thread count (``probes/bandwidth.py``,
+  bytes read per second), else a stated default; a GPU's is its peak from NVML (bus width × memory clock) or Apple's
+  figure for the chip. Efficiency factors turn peaks into what llama.cpp reaches: the CPU's were fitted on the
+  test bed's CPU with ``scripts/bench_speed.py``, the GPU's on published measurements (docs/speed.md).
+- The range: ±20 % on a CPU (the test bed's repeated runs of one point varied by that much on a shared machine,
+  docs/speed.md), ±30 % with a GPU (fitted on few published figures from machines we do not know in full); prompt
+  ranges are wider (±35 %, ±50 %): the FLOP rate is derived, not measured.
+
+Thinking changes nothing per token, only how many tokens an answer takes: the UI says so on a separate line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from bootstrap.core.console import t
+from bootstrap.detect.hardware import HardwareProfile
+from bootstrap.plan.memory import CACHE_TYPES, LaunchSettings, ModelProfile
+
+DEFAULT_CONTEXT_FILL = 1024  # a short prompt and its answer: the article's "short prompts" figure
+
+# --- CPU (fitted on the test bed: scripts/bench_speed.py, docs/speed.md) ---------------------------------------
+CPU_BW_EFFICIENCY = 0.44  # decode's read rate over the probe's (bench_speed fit, 1 thread)
+CPU_TOKEN_OVERHEAD_S = 0.5e-3  # per token: graph build, sampling, the HTTP server's loop
+CPU_LAYER_OVERHEAD_S = 20e-6  # per layer and token: thread barriers between ops
+# Without a measurement (a recorded profile, --hardware): dual-channel DDR4-3200, 51.2 GB/s peak, of which a
+# multi-threaded read stream reaches about 70 % on desktops; stated in the output.
+DEFAULT_CPU_BANDWIDTH = 36e9
+DEFAULT_CPU_MEMORY = "DDR4-3200 dual channel"
+# Prompt: a derived FLOP rate, cores × clock × FP32 FLOPs per cycle per core (FMA: 2 per lane) × efficiency.
+ASSUMED_CPU_HZ = 3.0e9
+FLOPS_PER_CYCLE = {"avx512": 64, "avx2": 32, "neon": 16, "other": 8}
+CPU_FLOP_EFFICIENCY = 0.27
+
+# --- GPUs (fitted on published figures, docs/speed.md) ------------------------------------------------------------
+GPU_BW_EFFICIENCY = {"nvidia": 0.80, "apple": 0.65, "other": 0.55}
+GPU_LAYER_OVERHEAD_S = 100e-6  # per layer and token: kernel launches of a layer's many small ops
+GPU_SPLIT_OVERHEAD_S = 0.1e-3  # per layer whose experts run on the CPU: activations over PCIe and a sync
+# Prompt on a GPU: dense FP16 tensor throughput per byte/s of memory bandwidth (RTX 3060 51 TFLOPS / 360 GB/s,
+# RTX 4090 165 / 1008, T4 65 / 320: 140–200; Apple M2 3.6 TFLOPS FP32 / 100 GB/s: 36) × efficiency.
+GPU_FLOPS_PER_BYTE = {"nvidia": 150.0, "apple": 36.0, "other": 60.0}
+GPU_FLOP_EFFICIENCY = 0.30
+PCIE_BANDWIDTH = 20e9  # PCIe 4.0 x16 as host-to-device copies reach it (about 25 GB/s; 3.0 x16 about 12)
+
+CPU_RANGE = 0.20  # decode; prompt ranges are wider (the FLOP rate is derived, not measured)
+GPU_RANGE = 0.30
+CPU_PROMPT_RANGE = 0.35
+GPU_PROMPT_RANGE = 0.50
+_HYBRID_FFN = frozenset({"qwen35moe", "qwen2moe", "qwen3next"})  # MoE blocks with a shared expert
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device's rates as the model uses them, with where each number came from."""
+
+    name: str  # "cpu" or "gpu"
+    bandwidth: float  # peak bytes/s (CPU: the probe's read rate)
+    bandwidth_source: str  # "measured", "default", "nvml", "apple-chip", "assumed"
+    efficiency: float
+    flops: float  # effective FLOP/s for big batches
+
+    @property
+    def effective_bandwidth(self) -> float:
+        return self.bandwidth * self.efficiency
+
+
+@dataclass(frozen=True)
+class SpeedPrediction:
+    """Predicted tokens/s (decode at ``context_fill`` tokens of context, prompt for a long prompt) and the inputs
+    that produced them, so anyone can redo the arithmetic."""
+
+    decode_tps: float
+    decode_low: float
+    decode_high: float
+    prompt_tps: float
+    prompt_low: float
+    prompt_high: float
+    context_fill: int
+    cpu_default: bool  # the CPU bandwidth is the stated default, not a measurement
+    thinking: bool = False  # the server thinks by default: same tokens/s, many more tokens per answer
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decode_tps": round(self.decode_tps, 2), "decode_low": round(self.decode_low, 2),
+                "decode_high": round(self.decode_high, 2), "prompt_tps": round(self.prompt_tps, 1),
+                "prompt_low": round(self.prompt_low, 1), "prompt_high": round(self.prompt_high, 1),
+                "context_fill": self.context_fill, "inputs": self.inputs}
+
+
+def cpu_device(hardware: HardwareProfile, threads: int) -> Device:
+    """The CPU: measured bandwidth when the profile has it, else the stated default; FLOPs from cores and SIMD."""
+    measured = hardware.memory.bandwidth_bytes_per_s
+    flags = hardware.cpu.flags
+    simd = "avx512" if flags.avx512 else "avx2" if flags.avx2 else "neon" if flags.neon else "other"
+    flops = threads * ASSUMED_CPU_HZ * FLOPS_PER_CYCLE[simd] * CPU_FLOP_EFFICIENCY
+    if measured:
+        return Device("cpu", float(measured), "measured", CPU_BW_EFFICIENCY, flops)
+    return Device("cpu", DEFAULT_CPU_BANDWIDTH, "default", CPU_BW_EFFICIENCY, flops)
+
+
+def gpu_device(vendor: str, bandwidth: int | None) -> Device:
+    """A GPU from its peak bandwidth (NVML or Apple's figure); without one, an assumed 200 GB/s."""
+    kind = vendor if vendor in GPU_BW_EFFICIENCY else "other"
+    source = "apple-chip" if kind == "apple" and bandwidth else "nvml" if bandwidth else "assumed"
+    peak = float(bandwidth or 200e9)
+    return Device("gpu", peak, source, GPU_BW_EFFICIENCY[kind], peak * GPU_FLOPS_PER_BYTE[kind] * GPU_FLOP_EFFICIENCY)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """Bytes one decoded token reads on each device, and the counts the overheads need."""
+
+    weights: dict[str, float]
+    kv: dict[str, float]
+    layers: dict[str, int]
+    switches: int  # GPU↔CPU hand-overs per token
+
+
+def _expert_share(p: ModelProfile) -> float:
+    return p.n_expert_used / p.n_expert if p.is_moe and p.n_expert else 1.0
+
+
+def _decode_bytes(p: ModelProfile, s: LaunchSettings, fill: int) -> _Split:
+    """Per-device bytes of one token: ``-ngl K`` puts the output layer and blocks from ``n_layer_all + 1 − K`` on the
+    GPU; ``--n-cpu-moe N`` keeps the experts of blocks 0…N−1 on the CPU (the placement memory.py models)."""
+    n_all = p.n_layer_all
+    ngl = min(s.n_gpu_layers, n_all + 1)
+    gpu_start = n_all + 1 - ngl if ngl > 0 else n_all + 1
+    weights = {"cpu": 0.0, "gpu": 0.0}
+    kv = {"cpu": 0.0, "gpu": 0.0}
+    layers = {"cpu": 0, "gpu": 0}
+    share = _expert_share(p)
+    swa = set(p.swa_layers)
+    kv_set = set(p.kv_layers)
+    rs_per_layer = p.recurrent_bytes_per_seq / len(p.recurrent_layers) if p.recurrent_layers else 0.0
+    k_el, v_el = CACHE_TYPES[s.cache_type_k], CACHE_TYPES[s.cache_type_v]
+    trail = []
+    for lw in p.layers[:p.n_layer]:
+        dev = "gpu" if lw.index >= gpu_start else "cpu"
+        experts = "gpu" if dev == "gpu" and lw.index >= s.n_cpu_moe else "cpu"
+        weights[dev] += lw.dense_bytes
+        weights[experts] += lw.expert_bytes * share
+        layers[dev] += 1
+        trail += [dev, experts]
+        if lw.index in kv_set:
+            cells = min(fill, p.n_swa) if lw.index in swa and p.n_swa else fill
+            kv[dev] += cells * p.n_head_kv[lw.index] * (p.key_length * k_el + p.value_length * v_el)
+        elif rs_per_layer:
+            kv[dev] += 2 * rs_per_layer  # the recurrent state is read and written back
+    out = "gpu" if ngl > 0 else "cpu"
+    weights[out] += (p.output_bytes or p.token_embd_bytes) + p.other_bytes
+    trail.append(out)
+    switches = sum(1 for a, b in pairwise(trail) if a != b)
+    return _Split(weights, kv, layers, switches)
+
+
+def _layer_params(p: ModelProfile, il: int) -> tuple[float, float]:
+    """(parameters a token uses, all parameters) of block ``il``, from the header's shapes."""
+    e = p.n_embd
+    if il in set(p.recurrent_layers):
+        inner = p.ssm_conv_dim / 2  # conv channels = inner + 2·groups·state, and groups·state = inner/2 here
+        mixer = e * (p.ssm_conv_dim + 2 * inner)  # qkv, gate, out projections
+    else:
+        q = p.n_head * p.key_length * (2 if p.architecture in _HYBRID_FFN or p.architecture == "qwen35" else 1)
+        kv = 2 * p.n_head_kv[il] * p.key_length
+        mixer = e * (q + kv) + p.n_head * p.value_length * e
+    if p.is_moe:
+        one = 3 * e * p.n_ff_exp
+        shared = one if p.architecture in _HYBRID_FFN else 0
+        return mixer + one * p.n_expert_used + shared, mixer + one * p.n_expert + shared
+    ffn = 3 * e * p.n_ff
+    return mixer + ffn, mixer + ffn
+
+
+def prompt_flops_per_token(p: ModelProfile, prompt_tokens: int) -> float:
+    """2 FLOPs per active parameter, plus attention scores and values over half the prompt on the KV layers. The
+    output layer is left out: the server computes logits for a prompt's last token only."""
+    active = sum(_layer_params(p, il)[0] for il in range(p.n_layer))
+    attention = 0.0
+    for il in p.kv_layers:
+        span = min(prompt_tokens / 2, p.n_swa) if il in set(p.swa_layers) and p.n_swa else prompt_tokens / 2
+        attention += 2 * span * p.n_head * (p.key_length + p.value_length)
+    return 2 * active + attention
+
+
+def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareProfile, threads: int, *,
+            gpu_vendor: str | None = None, gpu_bandwidth: int | None = None,
+            context_fill: int = DEFAULT_CONTEXT_FILL, prompt_tokens: int = 2048,
+            thinking: bool = False) -> SpeedPrediction:
+    """Tokens/s for ``profile`` placed by ``settings``; ``gpu_vendor``/``gpu_bandwidth``: the GPU the placement
+    uses (None when it runs on the CPU only)."""
+    fill = max(1, min(context_fill, settings.ctx))
+    cpu = cpu_device(hardware, threads)
+    gpu = gpu_device(gpu_vendor, gpu_bandwidth) if gpu_vendor and settings.n_gpu_layers > 0 else None
+    split = _decode_bytes(profile, settings, fill)
+    unified = gpu is not None and gpu_vendor == "apple"
+    if unified and gpu and cpu.bandwidth_source == "default" and gpu.bandwidth_source == "apple-chip":
+        # one memory: the CPU cores read the same unified memory (their share of it is lower than the GPU's)
+        cpu = Device("cpu", gpu.bandwidth, "apple-chip", CPU_BW_EFFICIENCY * 0.6, cpu.flops)
+    cpu_default = cpu.bandwidth_source == "default" and split.weights["cpu"] + split.kv["cpu"] > 0
+    devices = {"cpu": cpu, **({"gpu": gpu} if gpu else {})}
+    seconds = CPU_TOKEN_OVERHEAD_S + split.layers["cpu"] * CPU_LAYER_OVERHEAD_S
+    if gpu:
+        seconds += split.layers["gpu"] * GPU_LAYER_OVERHEAD_S + (0 if unified else split.switches / 2
+                                                                  * GPU_SPLIT_OVERHEAD_S)
+    for name, dev in devices.items():
+        seconds += (split.weights[name] + split.kv[name]) / dev.effective_bandwidth
+    decode = 1.0 / seconds
+
+    flops = prompt_flops_per_token(profile, prompt_tokens)
+    ubatch = min(settings.ubatch, prompt_tokens)
+    if gpu:
+        # ggml's op offload: big batches run on the GPU; CPU-kept weights cross PCIe once per micro-batch.
+        transfer = 0.0 if unified else split_cpu_weights(profile, settings) / PCIE_BANDWIDTH / ubatch
+        prompt_s = flops / gpu.flops + transfer
+    else:
+        prompt_s = flops / cpu.flops + (split.weights["cpu"] / cpu.effective_bandwidth) / ubatch
+    prompt = 1.0 / prompt_s
+    spread = GPU_RANGE if gpu else CPU_RANGE
+    prompt_spread = GPU_PROMPT_RANGE if gpu else CPU_PROMPT_RANGE
+    inputs: dict[str, Any] = {
+        "threads": threads,
+        "decode_bytes_per_token": {k: int(split.weights[k] + split.kv[k]) for k in devices},
+        "weights_bytes_per_token": {k: int(split.weights[k]) for k in devices},
+        "kv_bytes_per_token": {k: int(split.kv[k]) for k in devices},
+        "layers": {k: split.layers[k] for k in devices},
+        "expert_share": _expert_share(profile),
+        "devices": {k: {"bandwidth_bytes_per_s": int(d.bandwidth), "source": d.bandwidth_source,
+                        "efficiency": d.efficiency, "effective_flops": int(d.flops)} for k, d in devices.items()},
+        "prompt_flops_per_token": int(flops),
+        "prompt_tokens": prompt_tokens,
+        "ubatch": ubatch,
+        "overheads_s": {"cpu_token": CPU_TOKEN_OVERHEAD_S, "cpu_layer": CPU_LAYER_OVERHEAD_S,
+                        "gpu_layer": GPU_LAYER_OVERHEAD_S, "gpu_split": GPU_SPLIT_OVERHEAD_S},
+        "pcie_bytes_per_s": PCIE_BANDWIDTH if gpu and not unified else None,
+        "cpu_default_memory": DEFAULT_CPU_MEMORY if cpu.bandwidth_source == "default" else None,
+        "range": {"decode": spread, "prompt": prompt_spread},
+    }
+    return SpeedPrediction(decode_tps=decode, decode_low=decode * (1 - spread), decode_high=decode * (1 + spread),
+                           prompt_tps=prompt, prompt_low=prompt * (1 - prompt_spread),
+                           prompt_high=prompt * (1 + prompt_spread), context_fill=fill,
+                           cpu_default=cpu_default, thinking=thinking, inputs=inputs)
+
+
+def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
+    """All weight bytes kept in RAM by the placement (not just one token's share): what op offload copies."""
+    n_all = p.n_layer_all
+    ngl = min(s.n_gpu_layers, n_all + 1)
+    gpu_start = n_all + 1 - ngl if ngl > 0 else n_all + 1
+    total = 0.0
+    for lw in p.layers[:p.n_layer]:
+        on_gpu = lw.index >= gpu_start
+        total += (0 if on_gpu else lw.dense_bytes) + (0 if on_gpu and lw.index >= s.n_cpu_moe else lw.expert_bytes)
+    return total
+
+
+def _tps(value: float) -> str:
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def describe(prediction: SpeedPrediction) -> list[str]:
+    """The speed lines of ``plan`` and the install screen: tokens/s with the range, the assumption when the RAM
+    bandwidth was not measured, and what thinking does to an answer's length."""
+    p = prediction
+    lines = [t("plan.speed_tps", tps=_tps(p.decode_tps), low=_tps(p.decode_low), high=_tps(p.decode_high),
+               prompt=_tps(p.prompt_tps), prompt_low=_tps(p.prompt_low), prompt_high=_tps(p.prompt_high),
+               fill=p.context_fill)]
+    if p.cpu_default:
+        lines.append(t("plan.speed_default_ram", memory=t("plan.speed_default_memory"),
+                       gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))
+    lines.append(t("plan.speed_thinking_on" if p.thinking else "plan.speed_thinking_off"))
+    return lines
