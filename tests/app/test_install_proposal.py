@@ -9,7 +9,7 @@ import pytest
 from bootstrap.app.commands.install import show_proposal
 from bootstrap.catalog.models import load_catalog
 from bootstrap.detect.hardware import load_profile
-from bootstrap.install.installer import Proposal
+from bootstrap.install.proposal import Part, Proposal
 from bootstrap.plan.model_facts import catalog_candidates
 from bootstrap.plan.planner import choose
 from tests.support.paths import TEST_DATA
@@ -19,8 +19,9 @@ from tests.support.paths import TEST_DATA
 def test_the_proposal_shows_tokens_per_second(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     hardware = load_profile(TEST_DATA / "hardware" / "rtx3070_8gb_32gb.json")
     plan = choose(catalog_candidates(load_catalog().model(None), None, tmp_path), hardware)
-    show_proposal(Proposal(hardware=hardware, plan=plan, previous=None, download_bytes=plan.file_size,
-                           changed_files=(plan.file,), reasons=()), tmp_path)
+    parts = (Part("model", "download", plan.file_size),)
+    show_proposal(Proposal(hardware=hardware, plan=plan, previous=None, parts=parts, port=8080, port_asked=8080,
+                           manager="script", thinking=True, ctx=plan.settings.ctx), tmp_path)
     err = capsys.readouterr().err
     assert "tokens/s" in err and f"{plan.speed.decode_tps:.0f} tokens/s" in err
     assert "Thinking" in err
