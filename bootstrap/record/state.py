@@ -22,6 +22,7 @@ from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.plan.launch_spec import LaunchSpec, thinking_of
+from bootstrap.verify.speed_records import SpeedCheck, check_from_json
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
@@ -118,6 +119,7 @@ class InstallState:
     service: ServiceRecord | None = None
     venv_python: str | None = None  # relative to the home; None when no venv could be made
     request: RequestRecord | None = None
+    speed: SpeedCheck | None = None  # measured vs predicted at verify (None: a record from before it existed)
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
@@ -133,6 +135,7 @@ class InstallState:
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
+        doc["speed"] = None if self.speed is None else self.speed.to_json()
         return {"schema": doc.pop("schema"), **doc}
 
 
@@ -227,6 +230,7 @@ def state_from_json(doc: Any) -> InstallState:
         venv_python=r.opt_text("venv_python"),
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
                                                                    request.opt_flag("thinking")),
+        speed=check_from_json(r.doc.get("speed")),  # a report only: absent or unreadable reads as None
     )
 
 
