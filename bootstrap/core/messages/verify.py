@@ -162,7 +162,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "zh": "  生成速度     实测每秒 {measured} 个 token，{predicted}"},
     "speed.prompt": {"en": "  prompt       measured {measured} tokens/s ({tokens}-token prompt), {predicted}",
                      "zh": "  提示词处理   实测每秒 {measured} 个 token（{tokens} 个 token 的提示词），{predicted}"},
-    "speed.predicted": {"en": "predicted ≈ {value} ({low}–{high})", "zh": "预测约 {value}（{low}–{high}）"},
+    "speed.predicted": {"en": "predicted ~{value} ({low}-{high})", "zh": "预测约 {value}（{low}～{high}）"},
     "speed.no_prediction": {"en": "no prediction", "zh": "无预测值"},
     "speed.spec_ab": {
         "en": "  speculative  {flags}: on {on} tokens/s (acceptance {acceptance}), off {off} tokens/s: {kept}",
