@@ -5,7 +5,7 @@
 The test bed's real llama-server, started from a real ``LaunchSpec``'s argv (as ``run_qwen.sh`` runs it), serves
 each model of the e2e suite: a tiny random llama GGUF and the real Gemma 3 270M Q4_K_M. Per run: the first-chat
 proof (``verify_server``: health, models, 401 check, plain and streamed chat) then the measurement
-(``check_speed``: warm-up + the fixed 128-token prompt / 32-token request), each timed with ``perf_counter``.
+(``check_speed``: warm-up + the fixed 64-token prompt / 16-token request), each timed with ``perf_counter``.
 ``--ab`` adds Gemma with ``--spec-type ngram-simple``: the A/B's two arms of two runs each and its restarts.
 One JSON line: per model the samples, their medians, and the measured tokens/s.
 """

@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bootstrap.core.errors import ServerError
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.verify.speed import measure_speed
-from bootstrap.verify.speed_records import SpecTrial
+from bootstrap.verify.speed_records import SpecTrial, SpeedSample
 
 RUNS_PER_ARM = 2
 
@@ -90,17 +91,22 @@ def compare_speculation(spec: LaunchSpec, api_key: str, restart: Callable[[Launc
                         timeout: float = 120.0) -> SpecOutcome | None:
     """With ``spec`` running (speculation on), measure both arms ``RUNS_PER_ARM`` times and leave the faster
     running; ``restart`` stops the server and starts it from the given spec (render, register, start, health).
-    None when ``spec`` does not speculate."""
+    None when ``spec`` does not speculate. The "off" arm failing is a ``ServerError``: that is the plain server."""
     flags = speculation_flags(spec.args)
     if not flags:
         return None
     start = time.perf_counter()
-    on = measure_speed(spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout)
+    on: SpeedSample | None = None
+    on_error: str | None = None
+    try:
+        on = measure_speed(spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout)
+    except ServerError as exc:  # answered the chat proof, failed here (an MTP build's bug): "off" wins by default
+        on_error = exc.message
     off_spec = replace(spec, args=without_speculation(spec.args))
     restart(off_spec)
     off = measure_speed(off_spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout)
-    kept = "on" if on.decode_tps > off.decode_tps else "off"  # a tie keeps the simpler, smaller server
+    kept = "on" if on is not None and on.decode_tps > off.decode_tps else "off"  # a tie keeps the simpler server
     if kept == "on":
         restart(spec)
-    return SpecOutcome(SpecTrial(flags, on, off, kept), spec if kept == "on" else off_spec,
+    return SpecOutcome(SpecTrial(flags, on, off, kept, on_error), spec if kept == "on" else off_spec,
                        time.perf_counter() - start)

@@ -47,12 +47,14 @@ class SpecTrial:
     """The A/B of speculative decoding: the same request with and without it; ``kept`` is the faster arm."""
 
     flags: tuple[str, ...]  # the speculation flags the plan asked for (``--spec-type draft-mtp …``)
-    on: SpeedSample
+    on: SpeedSample | None  # None: the server with speculation failed the measurement (``on_error`` says how)
     off: SpeedSample
     kept: str  # "on" | "off"
+    on_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"flags": list(self.flags), "on": self.on.to_json(), "off": self.off.to_json(), "kept": self.kept}
+        return {"flags": list(self.flags), "on": None if self.on is None else self.on.to_json(),
+                "off": self.off.to_json(), "kept": self.kept, "on_error": self.on_error}
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,12 @@ def _trial_from_json(doc: Any) -> SpecTrial | None:
     if not isinstance(doc, dict):
         return None
     on, off = sample_from_json(doc.get("on")), sample_from_json(doc.get("off"))
-    flags = doc.get("flags")
-    if on is None or off is None or doc.get("kept") not in ("on", "off") or not isinstance(flags, list):
+    flags, error = doc.get("flags"), doc.get("on_error")
+    error = error if isinstance(error, str) else None
+    if (on is None and error is None) or off is None or doc.get("kept") not in ("on", "off") \
+            or not isinstance(flags, list):
         return None
-    return SpecTrial(tuple(str(f) for f in flags), on, off, str(doc["kept"]))
+    return SpecTrial(tuple(str(f) for f in flags), on, off, str(doc["kept"]), error)
 
 
 def predicted_range(predicted: Mapping[str, Any] | None, what: str) -> tuple[float, float, float] | None:

@@ -26,6 +26,7 @@ from bootstrap.install.deploy import DeployOptions, DeployResult, deploy
 from bootstrap.plan.model_facts import file_candidate
 from bootstrap.plan.planner import choose
 from bootstrap.register import managers as service
+from bootstrap.verify.speed import DECODE_TOKENS
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.llama import free_port
@@ -172,7 +173,7 @@ def test_gemma_with_speculation_is_measured_both_ways_and_a_far_prediction_warns
     trial = speed["speculation"]
     assert trial["flags"] == list(spec_flags)
     assert trial["on"]["runs"] == trial["off"]["runs"] == 2
-    assert trial["on"]["decode_n"] == trial["off"]["decode_n"] == 32
+    assert trial["on"]["decode_n"] == trial["off"]["decode_n"] == DECODE_TOKENS
     assert trial["kept"] == ("on" if trial["on"]["decode_tps"] > trial["off"]["decode_tps"] else "off")
     kept = trial[trial["kept"]]
     assert speed["measured"] == kept and speed["predicted"] == FAR_ABOVE

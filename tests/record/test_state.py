@@ -108,6 +108,12 @@ def test_the_speed_check_round_trips_and_records_without_it_still_read(tmp_path:
         home.state_file.write_text(json.dumps(broken), encoding="utf-8")
         loaded = load_state(home)
         assert loaded is not None and loaded.speed is None and loaded.server == state.server
+    # An A/B whose "on" arm failed the measurement has no "on" figures, only why.
+    failed = replace(SPEED, speculation=SpecTrial(("--spec-type", "draft-mtp"), None, SpeedSample(530.0, 30.1, 128, 32),
+                                                  "off", "POST /completion failed: HTTP 500"))
+    save_state(home, replace(state, speed=failed))
+    loaded = load_state(home)
+    assert loaded is not None and loaded.speed == failed
     # A damaged A/B alone leaves the measurement readable.
     broken = json.loads(json.dumps(doc))
     broken["speed"]["speculation"]["kept"] = "maybe"

@@ -199,3 +199,27 @@ def test_verdict_margin_is_below_three_quarters_of_the_low_end() -> None:
     lines, warnings = speed_lines(SpeedCheck(sample, predicted, verdict(sample, predicted)))
     assert "measured 24.1 tokens/s, predicted ~40.0 (32.0-48.0)" in lines[0] and warnings == []
 
+
+
+def test_a_speculating_server_that_fails_the_measurement_is_turned_off(
+        tmp_path: Path, engine_bin_dir: Path, gemma_gguf: Path, server: _Server) -> None:
+    """The "on" arm answers nothing (here: nothing listens where it should; in the field, a speculation bug that
+    the short chat proof did not hit): the A/B keeps the server without speculation and says why."""
+    spec = _spec(tmp_path, engine_bin_dir, gemma_gguf, (*GEMMA_ARGS, *NGRAM))
+    outcome = compare_speculation(spec, KEY, server.restart)
+    assert outcome is not None and outcome.trial.kept == "off" and outcome.trial.on is None
+    assert outcome.trial.on_error and "/tokenize" in outcome.trial.on_error
+    assert outcome.spec.args == GEMMA_ARGS and len(server.argvs) == 1  # started once: the "off" arm
+    assert outcome.trial.off.decode_n == DECODE_TOKENS
+    check = SpeedCheck(outcome.trial.off, None, "unpredicted", speculation=outcome.trial)
+    lines, _ = speed_lines(check)
+    assert "failed the measurement" in lines[2] and "turned off" in lines[2]
+
+
+def test_a_failed_plain_measurement_is_a_warning_not_a_failed_install(tmp_path: Path, engine_bin_dir: Path,
+                                                                      gemma_gguf: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(tmp_path, engine_bin_dir, gemma_gguf, GEMMA_ARGS)  # nothing listens on its port
+    checked = check_speed(spec, KEY, None, lambda arm: pytest.fail("no restart without speculation"), timeout=5)
+    assert checked.check is None and checked.spec == spec
+    assert "the speed could not be measured" in capsys.readouterr().err

@@ -168,6 +168,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "  speculative  {flags}: on {on} tokens/s (acceptance {acceptance}), off {off} tokens/s: {kept}",
         "zh": "  推测解码     {flags}：开启每秒 {on} 个 token（接受率 {acceptance}），关闭每秒 {off} 个 token：{kept}",
     },
+    "speed.spec_failed": {
+        "en": "  speculative  {flags}: failed the measurement ({reason}); off {off} tokens/s: turned off",
+        "zh": "  推测解码     {flags}：测速失败（{reason}）；关闭时每秒 {off} 个 token：已关闭",
+    },
+    "speed.not_measured": {
+        "en": "the speed could not be measured ({reason}); the server answers, so the install goes on",
+        "zh": "未能测量速度（{reason}）；服务可正常响应，安装继续",
+    },
     "speed.kept_on": {"en": "kept on", "zh": "保持开启"},
     "speed.kept_off": {"en": "turned off (the server now starts without these flags)",
                        "zh": "已关闭（服务启动时不再带这些参数）"},
