@@ -18,7 +18,12 @@ from typing import Any
 
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import ServerError
-from bootstrap.detect.probes.contention import probe_contention, read_contention, read_cpu_clock
+from bootstrap.detect.probes.contention import (
+    ContentionReadings,
+    probe_contention,
+    read_contention,
+    read_cpu_clock,
+)
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.verify.speculation import compare_speculation
 from bootstrap.verify.speed import measure_speed
@@ -27,7 +32,7 @@ from bootstrap.verify.speed_records import SpeedCheck, SpeedSample, predicted_ra
 SLOW_FRACTION = 0.75
 
 # The contention reader (``read_contention``); tests pass one fed with recorded readings.
-ContentionReader = Callable[[tuple[float | None, float | None]], Any]
+ContentionReader = Callable[[tuple[float | None, float | None]], ContentionReadings]
 
 
 @dataclass(frozen=True)
