@@ -223,3 +223,22 @@ def test_a_failed_plain_measurement_is_a_warning_not_a_failed_install(tmp_path: 
     checked = check_speed(spec, KEY, None, lambda arm: pytest.fail("no restart without speculation"), timeout=5)
     assert checked.check is None and checked.spec == spec
     assert "the speed could not be measured" in capsys.readouterr().err
+
+
+def test_draft_statistics_of_a_speculating_server_are_read(tmp_path: Path, engine_bin_dir: Path, gemma_gguf: Path,
+                                                           server: _Server) -> None:
+    """b11434 adds ``draft_n`` / ``draft_n_accepted`` to ``timings`` only when speculation drafted: a counting
+    prompt makes n-gram speculation draft (greedy), and the sample carries the acceptance rate."""
+    spec = _spec(tmp_path, engine_bin_dir, gemma_gguf, (*GEMMA_ARGS, *NGRAM))
+    server.start(spec)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with local_session() as session:
+        text = (" ".join(map(str, range(1, 11))) + " ") * 4
+        counting = session.post(f"{spec.base_url}/tokenize", json={"content": text, "add_special": False},
+                                headers=headers, timeout=60).json()["tokens"]
+        body = {"prompt": counting, "n_predict": 16, "cache_prompt": False, "temperature": 0}
+        timings = session.post(f"{spec.base_url}/completion", json=body, headers=headers, timeout=120).json()["timings"]
+    sample = speed_mod._best([timings])
+    assert sample.draft_n is not None and sample.draft_n > 0
+    assert sample.draft_accepted is not None and 0 <= sample.draft_accepted <= sample.draft_n
+    assert sample.acceptance == sample.draft_accepted / sample.draft_n
