@@ -20,9 +20,10 @@ point, ``_commit``), and the old files are deleted only after that (``cleanup``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
@@ -47,6 +48,7 @@ from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
 from bootstrap.verify.chat import VerifyReport, print_report
+from bootstrap.verify.speed_check import print_speed
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class DeployOptions:
     winsw: Path | None = None  # WinSW's exe (from a bundle): a Windows service when running as administrator
     # The first start ran out of memory: a smaller plan to try once (None: none, or no replanning here).
     replan: Replanner | None = None
+    # The speed prediction verify compares with (``Plan.speed.to_json()`` keys); a recorded one in tests.
+    predicted_speed: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)
     how = SwitchOver(port_explicit=options.port_explicit, verify_timeout=options.verify_timeout,
-                     replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working))
+                     replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working),
+                     predicted=_predicted(plan, options))
     serving = switch_over(home, plan, spec, files, manager, how, previous)
     if serving.retried is not None:  # the smaller plan runs as planned: llama.cpp's fit was for the first one
         tuned = replace(tuned, adopted="plan", fit_args=None)
@@ -123,12 +128,22 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     state = build_state(home, system=hardware.os.system, plan=serving.plan, working=placed.working, files=files,
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
-                        previous=previous, switch=serving.switch)
+                        previous=previous, switch=serving.switch, speed=serving.speed)
     _commit(home, state, serving.journal)
     print_report(serving.report)
+    if serving.speed is not None:
+        print_speed(serving.speed)
     if serving.switch is not None:
         info(t("switch.gap", gap=f"{serving.switch.gap_s:.1f}", load=f"{serving.switch.load_s:.1f}"))
     return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name)
+
+
+def _predicted(plan: Plan, options: DeployOptions) -> Mapping[str, Any] | None:
+    """The speed the plan predicts for this machine, which verify's measurement is compared with.
+
+    The planner's ``Plan.speed`` (another branch) is wired here at its merge: ``plan.speed.to_json()``."""
+    del plan
+    return options.predicted_speed
 
 
 def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: HardwareProfile, options: DeployOptions,

@@ -58,6 +58,8 @@ class StatusReport:
             "args": list(self.spec.args),
             "thinking": self.spec.thinking,  # the server's default; null: the chat template decides
             "retried": self.state.server.retried,
+            # measured vs predicted at the last verify (null: recorded before it existed)
+            "speed": None if self.state.speed is None else self.state.speed.to_json(),
             "last_failure": None if self.last_failure is None else asdict(self.last_failure),
             "service": self.service,
             "start_script": self.start_script,

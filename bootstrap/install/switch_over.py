@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import t, warn
@@ -36,6 +36,8 @@ from bootstrap.register.base import port_busy
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
 from bootstrap.verify import chat
 from bootstrap.verify.chat import VerifyReport
+from bootstrap.verify.speed_check import Checked, check_speed
+from bootstrap.verify.speed_records import SpeedCheck
 
 PORT_SEARCH = 100  # how far past a taken default port to look for a free one
 
@@ -51,6 +53,7 @@ class SwitchOver:
     verify_timeout: float
     replan: Replanner | None  # None: no smaller plan is tried after running out of memory
     args_for: Callable[[Plan], Sequence[str]]  # a (smaller) plan's flags as this engine accepts them
+    predicted: Mapping[str, Any] | None = None  # the plan's speed prediction (``Plan.speed.to_json()``)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class Serving:
     journal: file_swap.Journal | None  # the upgrade's moves and leftovers (None for a first install)
     retried: str | None  # why the smaller plan was used, or None
     switch: SwitchRecord | None  # an upgrade's gap: old server stopped → new one answering (None: first install)
+    speed: SpeedCheck | None = None  # measured vs predicted, with the A/B of speculative decoding when it ran
 
 
 def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[PlacedFile], manager: managers.ServiceManager,
@@ -93,10 +97,12 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
             plan, retried = smaller
             spec = replace(spec, args=tuple(how.args_for(plan)))
             report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
+        checked, rendered = _measure(home, spec, manager, how)
+        spec, scripts = checked.spec, rendered or scripts  # the A/B may have kept the server without speculation
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
     switch = None if previous is None else SwitchRecord(round(healthy - stopping, 2), round(healthy - started, 2))
-    return Serving(plan, spec, report, scripts, journal, retried, switch)
+    return Serving(plan, spec, report, scripts, journal, retried, switch, checked.check)
 
 
 def _stop_previous(home: Home, manager: managers.ServiceManager) -> None:
@@ -173,6 +179,25 @@ def _start_and_verify(home: Home, spec: LaunchSpec, manager: managers.ServiceMan
                                 alive=lambda: manager.status().active, evidence=manager.evidence)
     checkpoint("verified")
     return report, scripts, started, waiting + report.health_wait_s
+
+
+def _measure(home: Home, spec: LaunchSpec, manager: managers.ServiceManager,
+             how: SwitchOver) -> tuple[Checked, StartScripts | None]:
+    """verify, second half: the speed measured against the prediction; when the server speculates, both arms of
+    the A/B, each a start of its own (``verify.speculation``): the faster one is left running, with its scripts
+    (None: no restart, the scripts rendered before stand)."""
+    rendered: list[StartScripts] = []
+
+    def restart(arm: LaunchSpec) -> None:
+        manager.stop()
+        rendered.append(render_start_scripts(arm, home))
+        managers.install_service(manager, arm)
+        manager.start()
+        chat.wait_healthy(arm.base_url, timeout=how.verify_timeout, log_path=manager.log_file,
+                          alive=lambda: manager.status().active, evidence=manager.evidence)
+
+    checked = check_speed(spec, read_api_key(home), how.predicted, restart, timeout=how.verify_timeout)
+    return checked, rendered[-1] if rendered else None
 
 
 def _smaller_plan(failure: EngineFailure, plan: Plan, replan: Replanner | None) -> tuple[Plan, str] | None:

@@ -27,14 +27,17 @@ from bootstrap.record.state import (
     relative_to_home,
 )
 from bootstrap.tune.fit import TuneResult
+from bootstrap.verify.speed_records import SpeedCheck
 
 
 def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, files: Sequence[PlacedFile],
                 spec: LaunchSpec, tuned: TuneResult, retried: str | None, service_manager: str,
                 venv_python: Path | None, request: RequestRecord | None,
-                previous: InstallState | None, switch: SwitchRecord | None = None) -> InstallState:
+                previous: InstallState | None, switch: SwitchRecord | None = None,
+                speed: SpeedCheck | None = None) -> InstallState:
     """The install record: the plan that runs (``retried``: why it is a smaller one), the engine with the builds given
-    up on the way, the files in place, the server as started (``spec``), the service manager and the venv."""
+    up on the way, the files in place, the server as started (``spec``), the service manager and the venv, and its
+    speed measured against the prediction."""
     installed = working.installed
     given_up, selftest_s = _engine_history(working, previous)
     return InstallState(
@@ -51,6 +54,7 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
         service=ServiceRecord(service_manager, True),
         venv_python=None if venv_python is None else relative_to_home(home, venv_python),
         request=request,
+        speed=speed,
     )
 
 

@@ -23,6 +23,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.plan.launch_spec import LaunchSpec, thinking_of
 from bootstrap.register.launcher_record import LauncherRecord
+from bootstrap.verify.speed_records import SpeedCheck, check_from_json
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
@@ -120,6 +121,7 @@ class InstallState:
     venv_python: str | None = None  # relative to the home; None when no venv could be made
     request: RequestRecord | None = None
     launcher: LauncherRecord | None = None  # the qwenkit command put on PATH (register.shell_command)
+    speed: SpeedCheck | None = None  # measured vs predicted at verify (None: a record from before it existed)
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
@@ -135,6 +137,7 @@ class InstallState:
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
+        doc["speed"] = None if self.speed is None else self.speed.to_json()
         return {"schema": doc.pop("schema"), **doc}
 
 
@@ -233,6 +236,7 @@ def state_from_json(doc: Any) -> InstallState:
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),
+        speed=check_from_json(r.doc.get("speed")),  # a report only: absent or unreadable reads as None
     )
 
 

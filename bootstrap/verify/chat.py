@@ -146,7 +146,8 @@ def _server_message(resp: requests.Response) -> str:
     return _one_line(json.dumps(doc)[:300])
 
 
-def _checked(resp: requests.Response, what: str) -> dict[str, Any]:
+def checked_json(resp: requests.Response, what: str) -> dict[str, Any]:
+    """The JSON object of a 200 answer; anything else is a ``ServerError`` with the server's own words."""
     if resp.status_code != 200:
         raise ServerError(t("verify.err_status", what=what, status=resp.status_code, message=_server_message(resp)),
                           t("verify.hint_server"))
@@ -167,6 +168,12 @@ def _request(session: requests.Session, method: str, url: str, what: str, **kwar
     except requests.RequestException as exc:
         raise ServerError(t("verify.err_request", what=what, detail=_one_line(str(exc))),
                           t("verify.hint_server")) from exc
+
+
+def post_json(session: requests.Session, url: str, what: str, timeout: float, body: dict[str, Any],
+              headers: dict[str, str]) -> requests.Response:
+    """POST a JSON body; a connection failure is a ``ServerError`` naming ``what``."""
+    return _request(session, "POST", url, what, json=body, headers=headers, timeout=timeout)
 
 
 def _listed_models(doc: dict[str, Any]) -> list[str]:
@@ -215,7 +222,7 @@ def _stream(session: requests.Session, spec: LaunchSpec, headers: dict[str, str]
                     timeout=(5, timeout), stream=True)
     with resp:
         if resp.status_code != 200:
-            _checked(resp, what)
+            checked_json(resp, what)
         first: float | None = None
         last_token = sent
         tokens = 0
@@ -294,7 +301,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:
         what = "GET /v1/models"
-        models = _checked(_request(session, "GET", f"{spec.openai_base_url}/models", what, headers=auth,
+        models = checked_json(_request(session, "GET", f"{spec.openai_base_url}/models", what, headers=auth,
                                    timeout=timeout), what)
         listed = _listed_models(models)
         if spec.alias not in listed:
@@ -308,7 +315,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
             raise ServerError(t("verify.err_no_key_check", status=anonymous.status_code),
                               t("verify.hint_no_key_check"))
 
-        plain = _checked(_request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, max_tokens, False),
+        plain = checked_json(_request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, max_tokens, False),
                                   headers=auth, timeout=timeout), what)
         message = ((plain.get("choices") or [{}])[0].get("message")) or {}
         reply = str(message.get("content") or message.get("reasoning_content") or "")

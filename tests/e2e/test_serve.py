@@ -26,6 +26,7 @@ from bootstrap.install.deploy import DeployOptions, DeployResult, deploy
 from bootstrap.plan.model_facts import file_candidate
 from bootstrap.plan.planner import choose
 from bootstrap.register import managers as service
+from bootstrap.verify.speed import DECODE_TOKENS
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.llama import free_port
@@ -151,3 +152,42 @@ def test_real_gemma_installs_and_answers(served: Home, hub: LoopbackHub, gemma_g
     assert _chat(result.spec.base_url, None).status_code == 401
     status = _qwenkit("status", "--json", timeout=60)
     assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True
+
+
+FAR_ABOVE = {"decode_tps": 5000.0, "decode_low": 4000.0, "decode_high": 6000.0, "prompt_tps": 90000.0,
+             "prompt_low": 80000.0, "prompt_high": 99000.0, "context_fill": 0.1, "inputs": {"recorded": True}}
+
+
+def test_gemma_with_speculation_is_measured_both_ways_and_a_far_prediction_warns(
+        served: Home, hub: LoopbackHub, gemma_gguf: Path, stop_server: None) -> None:
+    """Issue 18: the install measures speed after its chat proof; with ``--spec-type`` it runs the A/B on the real
+    engine (n-gram speculation needs no draft model) and keeps the faster arm everywhere the server is started
+    from; a prediction far above what this machine delivers is recorded next to the measurement and warned about."""
+    model = _download(hub, "qwenkit-test/gemma-3-270m-GGUF", gemma_gguf, served)
+    spec_flags = ("--spec-type", "ngram-simple")
+    result = _deploy(served, model, DeployOptions(
+        port=free_port(), register_service=False, venv=False, predicted_speed=FAR_ABOVE,
+        extra_args=("--no-jinja", "--chat-template", "gemma", *spec_flags)))
+
+    speed = json.loads(served.state_file.read_text(encoding="utf-8"))["speed"]
+    trial = speed["speculation"]
+    assert trial["flags"] == list(spec_flags)
+    assert trial["on"]["runs"] == trial["off"]["runs"] == 2
+    assert trial["on"]["decode_n"] == trial["off"]["decode_n"] == DECODE_TOKENS
+    assert trial["kept"] == ("on" if trial["on"]["decode_tps"] > trial["off"]["decode_tps"] else "off")
+    kept = trial[trial["kept"]]
+    assert speed["measured"] == kept and speed["predicted"] == FAR_ABOVE
+    assert speed["verdict"] == "slow" and speed["measure_s"] > 0
+    # the kept arm is what the record, the start script and the running server carry
+    script = served.run_sh.read_text(encoding="utf-8")
+    carried = "--spec-type" in result.state.server.args
+    assert carried == (trial["kept"] == "on") == ("--spec-type" in script) == ("--spec-type" in result.spec.args)
+    assert requests.get(f"{result.spec.base_url}/health", timeout=10).status_code == 200
+
+    status = _qwenkit("status", "--json", timeout=60)
+    assert status.returncode == 0 and json.loads(status.stdout)["speed"] == speed
+    shown = _qwenkit("status", timeout=60)
+    assert shown.returncode == 0
+    assert f"measured {kept['decode_tps']:.1f} tokens/s, predicted ~5000 (4000-6000)" in shown.stderr
+    assert "far below the predicted 4000" in shown.stderr
+    assert ("kept on" if trial["kept"] == "on" else "turned off") in shown.stderr

@@ -26,6 +26,7 @@ from bootstrap.record.state import (
     require_state,
     save_state,
 )
+from bootstrap.verify.speed_records import SpecTrial, SpeedCheck, SpeedSample
 from tests.support.hub_fixtures import REPO_ROOT
 
 
@@ -76,6 +77,49 @@ def test_the_thinking_request_round_trips_and_an_older_record_reads_as_the_defau
     loaded = load_state(home)
     assert loaded is not None and loaded.request is not None and loaded.request.thinking is None
     assert replace(loaded, server=replace(loaded.server, args=("-c", "4096"))).thinking is None  # no flag: template
+
+
+SPEED = SpeedCheck(
+    measured=SpeedSample(prompt_tps=512.25, decode_tps=38.2, prompt_n=128, decode_n=32, runs=2, draft_n=20,
+                         draft_accepted=15),
+    predicted={"decode_tps": 40.0, "decode_low": 32.0, "decode_high": 48.0, "prompt_tps": 600.0, "prompt_low": 450.0,
+               "prompt_high": 750.0, "context_fill": 0.25, "inputs": {"bandwidth_gbps": 448}},
+    verdict="ok",
+    speculation=SpecTrial(("--spec-type", "draft-mtp", "--spec-draft-n-max", "2"),
+                          on=SpeedSample(512.25, 38.2, 128, 32, 2, 20, 15), off=SpeedSample(530.0, 30.1, 128, 32, 2),
+                          kept="on"),
+    measure_s=3.5,
+)
+
+
+def test_the_speed_check_round_trips_and_records_without_it_still_read(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    state = replace(_state(home, tmp_path / "x"), speed=SPEED)
+    save_state(home, state)
+    assert load_state(home) == state
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    assert doc["speed"]["measured"]["acceptance"] == 0.75 and doc["speed"]["speculation"]["kept"] == "on"
+    assert doc["speed"]["predicted"]["inputs"] == {"bandwidth_gbps": 448}
+    # A record written before verify measured speed has no "speed" at all; a damaged block is only a lost report.
+    for damage in (lambda d: d.pop("speed"), lambda d: d.update(speed={"measured": {"decode_tps": "fast"}}),
+                   lambda d: d["speed"].update(verdict="great"), lambda d: d.update(speed=[1, 2])):
+        broken = json.loads(json.dumps(doc))
+        damage(broken)
+        home.state_file.write_text(json.dumps(broken), encoding="utf-8")
+        loaded = load_state(home)
+        assert loaded is not None and loaded.speed is None and loaded.server == state.server
+    # An A/B whose "on" arm failed the measurement has no "on" figures, only why.
+    failed = replace(SPEED, speculation=SpecTrial(("--spec-type", "draft-mtp"), None, SpeedSample(530.0, 30.1, 128, 32),
+                                                  "off", "POST /completion failed: HTTP 500"))
+    save_state(home, replace(state, speed=failed))
+    loaded = load_state(home)
+    assert loaded is not None and loaded.speed == failed
+    # A damaged A/B alone leaves the measurement readable.
+    broken = json.loads(json.dumps(doc))
+    broken["speed"]["speculation"]["kept"] = "maybe"
+    home.state_file.write_text(json.dumps(broken), encoding="utf-8")
+    loaded = load_state(home)
+    assert loaded is not None and loaded.speed == replace(SPEED, speculation=None)
 
 
 @pytest.mark.parametrize(("mutate", "field"), [

@@ -17,6 +17,7 @@ from bootstrap.install.status import StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
 from bootstrap.verify.chat import open_web_ui, thinking_lines
+from bootstrap.verify.speed_check import speed_lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +46,10 @@ def _print(report: StatusReport) -> None:
     info(t("status.line_scripts", script=report.start_script))
     for line in thinking_lines(spec.thinking):
         info(line)
-    for warning in report.warnings:
+    speed, slow = speed_lines(state.speed) if state.speed is not None else ([], [])
+    for line in speed:
+        info(line)
+    for warning in [*report.warnings, *slow]:
         warn(warning)
     for note in _fallback_notes(state):
         warn(note)

@@ -169,4 +169,52 @@ MESSAGES: dict[str, dict[str, str]] = {
     "verify.thinking_default": {"en": "Change the server's default: qwenkit install --thinking on|off.",
                                 "zh": "修改服务默认值：'qwenkit install --thinking on|off'。"},
     "verify.opening": {"en": "opening {url} in the browser", "zh": "正在浏览器中打开 {url}"},
+    # the speed measurement at verify (verify/speed_check.py)
+    "speed.decode": {"en": "  generation   measured {measured} tokens/s, {predicted}",
+                     "zh": "  生成速度     实测每秒 {measured} 个 token，{predicted}"},
+    "speed.prompt": {"en": "  prompt       measured {measured} tokens/s ({tokens}-token prompt), {predicted}",
+                     "zh": "  提示词处理   实测每秒 {measured} 个 token（{tokens} 个 token 的提示词），{predicted}"},
+    "speed.predicted": {"en": "predicted ~{value} ({low}-{high})", "zh": "预测约 {value}（{low}～{high}）"},
+    "speed.no_prediction": {"en": "no prediction", "zh": "无预测值"},
+    "speed.spec_ab": {
+        "en": "  speculative  {flags}: on {on} tokens/s (acceptance {acceptance}), off {off} tokens/s: {kept}",
+        "zh": "  推测解码     {flags}：开启每秒 {on} 个 token（接受率 {acceptance}），关闭每秒 {off} 个 token：{kept}",
+    },
+    "speed.spec_failed": {
+        "en": "  speculative  {flags}: failed the measurement ({reason}); off {off} tokens/s: turned off",
+        "zh": "  推测解码     {flags}：测速失败（{reason}）；关闭时每秒 {off} 个 token：已关闭",
+    },
+    "speed.not_measured": {
+        "en": "the speed could not be measured ({reason}); the server answers, so the install goes on",
+        "zh": "未能测量速度（{reason}）；服务可正常响应，安装继续",
+    },
+    "speed.kept_on": {"en": "kept on", "zh": "保持开启"},
+    "speed.kept_off": {"en": "turned off (the server now starts without these flags)",
+                       "zh": "已关闭（服务启动时不再带这些参数）"},
+    "speed.no_drafts": {"en": "no drafts", "zh": "未产生草稿"},
+    "speed.slow": {
+        "en": "the server generates {measured} tokens/s, far below the predicted {low} at the least; likely: {causes}",
+        "zh": "服务实测每秒生成 {measured} 个 token，远低于预测下限 {low}；可能原因：{causes}",
+    },
+    "speed.cause_gpu_process": {
+        "en": "another program holds GPU memory (see nvidia-smi), so part of the model runs elsewhere or waits",
+        "zh": "另有程序占用显存（可用 nvidia-smi 查看），模型部分层只能放在别处或需等待",
+    },
+    "speed.cause_gpu_throttle": {
+        "en": "the GPU is slowed by its power or temperature limit (check cooling and the power plan)",
+        "zh": "显卡因功耗或温度限制而降频（请检查散热与电源计划）",
+    },
+    "speed.cause_cpu_busy": {
+        "en": "other programs keep the CPU busy (close them and run qwenkit install again to measure anew)",
+        "zh": "其他程序正占用 CPU（关闭后重新运行 qwenkit install 可重新测量）",
+    },
+    "speed.cause_cpu_slow_clock": {
+        "en": "the CPU runs well below its rated clock: a power-saving plan or overheating (plug in the charger, "
+              "choose a performance power plan)",
+        "zh": "CPU 主频远低于额定值：节能模式或过热（请接通电源，选择高性能电源计划）",
+    },
+    "speed.cause_unknown": {
+        "en": "nothing else seems to use this machine now; the prediction may be off for this hardware",
+        "zh": "目前未发现其他程序占用本机；可能是预测值不适用于这台硬件",
+    },
 }
