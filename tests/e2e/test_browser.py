@@ -125,7 +125,7 @@ def test_the_chat_page_answers_in_a_real_browser(gemma_bed: InstallBed, browser:
     assert text
 
 
-def test_a_build_without_the_page_is_never_offered(make_bed: Callable[..., InstallBed]) -> None:
+def test_a_build_without_the_page_is_never_offered(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:
     no_ui = standin.without_web_ui()
     bed = make_bed({"ubuntu-x64": no_ui, "ubuntu-vulkan-x64": no_ui})
     installed = bed.install("--no-venv", "--port", str(free_port()))
@@ -133,8 +133,13 @@ def test_a_build_without_the_page_is_never_offered(make_bed: Callable[..., Insta
     reason = "this llama-server build has no web page; use the API"
     assert f"No chat page in the browser: {reason}" in installed.stderr
     assert "Chat in a browser" not in installed.stderr
-    opened = bed.run("status", "--open")  # opens nothing: there is no page (no browser is reached for)
+    # $BROWSER: a script that records what it is given; it must never run.
+    handed = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > "{handed}"\n', encoding="utf-8")
+    browser.chmod(0o755)
+    opened = bed.run("status", "--open", env=bed.env(BROWSER=f"{browser} %s"))
     assert opened.returncode == 0, opened.stderr
-    assert f"not opening the chat page: {reason}" in opened.stderr and "opening http" not in opened.stderr
+    assert f"not opening the chat page: {reason}" in opened.stderr and not handed.exists()
     page = json.loads(bed.run("status", "--json").stdout)["web_page"]
     assert page["loads"] is False and page["reason"] == reason
