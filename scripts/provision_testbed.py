@@ -3,7 +3,8 @@
     python scripts/provision_testbed.py [--force-source]
 
 Everything lands in ``~/.cache/qwenkit-testbed`` (``QWENKIT_TESTBED_CACHE``); a second run only checks the cache.
-The JSON line gives what was provisioned and how long each part took, cold or warm.
+The JSON line gives what was provisioned and how long each part took, cold or warm (``build_seconds``: the web UI's
+``npm ci`` and ``npm run build`` and the engine's cmake steps, when this run built them).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
         "asset_bytes": asset.stat().st_size,
         "gemma": str(gemma),
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "build_seconds": testbed.timings,  # npm ci, npm run build, cmake: only the steps this run had to do
     }))
 
 

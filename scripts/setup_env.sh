@@ -1,22 +1,38 @@
 # Sourced by scripts/test.sh and scripts/demo.sh: everything a fresh machine needs, installed idempotently.
-# - system tools: cmake + g++ (fallback engine build), binutils (PyInstaller's objdump), systemd-analyze, curl (the verify snippet test);
-# - .venv with this kit and its test/build extras from the package index.
+# - system tools: cmake + g++ (fallback engine build), binutils (PyInstaller's objdump), systemd-analyze, curl (the
+#   verify snippet test), Node.js 20.19+ with npm (the engine's web UI build, Vite 7), Debian's chromium (the
+#   real-browser test, tests/e2e/test_browser.py; QWENKIT_TEST_NO_BROWSER=1 opts out of it);
+# - .venv with this kit and its test/build extras from the package index (Python playwright drives
+#   /usr/bin/chromium; it never downloads a browser of its own).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+declare -A package_of=([cmake]="cmake" [g++]="g++ make" [objdump]="binutils" [systemd-analyze]="systemd"
+                       [curl]="curl" [npm]="nodejs npm" [chromium]="chromium")
+tools=(cmake g++ objdump systemd-analyze curl npm)
+[ "${QWENKIT_TEST_NO_BROWSER:-}" = 1 ] || tools+=(chromium)
 missing=()
-for tool in cmake g++ objdump systemd-analyze curl; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+packages=()
+for tool in "${tools[@]}"; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    missing+=("$tool")
+    packages+=(${package_of[$tool]})
+  fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing system packages for: ${missing[*]}" >&2
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ make binutils systemd curl >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
   else
-    echo "setup: missing tools: ${missing[*]} (install cmake, g++, binutils, systemd and curl, then rerun)" >&2
+    echo "setup: missing tools: ${missing[*]} (install the packages ${packages[*]}, then rerun)" >&2
     exit 3
   fi
+fi
+# Vite 7 (the web UI's build tool) needs Node.js 20.19+; Debian 12's own nodejs is 18.
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
+  echo "setup: Node.js $(node --version) is too old for the web UI build (Vite 7 needs 20.19+); install a newer one" >&2
+  exit 3
 fi
 
 PY=${PYTHON:-python3}

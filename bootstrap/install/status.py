@@ -1,6 +1,7 @@
 """What is installed in a home and whether its server answers with its key: the record behind ``qwenkit status``.
 
-Cheap: no file is hashed (sizes only) and each HTTP call has a 3 s limit. Problems (a file missing or resized, the
+Cheap: no file is hashed (sizes only) and each HTTP call has a 3 s limit. The chat page is checked (``GET /`` and
+its files, ``verify/web_page.py``) only while the server is healthy. Problems (a file missing or resized, the
 server down, loading or refusing the key) make the install unhealthy; warnings (a key other users can read, a server
 reachable from other machines) do not.
 """
@@ -17,6 +18,7 @@ from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, require_state, resolve_in_home
 from bootstrap.register.server_health import Health, check_health
+from bootstrap.verify.web_page import WebPage, check_web_page
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class StatusReport:
     service: dict[str, Any] | None
     warnings: tuple[str, ...] = ()  # not wrong enough to stop serving: a key other users can read
     last_failure: FailureRecord | None = None  # the last attempt that failed (an upgrade refused, a start…)
+    web_page: WebPage | None = None  # the chat page, checked only while the server is healthy
 
     @property
     def healthy(self) -> bool:
@@ -63,6 +66,7 @@ class StatusReport:
             "last_failure": None if self.last_failure is None else asdict(self.last_failure),
             "service": self.service,
             "start_script": self.start_script,
+            "web_page": None if self.web_page is None else self.web_page.to_json(),
         }
 
 
@@ -79,8 +83,9 @@ def collect(home: Home) -> StatusReport:
     warnings = tuple(t("status.key_exposed", path=path) for path in exposed(home))
     if spec.exposed:
         warnings += (t("status.exposed", host=spec.host, endpoint=spec.client_openai_url),)
+    page = check_web_page(spec) if not problems else None
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home))
+                        load_failure(home), page)
 
 
 def _file_problems(state: InstallState, home: Home, spec: LaunchSpec) -> list[str]:

@@ -6,7 +6,7 @@ request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public
 the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
 ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
 (llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports
-name its file.
+name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import contextlib
 import json
 import subprocess
 import time
-import webbrowser
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
+from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
 REPLY_CHARS = 200  # the report shows the start of the reply, not a whole essay
@@ -57,6 +57,7 @@ class VerifyReport:
     python: str
     thinking: bool | None = None  # the server's default (``--reasoning on|off``); None: the chat template decides
     agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv)
+    web_page: WebPage | None = None  # llama-server's own chat page, checked to load (``web_page``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -338,6 +339,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         python=python,
         thinking=spec.thinking,
         agent=agent_command(spec),
+        web_page=check_web_page(spec),
     )
 
 
@@ -361,6 +363,10 @@ def print_report(report: VerifyReport) -> None:
         info(t("verify.report_agent"))
         info(report.agent)
     info("")
+    if report.web_page is not None:
+        for line in web_page_lines(report.web_page, report.api_key_file):
+            info(line)
+        info("")
     for line in thinking_lines(report.thinking):
         info(line)
 
@@ -371,9 +377,3 @@ def thinking_lines(thinking: bool | None) -> list[str]:
     (``--reasoning-format`` auto = deepseek, llama.cpp ``common/arg.cpp``)."""
     state = {True: "verify.thinking_on", False: "verify.thinking_off", None: "verify.thinking_template"}[thinking]
     return [t(state), t("verify.thinking_per_request"), t("verify.thinking_default")]
-
-
-def open_web_ui(spec: LaunchSpec) -> bool:
-    """Open llama-server's own chat page in the browser (only when the user asks for it)."""
-    info(t("verify.opening", url=spec.base_url))
-    return webbrowser.open(spec.base_url)

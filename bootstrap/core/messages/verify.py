@@ -217,4 +217,30 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "nothing else seems to use this machine now; the prediction may be off for this hardware",
         "zh": "目前未发现其他程序占用本机；可能是预测值不适用于这台硬件",
     },
+    # the browser chat page (verify/web_page.py)
+    "verify.web_page": {"en": "Chat in a browser: {url}", "zh": "在浏览器中聊天：{url}"},
+    "verify.web_key": {
+        "en": "The page opens without the key, then asks for it once per browser: 'Enter API Key' (later: "
+              "Settings > API Key), and paste the key from {path}.",
+        "zh": "页面无需密钥即可打开，随后每个浏览器需输入一次密钥：点击 'Enter API Key'（之后可在 Settings > "
+              "API Key 中修改），粘贴 {path} 中的密钥。",
+    },
+    "verify.web_missing": {"en": "No chat page in the browser: {reason}", "zh": "没有浏览器聊天页面：{reason}"},
+    "verify.not_opening": {"en": "not opening the chat page: {reason}", "zh": "不打开聊天页面：{reason}"},
+    "verify.web_none": {
+        "en": "this llama-server build has no web page; use the API",
+        "zh": "这个 llama-server 构建不带网页界面；请使用 API",
+    },
+    "verify.web_odd": {
+        "en": "the server answered {status} ({kind}) at /, not a page; use the API",
+        "zh": "服务器在 / 返回 {status}（{kind}），不是网页；请使用 API",
+    },
+    "verify.web_asset": {
+        "en": "the page's file {path} answered {status}, so the page would stay blank; use the API",
+        "zh": "页面文件 {path} 返回 {status}，页面将显示空白；请使用 API",
+    },
+    "verify.web_no_answer": {
+        "en": "the server did not answer at / ({detail}); use the API",
+        "zh": "服务器在 / 无响应（{detail}）；请使用 API",
+    },
 }
