@@ -220,7 +220,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "plan.speed_default_ram": {
         "en": "RAM bandwidth not measured on that machine: assumed {memory} (the probe would read about {gbps} GB/s); "
               "`qwenkit doctor --json` there measures it.",
-        "zh": "未实测该机器的内存带宽：按 {memory} 估算（约 {gbps} GB/s）；"
+        "zh": "未实测该机器的内存带宽：按{memory}估算（约 {gbps} GB/s）；"
               "在该机器上运行 `qwenkit doctor --json` 可实测。",
     },
     "plan.speed_default_memory": {"en": "DDR4-3200 dual channel", "zh": "双通道 DDR4-3200 内存"},
