@@ -19,6 +19,7 @@ import requests
 
 from bootstrap.plan.gguf_header import read_header
 from bootstrap.plan.memory import model_profile
+from bootstrap.verify.speculation import MIN_ACCEPTANCE
 from tests.support.install_bed import MTP_MODEL_FILE, MTP_MODEL_ID, MTP_MODEL_REPO, InstallBed
 from tests.support.llama import LlamaServer, free_port
 
@@ -66,22 +67,35 @@ def test_a_file_stating_a_head_it_lacks(llama_server: Path, make_tiny_model: Cal
         assert "tensor 'blk.8.nextn.eh_proj.weight' not found" in proc.stdout + proc.stderr
 
 
-def test_the_test_bed_installs_and_serves_the_tiny_mtp_model(make_bed: Callable[..., InstallBed]) -> None:
+def test_the_install_measures_the_head_and_keeps_it_off_when_it_does_not_pay(
+        make_bed: Callable[..., InstallBed]) -> None:
     """``make_bed(mtp=True)``: the product installs the tiny MTP model from the loopback hub (the catalog entry's
-    server_args turn the head on: the test bed has no GPU, where the plan would not) and the server drafts."""
+    server_args turn the head on: the test bed has no GPU, where the plan would not). Verify then runs the A/B on
+    the real engine: the head drafts (the "on" arm reports drafts), random weights accept almost none of them, so
+    the install keeps speculation off — a decision on real measurements — and the start script, the record and the
+    running server all carry the arm kept."""
     bed = make_bed(mtp=True)
     port = free_port()
     proc = bed.install("--no-venv", "--port", str(port))
     assert proc.returncode == 0, proc.stderr
     state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
-    assert (bed.home.models_dir / MTP_MODEL_REPO / MTP_MODEL_FILE).is_file()
-    script = (bed.home.root / "run_qwen.sh").read_text(encoding="utf-8")
-    assert "draft-mtp" in script and "--spec-draft-n-max" in script, script
     assert state["model_id"] == MTP_MODEL_ID
+    assert (bed.home.models_dir / MTP_MODEL_REPO / MTP_MODEL_FILE).is_file()
+    trial = state["speed"]["speculation"]
+    assert trial["flags"] == MTP
+    on, off = trial["on"], trial["off"]
+    assert on["draft_n"] > 0 and on["acceptance"] < MIN_ACCEPTANCE, trial  # the head ran; its drafts were refused
+    assert on["decode_tps"] > 0 and off["decode_tps"] > 0 and off["draft_n"] is None
+    assert trial["kept"] == "off" and state["speed"]["measured"] == off
+    script = (bed.home.root / "run_qwen.sh").read_text(encoding="utf-8")
+    assert "draft-mtp" not in script and "--spec-draft-n-max" not in script, script
+    assert "turned off" in proc.stderr and "acceptance" in proc.stderr, proc.stderr
     key = bed.home.api_key_file.read_text(encoding="utf-8").strip()
     with requests.Session() as session:
         session.trust_env = False
         reply = session.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=60,
                              headers={"Authorization": f"Bearer {key}"},
                              json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}).json()
-    assert reply["timings"]["draft_n"] > 0
+    assert reply["choices"][0]["message"] and "draft_n" not in reply["timings"]
+    shown = bed.run("status")
+    assert shown.returncode == 0 and "turned off" in shown.stderr, shown.stderr

@@ -26,7 +26,9 @@ from bootstrap.install.deploy import DeployOptions, DeployResult, deploy
 from bootstrap.plan.model_facts import file_candidate
 from bootstrap.plan.planner import choose
 from bootstrap.register import managers as service
+from bootstrap.verify.speculation import speculation_wins
 from bootstrap.verify.speed import DECODE_TOKENS
+from bootstrap.verify.speed_records import sample_from_json
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.llama import free_port
@@ -176,7 +178,9 @@ def test_gemma_with_speculation_is_measured_both_ways_and_a_far_prediction_warns
     assert trial["flags"] == list(spec_flags)
     assert trial["on"]["runs"] == trial["off"]["runs"] == 2
     assert trial["on"]["decode_n"] == trial["off"]["decode_n"] == DECODE_TOKENS
-    assert trial["kept"] == ("on" if trial["on"]["decode_tps"] > trial["off"]["decode_tps"] else "off")
+    on, off = sample_from_json(trial["on"]), sample_from_json(trial["off"])
+    assert on is not None and off is not None
+    assert trial["kept"] == ("on" if speculation_wins(on, off) else "off")
     kept = trial[trial["kept"]]
     assert speed["measured"] == kept and speed["predicted"] == FAR_ABOVE
     assert speed["verdict"] == "slow" and speed["measure_s"] > 0

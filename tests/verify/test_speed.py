@@ -24,6 +24,7 @@ from bootstrap.verify.chat import wait_healthy
 from bootstrap.verify.speculation import (
     RUNS_PER_ARM,
     compare_speculation,
+    speculation_wins,
     speculation_flags,
     without_speculation,
 )
@@ -142,7 +143,7 @@ def test_ab_of_speculation_runs_both_arms_on_the_real_engine_and_keeps_the_faste
     assert trial.flags == NGRAM
     assert trial.on.runs == trial.off.runs == RUNS_PER_ARM
     assert trial.off.draft_n is None  # the "off" server really ran without speculation
-    assert trial.kept == ("on" if trial.on.decode_tps > trial.off.decode_tps else "off")
+    assert trial.kept == ("on" if speculation_wins(trial.on, trial.off) else "off")
     # what runs now is the kept arm: its argv, and the spec handed back for the scripts and state.json
     running = server.argvs[-1]
     if trial.kept == "off":
@@ -242,3 +243,16 @@ def test_draft_statistics_of_a_speculating_server_are_read(tmp_path: Path, engin
     assert sample.draft_n is not None and sample.draft_n > 0
     assert sample.draft_accepted is not None and 0 <= sample.draft_accepted <= sample.draft_n
     assert sample.acceptance == sample.draft_accepted / sample.draft_n
+
+
+def test_speculation_is_kept_only_when_clearly_faster_with_drafts_accepted() -> None:
+    off = SpeedSample(prompt_tps=100.0, decode_tps=20.0, prompt_n=64, decode_n=16)
+
+    def on(tps: float, drafted: int | None, accepted: int | None) -> SpeedSample:
+        return SpeedSample(100.0, tps, 64, 16, draft_n=drafted, draft_accepted=accepted)
+
+    assert speculation_wins(on(26.0, 20, 15), off)  # +30 % at 75 % accepted: the upstream MTP reports
+    assert not speculation_wins(on(26.0, 750, 1), off)  # "faster" with almost nothing accepted: noise
+    assert not speculation_wins(on(26.0, None, None), off)  # nothing drafted: speculation did nothing here
+    assert not speculation_wins(on(20.5, 20, 15), off)  # within the margin: the simpler server
+    assert not speculation_wins(on(15.0, 20, 15), off)  # accepted, and still slower (an MTP head on the CPU)
