@@ -55,6 +55,7 @@ SYNTHETIC: dict[str, tuple[str, dict[str, Any]]] = {
                                         "ssm_group_count": 4, "ssm_time_step_rank": 8, "dtype": "q4_0+q8_0"}),
 }
 CTX = 4096
+TINY = frozenset({"gemma3-270m-q4_k_m"})  # per-token overheads, not bytes, set its pace
 N_PREDICT = 48
 PROMPTS = (128, 512)  # context fills: a short prompt and a longer one
 TOKEN_IDS = range(300, 400)  # words or word pieces in every test-bed vocabulary (512-token SPM and Gemma's)
@@ -135,27 +136,37 @@ def row(name: str, profile: ModelProfile, hardware: HardwareProfile, threads: in
                        "err": err(pred.prompt_tps, meas_p)},
             "inputs": {"bytes": inputs["decode_bytes_per_token"]["cpu"], "layers": inputs["layers"]["cpu"],
                        "flops": inputs["prompt_flops_per_token"], "ubatch": inputs["ubatch"],
-                       "weights": inputs["weights_bytes_per_token"]["cpu"]}}
+                       "weights": inputs["weights_bytes_per_token"]["cpu"],
+                       "effective_bandwidth": inputs["devices"]["cpu"]["effective_bandwidth_bytes_per_s"],
+                       "bound": inputs["devices"]["cpu"]["bound"]}}
 
 
 def fit(rows: list[dict[str, Any]], hardware: HardwareProfile) -> dict[str, Any]:
-    """Least squares for the CPU efficiencies, the overheads held at the model's constants (these runs cannot
-    separate a per-token cost from a per-layer one): decode seconds − overheads = bytes / (bw · eff); prompt
-    seconds − weights / (bw · eff) / ubatch = flops / (derived FLOP/s · eff_f)."""
+    """Least squares for the CPU's per-thread byte rate and FLOP efficiency, the overheads held at the model's
+    constants (these runs cannot separate a per-token cost from a per-layer one). Decode: the 1-thread rows of the
+    non-tiny models, taken as compute-bound (one core here cannot process bytes as fast as the probe reads them),
+    seconds − overheads = bytes / (rate · SIMD scale); the rate is given for AVX-512 (``speed.CPU_CORE_RATE``).
+    The bandwidth-bound efficiency needs many threads on a desktop: it is fitted on published runs (docs/speed.md).
+    Prompt: seconds − weights / effective bandwidth / ubatch = flops / (derived FLOP/s · eff_f)."""
     import numpy as np
 
-    xs = np.array([r["inputs"]["bytes"] / (r["bandwidth_gbps"] * 1e9) for r in rows])
+    flags = hardware.cpu.flags
+    simd = "avx512" if flags.avx512 else "avx2" if flags.avx2 else "neon" if flags.neon else "other"
+    scale = speed.FLOPS_PER_CYCLE[simd] / speed.FLOPS_PER_CYCLE["avx512"]
+    one = [r for r in rows if r["threads"] == 1 and r["model"] not in TINY]
+    xs = np.array([r["inputs"]["bytes"] / scale for r in one])
     ys = np.array([1.0 / r["decode"]["meas"] - speed.CPU_TOKEN_OVERHEAD_S
-                   - speed.CPU_LAYER_OVERHEAD_S * r["inputs"]["layers"] for r in rows])
-    eff = float(np.dot(xs, xs) / np.dot(xs, ys))
+                   - speed.CPU_LAYER_OVERHEAD_S * r["inputs"]["layers"] for r in one])
+    rate = float(np.dot(xs, xs) / np.dot(xs, ys)) if one else None
     per_thread = speed.cpu_device(hardware, 1).flops / speed.CPU_FLOP_EFFICIENCY
     fx, fy = [], []
     for r in rows:
-        weights_s = r["inputs"]["weights"] / (r["bandwidth_gbps"] * 1e9 * eff) / r["inputs"]["ubatch"]
+        weights_s = r["inputs"]["weights"] / (r["inputs"]["effective_bandwidth"]) / r["inputs"]["ubatch"]
         fx.append(r["inputs"]["flops"] / (per_thread * r["threads"]))
         fy.append(1.0 / r["prompt"]["meas"] - weights_s)
     flop_eff = float(np.dot(fx, fx) / np.dot(fx, fy))
-    return {"cpu_bw_efficiency": round(eff, 3), "cpu_flop_efficiency": round(flop_eff, 3), "rows_used": len(rows),
+    return {"cpu_core_rate_avx512": round(rate, -8) if rate else None, "decode_rows_used": len(one),
+            "cpu_flop_efficiency": round(flop_eff, 3), "rows_used": len(rows),
             "overheads_held_s": {"token": speed.CPU_TOKEN_OVERHEAD_S, "layer": speed.CPU_LAYER_OVERHEAD_S}}
 
 
@@ -210,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"decode {r['decode']['pred']:7.1f} vs {r['decode']['meas']:7.1f} ({r['decode']['err']:+.0%})"
                   f"  prompt {r['prompt']['pred']:7.1f} vs {r['prompt']['meas']:7.1f} ({r['prompt']['err']:+.0%})",
                   file=sys.stderr)
-    tiny = {"gemma3-270m-q4_k_m"}
+    tiny = TINY
     big = [r for r in rows if r["model"] not in tiny]
     result: dict[str, Any] = {
         "bench": "speed", "engine": str(binary), "cpu": hardware.cpu.brand, "replayed": str(args.replay or ""),
