@@ -14,7 +14,8 @@ also solves the CPU constants of the speed model from these rows (least squares)
      "prompt_tokens": n, "bandwidth_gbps": …, "decode": {"pred": …, "meas": …, "err": …}, "prompt": {…}}, …],
      "max_abs_err": {"decode": …, "prompt": …}, "fit": {…}}
 
-``--verbose`` prints one human line per row on stderr.
+``--verbose`` prints one human line per row on stderr. ``--published`` runs nothing: it prints the model's
+predictions for the published hybrid runs that set ``CPU_BW_EFFICIENCY`` (docs/speed.md), one JSON line.
 """
 
 from __future__ import annotations
@@ -59,6 +60,43 @@ TINY = frozenset({"gemma3-270m-q4_k_m"})  # per-token overheads, not bytes, set 
 N_PREDICT = 48
 PROMPTS = (128, 512)  # context fills: a short prompt and a longer one
 TOKEN_IDS = range(300, 400)  # words or word pieces in every test-bed vocabulary (512-token SPM and Gemma's)
+
+
+# Published hybrid runs of Qwen3.6-35B-A3B (docs/speed.md has the sources): label, t/s, --n-cpu-moe, KV type,
+# context fill, recorded profile whose CPU stands in (None: keep its cores), threads, GPU bytes/s, RAM read bytes/s
+# (None: the profile's, i.e. the DDR4-3200 default). The i3-8100 has 4 cores and DDR4-2400 dual channel (0.7 × 38.4).
+PUBLISHED: tuple[tuple[str, float, int, str, int, str, int, float, float | None], ...] = (
+    ("article 8 GB GPU + 32 GB, Q4_K_M", 42.3, 32, "f16", 1024, "rtx3070_8gb_32gb", 12, 448.064e9, None),
+    ("RTX 4060 Ti 8 GB, Q4_K_S, q8_0 KV, 16k", 41.6, 32, "q8_0", 16384, "rtx4060_8gb_16gb", 6, 288.0e9, None),
+    ("RTX 3070 Ti 8 GB, -ncmoe", 40.9, 32, "f16", 1024, "rtx3070_8gb_32gb", 12, 608.3e9, None),
+    ("GTX 1060 6 GB + i3-8100, ncmoe 41", 13.5, 41, "f16", 1024, "rtx4060_8gb_16gb", 4, 192.2e9, 0.7 * 38.4e9),
+    ("GTX 1060 6 GB + i3-8100, ncmoe 35", 17.0, 35, "f16", 1024, "rtx4060_8gb_16gb", 4, 192.2e9, 0.7 * 38.4e9),
+)
+
+
+def published() -> dict[str, Any]:
+    """The speed model on the published hybrid runs (no llama-server runs): the table that sets CPU_BW_EFFICIENCY,
+    with Qwen3.6-35B-A3B's Q4_K_M shapes from the header-only writer."""
+    from bootstrap.detect.hardware import load_profile
+    from tests.support.header_only import QWEN36_35B_A3B, cached_header
+    from tests.support.paths import TEST_DATA
+
+    spec = dataclasses.replace(QWEN36_35B_A3B, label="Qwen3.6-35B-A3B-Q4_K_M", quant="Q4_K_M")
+    profile = model_profile(read_header(cached_header(spec)))
+    rows = []
+    for label, tps, ncmoe, kv, fill, machine, threads, gpu_bw, ram in PUBLISHED:
+        hw = load_profile(TEST_DATA / "hardware" / f"{machine}.json")
+        if ram:
+            hw = dataclasses.replace(hw, memory=dataclasses.replace(hw.memory, bandwidth_bytes_per_s=int(ram)))
+        settings = LaunchSettings(ctx=32768, n_gpu_layers=99, n_cpu_moe=ncmoe, cache_type_k=kv, cache_type_v=kv)
+        pred = speed.predict(profile, settings, hw, threads, gpu_vendor="nvidia", gpu_bandwidth=int(gpu_bw),
+                             context_fill=fill)
+        cpu = pred.inputs["devices"]["cpu"]
+        rows.append({"run": label, "published": tps, "pred": round(pred.decode_tps, 1),
+                     "err": err(pred.decode_tps, tps), "ram_gbps": round(cpu["bandwidth_bytes_per_s"] / 1e9, 1),
+                     "threads": threads, "bound": cpu["bound"]})
+    return {"bench": "speed-published", "cpu_bw_efficiency": speed.CPU_BW_EFFICIENCY,
+            "cpu_core_rate": speed.CPU_CORE_RATE, "rows": rows}
 
 
 def synthetic_model(name: str) -> Path:
@@ -203,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--replay", type=Path, default=None,
                         help="no new runs: predict again for the measurements of an earlier output line")
+    parser.add_argument("--published", action="store_true",
+                        help="no runs: the model on the published hybrid runs that set CPU_BW_EFFICIENCY")
     args = parser.parse_args(argv)
+    if args.published:
+        print(json.dumps(published(), separators=(",", ":")))
+        return 0
     binary = testbed.engine_dir() / "llama-server"
     hardware = probe_all(read_all(Path.home(), os.environ), created="bench", kit_version="bench")
     threads_list = args.threads or list(range(1, hardware.cpu.physical_cores + 1))
