@@ -2,13 +2,14 @@
 
 The model (docs/speed.md has the derivation, the fit and the published figures it is checked against):
 
-- **Decode** is memory-bound: each new token reads every weight it uses once. Per device we add the bytes one token
+- **Decode** is set by bytes: each new token reads every weight it uses once. Per device we add the bytes one token
   reads there — the dense part of each layer (attention or DeltaNet, norms, router, shared expert), the routed
   experts actually used (``n_expert_used / n_expert`` of each expert tensor: a token's rows are read, the rest is
   not), the output layer, the KV cache of the layers on that device at ``context_fill`` tokens (a sliding-window
-  layer reads at most its window) and the recurrent state (read and written) — and divide by that device's
-  effective bandwidth. A fixed cost per token and per layer (graph build, thread barriers, kernel launches) is
-  added; it is what dominates tiny models. Devices run one after the other, so their times add.
+  layer reads at most its window) and the recurrent state (read and written) — and divide by the rate that
+  device takes them at (a GPU: its effective bandwidth; the CPU: below). A fixed cost per token and per layer
+  (graph build, thread barriers, kernel launches) is added; it is what dominates tiny models. Devices run one after
+  the other, so their times add.
 - **The CPU is a roofline**: its bytes take ``max(B / (probe bandwidth × CPU_BW_EFFICIENCY), B / (threads ×
   CPU_CORE_RATE × SIMD scale))``. Few threads cannot dequantise and multiply bytes as fast as RAM delivers them
   (one thread of the test bed: about 12 GB/s of Q4/Q8 weights with AVX-512); many threads on a desktop can, and
