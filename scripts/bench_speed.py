@@ -14,7 +14,8 @@ also solves the CPU constants of the speed model from these rows (least squares)
      "prompt_tokens": n, "bandwidth_gbps": …, "decode": {"pred": …, "meas": …, "err": …}, "prompt": {…}}, …],
      "max_abs_err": {"decode": …, "prompt": …}, "fit": {…}}
 
-``--verbose`` prints one human line per row on stderr.
+``--verbose`` prints one human line per row on stderr. ``--published`` runs nothing: it prints the model's
+predictions for the published hybrid runs that set ``CPU_BW_EFFICIENCY`` (docs/speed.md), one JSON line.
 """
 
 from __future__ import annotations
@@ -55,9 +56,47 @@ SYNTHETIC: dict[str, tuple[str, dict[str, Any]]] = {
                                         "ssm_group_count": 4, "ssm_time_step_rank": 8, "dtype": "q4_0+q8_0"}),
 }
 CTX = 4096
+TINY = frozenset({"gemma3-270m-q4_k_m"})  # per-token overheads, not bytes, set its pace
 N_PREDICT = 48
 PROMPTS = (128, 512)  # context fills: a short prompt and a longer one
 TOKEN_IDS = range(300, 400)  # words or word pieces in every test-bed vocabulary (512-token SPM and Gemma's)
+
+
+# Published hybrid runs of Qwen3.6-35B-A3B (docs/speed.md has the sources): label, t/s, --n-cpu-moe, KV type,
+# context fill, recorded profile whose CPU stands in (None: keep its cores), threads, GPU bytes/s, RAM read bytes/s
+# (None: the profile's, i.e. the DDR4-3200 default). The i3-8100 has 4 cores and DDR4-2400 dual channel (0.7 × 38.4).
+PUBLISHED: tuple[tuple[str, float, int, str, int, str, int, float, float | None], ...] = (
+    ("article 8 GB GPU + 32 GB, Q4_K_M", 42.3, 32, "f16", 1024, "rtx3070_8gb_32gb", 12, 448.064e9, None),
+    ("RTX 4060 Ti 8 GB, Q4_K_S, q8_0 KV, 16k", 41.6, 32, "q8_0", 16384, "rtx4060_8gb_16gb", 6, 288.0e9, None),
+    ("RTX 3070 Ti 8 GB, -ncmoe", 40.9, 32, "f16", 1024, "rtx3070_8gb_32gb", 12, 608.3e9, None),
+    ("GTX 1060 6 GB + i3-8100, ncmoe 41", 13.5, 41, "f16", 1024, "rtx4060_8gb_16gb", 4, 192.2e9, 0.7 * 38.4e9),
+    ("GTX 1060 6 GB + i3-8100, ncmoe 35", 17.0, 35, "f16", 1024, "rtx4060_8gb_16gb", 4, 192.2e9, 0.7 * 38.4e9),
+)
+
+
+def published() -> dict[str, Any]:
+    """The speed model on the published hybrid runs (no llama-server runs): the table that sets CPU_BW_EFFICIENCY,
+    with Qwen3.6-35B-A3B's Q4_K_M shapes from the header-only writer."""
+    from bootstrap.detect.hardware import load_profile
+    from tests.support.header_only import QWEN36_35B_A3B, cached_header
+    from tests.support.paths import TEST_DATA
+
+    spec = dataclasses.replace(QWEN36_35B_A3B, label="Qwen3.6-35B-A3B-Q4_K_M", quant="Q4_K_M")
+    profile = model_profile(read_header(cached_header(spec)))
+    rows = []
+    for label, tps, ncmoe, kv, fill, machine, threads, gpu_bw, ram in PUBLISHED:
+        hw = load_profile(TEST_DATA / "hardware" / f"{machine}.json")
+        if ram:
+            hw = dataclasses.replace(hw, memory=dataclasses.replace(hw.memory, bandwidth_bytes_per_s=int(ram)))
+        settings = LaunchSettings(ctx=32768, n_gpu_layers=99, n_cpu_moe=ncmoe, cache_type_k=kv, cache_type_v=kv)
+        pred = speed.predict(profile, settings, hw, threads, gpu_vendor="nvidia", gpu_bandwidth=int(gpu_bw),
+                             context_fill=fill)
+        cpu = pred.inputs["devices"]["cpu"]
+        rows.append({"run": label, "published": tps, "pred": round(pred.decode_tps, 1),
+                     "err": err(pred.decode_tps, tps), "ram_gbps": round(cpu["bandwidth_bytes_per_s"] / 1e9, 1),
+                     "threads": threads, "bound": cpu["bound"]})
+    return {"bench": "speed-published", "cpu_bw_efficiency": speed.CPU_BW_EFFICIENCY,
+            "cpu_core_rate": speed.CPU_CORE_RATE, "rows": rows}
 
 
 def synthetic_model(name: str) -> Path:
@@ -135,27 +174,37 @@ def row(name: str, profile: ModelProfile, hardware: HardwareProfile, threads: in
                        "err": err(pred.prompt_tps, meas_p)},
             "inputs": {"bytes": inputs["decode_bytes_per_token"]["cpu"], "layers": inputs["layers"]["cpu"],
                        "flops": inputs["prompt_flops_per_token"], "ubatch": inputs["ubatch"],
-                       "weights": inputs["weights_bytes_per_token"]["cpu"]}}
+                       "weights": inputs["weights_bytes_per_token"]["cpu"],
+                       "effective_bandwidth": inputs["devices"]["cpu"]["effective_bandwidth_bytes_per_s"],
+                       "bound": inputs["devices"]["cpu"]["bound"]}}
 
 
 def fit(rows: list[dict[str, Any]], hardware: HardwareProfile) -> dict[str, Any]:
-    """Least squares for the CPU efficiencies, the overheads held at the model's constants (these runs cannot
-    separate a per-token cost from a per-layer one): decode seconds − overheads = bytes / (bw · eff); prompt
-    seconds − weights / (bw · eff) / ubatch = flops / (derived FLOP/s · eff_f)."""
+    """Least squares for the CPU's per-thread byte rate and FLOP efficiency, the overheads held at the model's
+    constants (these runs cannot separate a per-token cost from a per-layer one). Decode: the 1-thread rows of the
+    non-tiny models, taken as compute-bound (one core here cannot process bytes as fast as the probe reads them),
+    seconds − overheads = bytes / (rate · SIMD scale); the rate is given for AVX-512 (``speed.CPU_CORE_RATE``).
+    The bandwidth-bound efficiency needs many threads on a desktop: it is fitted on published runs (docs/speed.md).
+    Prompt: seconds − weights / effective bandwidth / ubatch = flops / (derived FLOP/s · eff_f)."""
     import numpy as np
 
-    xs = np.array([r["inputs"]["bytes"] / (r["bandwidth_gbps"] * 1e9) for r in rows])
+    flags = hardware.cpu.flags
+    simd = "avx512" if flags.avx512 else "avx2" if flags.avx2 else "neon" if flags.neon else "other"
+    scale = speed.FLOPS_PER_CYCLE[simd] / speed.FLOPS_PER_CYCLE["avx512"]
+    one = [r for r in rows if r["threads"] == 1 and r["model"] not in TINY]
+    xs = np.array([r["inputs"]["bytes"] / scale for r in one])
     ys = np.array([1.0 / r["decode"]["meas"] - speed.CPU_TOKEN_OVERHEAD_S
-                   - speed.CPU_LAYER_OVERHEAD_S * r["inputs"]["layers"] for r in rows])
-    eff = float(np.dot(xs, xs) / np.dot(xs, ys))
+                   - speed.CPU_LAYER_OVERHEAD_S * r["inputs"]["layers"] for r in one])
+    rate = float(np.dot(xs, xs) / np.dot(xs, ys)) if one else None
     per_thread = speed.cpu_device(hardware, 1).flops / speed.CPU_FLOP_EFFICIENCY
     fx, fy = [], []
     for r in rows:
-        weights_s = r["inputs"]["weights"] / (r["bandwidth_gbps"] * 1e9 * eff) / r["inputs"]["ubatch"]
+        weights_s = r["inputs"]["weights"] / (r["inputs"]["effective_bandwidth"]) / r["inputs"]["ubatch"]
         fx.append(r["inputs"]["flops"] / (per_thread * r["threads"]))
         fy.append(1.0 / r["prompt"]["meas"] - weights_s)
     flop_eff = float(np.dot(fx, fx) / np.dot(fx, fy))
-    return {"cpu_bw_efficiency": round(eff, 3), "cpu_flop_efficiency": round(flop_eff, 3), "rows_used": len(rows),
+    return {"cpu_core_rate_avx512": round(rate, -8) if rate else None, "decode_rows_used": len(one),
+            "cpu_flop_efficiency": round(flop_eff, 3), "rows_used": len(rows),
             "overheads_held_s": {"token": speed.CPU_TOKEN_OVERHEAD_S, "layer": speed.CPU_LAYER_OVERHEAD_S}}
 
 
@@ -192,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--replay", type=Path, default=None,
                         help="no new runs: predict again for the measurements of an earlier output line")
+    parser.add_argument("--published", action="store_true",
+                        help="no runs: the model on the published hybrid runs that set CPU_BW_EFFICIENCY")
     args = parser.parse_args(argv)
+    if args.published:
+        print(json.dumps(published(), separators=(",", ":")))
+        return 0
     binary = testbed.engine_dir() / "llama-server"
     hardware = probe_all(read_all(Path.home(), os.environ), created="bench", kit_version="bench")
     threads_list = args.threads or list(range(1, hardware.cpu.physical_cores + 1))
@@ -210,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"decode {r['decode']['pred']:7.1f} vs {r['decode']['meas']:7.1f} ({r['decode']['err']:+.0%})"
                   f"  prompt {r['prompt']['pred']:7.1f} vs {r['prompt']['meas']:7.1f} ({r['prompt']['err']:+.0%})",
                   file=sys.stderr)
-    tiny = {"gemma3-270m-q4_k_m"}
+    tiny = TINY
     big = [r for r in rows if r["model"] not in tiny]
     result: dict[str, Any] = {
         "bench": "speed", "engine": str(binary), "cpu": hardware.cpu.brand, "replayed": str(args.replay or ""),

@@ -2,21 +2,28 @@
 
 The model (docs/speed.md has the derivation, the fit and the published figures it is checked against):
 
-- **Decode** is memory-bound: each new token reads every weight it uses once. Per device we add the bytes one token
+- **Decode** is set by bytes: each new token reads every weight it uses once. Per device we add the bytes one token
   reads there — the dense part of each layer (attention or DeltaNet, norms, router, shared expert), the routed
   experts actually used (``n_expert_used / n_expert`` of each expert tensor: a token's rows are read, the rest is
   not), the output layer, the KV cache of the layers on that device at ``context_fill`` tokens (a sliding-window
-  layer reads at most its window) and the recurrent state (read and written) — and divide by that device's
-  effective bandwidth. A fixed cost per token and per layer (graph build, thread barriers, kernel launches) is
-  added; it is what dominates tiny models. Devices run one after the other, so their times add.
+  layer reads at most its window) and the recurrent state (read and written) — and divide by the rate that
+  device takes them at (a GPU: its effective bandwidth; the CPU: below). A fixed cost per token and per layer
+  (graph build, thread barriers, kernel launches) is added; it is what dominates tiny models. Devices run one after
+  the other, so their times add.
+- **The CPU is a roofline**: its bytes take ``max(B / (probe bandwidth × CPU_BW_EFFICIENCY), B / (threads ×
+  CPU_CORE_RATE × SIMD scale))``. Few threads cannot dequantise and multiply bytes as fast as RAM delivers them
+  (one thread of the test bed: about 12 GB/s of Q4/Q8 weights with AVX-512); many threads on a desktop can, and
+  then RAM sets the pace and more threads stop helping. The SIMD scale is ``FLOPS_PER_CYCLE`` relative to AVX-512
+  (AVX2 ½, NEON ¼): an assumption, since the rate was measured on one AVX-512 CPU only.
 - **Prompt** is compute-bound: ``2 × active parameters`` FLOPs per token (plus attention over half the prompt),
   over the device's effective FLOP rate; on a GPU the weights kept in RAM are copied over PCIe once per
   micro-batch (ggml's op offload for batches of 32 tokens or more), which adds ``bytes on CPU / PCIe bandwidth``
   per ``ubatch`` tokens.
 - **Bandwidths**: the CPU's is the one ``doctor`` measured with the plan's thread count (``probes/bandwidth.py``,
   bytes read per second), else a stated default; a GPU's is its peak from NVML (bus width × memory clock) or Apple's
-  figure for the chip. Efficiency factors turn peaks into what llama.cpp reaches: the CPU's were fitted on the
-  test bed's CPU with ``scripts/bench_speed.py``, the GPU's on published measurements (docs/speed.md).
+  figure for the chip. Efficiency factors turn peaks into what llama.cpp reaches: the CPU's per-thread rate and
+  FLOP efficiency were fitted on the test bed's CPU with ``scripts/bench_speed.py`` (1 thread), the CPU's
+  bandwidth efficiency and the GPU's on published measurements of hybrid and GPU runs (docs/speed.md).
 - The range: ±20 % on a CPU (the test bed's repeated runs of one point varied by that much on a shared machine,
   docs/speed.md), ±30 % with a GPU (fitted on few published figures from machines we do not know in full); prompt
   ranges are wider (±35 %, ±50 %): the FLOP rate is derived, not measured.
@@ -36,8 +43,12 @@ from bootstrap.plan.memory import CACHE_TYPES, LaunchSettings, ModelProfile
 
 DEFAULT_CONTEXT_FILL = 1024  # a short prompt and its answer: the article's "short prompts" figure
 
-# --- CPU (fitted on the test bed: scripts/bench_speed.py, docs/speed.md) ---------------------------------------
-CPU_BW_EFFICIENCY = 0.44  # decode's read rate over the probe's (bench_speed fit, 1 thread)
+# --- CPU: a roofline (docs/speed.md has both fits) -------------------------------------------------------------
+# Bandwidth-bound: decode's read rate over the probe's once enough threads stream (fitted on published hybrid runs).
+CPU_BW_EFFICIENCY = 0.90
+# Compute-bound: weight bytes one thread dequantises and multiplies per second with AVX-512 (fitted on the test bed,
+# 1 thread, scripts/bench_speed.py); other SIMD classes scale by FLOPS_PER_CYCLE relative to AVX-512.
+CPU_CORE_RATE = 12.3e9
 CPU_TOKEN_OVERHEAD_S = 0.5e-3  # per token: graph build, sampling, the HTTP server's loop
 CPU_LAYER_OVERHEAD_S = 20e-6  # per layer and token: thread barriers between ops
 # Without a measurement (a recorded profile, --hardware): dual-channel DDR4-3200, 51.2 GB/s peak, of which a
@@ -75,10 +86,16 @@ class Device:
     bandwidth_source: str  # "measured", "default", "nvml", "apple-chip", "assumed"
     efficiency: float
     flops: float  # effective FLOP/s for big batches
+    core_rate: float = float("inf")  # bytes/s all threads can dequantise and multiply (CPU); a GPU is not bound here
 
     @property
     def effective_bandwidth(self) -> float:
-        return self.bandwidth * self.efficiency
+        """The roofline: what memory delivers, unless the cores cannot process it that fast."""
+        return min(self.bandwidth * self.efficiency, self.core_rate)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.core_rate < self.bandwidth * self.efficiency else "bandwidth"
 
 
 @dataclass(frozen=True)
@@ -105,14 +122,16 @@ class SpeedPrediction:
 
 
 def cpu_device(hardware: HardwareProfile, threads: int) -> Device:
-    """The CPU: measured bandwidth when the profile has it, else the stated default; FLOPs from cores and SIMD."""
+    """The CPU: measured bandwidth when the profile has it, else the stated default; FLOPs and the per-thread byte
+    rate from threads and SIMD class."""
     measured = hardware.memory.bandwidth_bytes_per_s
     flags = hardware.cpu.flags
     simd = "avx512" if flags.avx512 else "avx2" if flags.avx2 else "neon" if flags.neon else "other"
     flops = threads * ASSUMED_CPU_HZ * FLOPS_PER_CYCLE[simd] * CPU_FLOP_EFFICIENCY
+    core_rate = threads * CPU_CORE_RATE * FLOPS_PER_CYCLE[simd] / FLOPS_PER_CYCLE["avx512"]
     if measured:
-        return Device("cpu", float(measured), "measured", CPU_BW_EFFICIENCY, flops)
-    return Device("cpu", DEFAULT_CPU_BANDWIDTH, "default", CPU_BW_EFFICIENCY, flops)
+        return Device("cpu", float(measured), "measured", CPU_BW_EFFICIENCY, flops, core_rate)
+    return Device("cpu", DEFAULT_CPU_BANDWIDTH, "default", CPU_BW_EFFICIENCY, flops, core_rate)
 
 
 def gpu_device(vendor: str, bandwidth: int | None) -> Device:
@@ -213,7 +232,7 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
     unified = gpu is not None and gpu_vendor == "apple"
     if unified and gpu and cpu.bandwidth_source == "default" and gpu.bandwidth_source == "apple-chip":
         # one memory: the CPU cores read the same unified memory (their share of it is lower than the GPU's)
-        cpu = Device("cpu", gpu.bandwidth, "apple-chip", CPU_BW_EFFICIENCY * 0.6, cpu.flops)
+        cpu = Device("cpu", gpu.bandwidth, "apple-chip", CPU_BW_EFFICIENCY * 0.6, cpu.flops, cpu.core_rate)
     cpu_default = cpu.bandwidth_source == "default" and split.weights["cpu"] + split.kv["cpu"] > 0
     devices = {"cpu": cpu, **({"gpu": gpu} if gpu else {})}
     seconds = CPU_TOKEN_OVERHEAD_S + split.layers["cpu"] * CPU_LAYER_OVERHEAD_S
@@ -243,7 +262,10 @@ def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareP
         "layers": {k: split.layers[k] for k in devices},
         "expert_share": _expert_share(profile),
         "devices": {k: {"bandwidth_bytes_per_s": int(d.bandwidth), "source": d.bandwidth_source,
-                        "efficiency": d.efficiency, "effective_flops": int(d.flops)} for k, d in devices.items()},
+                        "efficiency": d.efficiency, "effective_flops": int(d.flops),
+                        "effective_bandwidth_bytes_per_s": int(d.effective_bandwidth), "bound": d.bound,
+                        **({"core_rate_bytes_per_s": int(d.core_rate)} if d.name == "cpu" else {})}
+                    for k, d in devices.items()},
         "prompt_flops_per_token": int(flops),
         "prompt_tokens": prompt_tokens,
         "ubatch": ubatch,

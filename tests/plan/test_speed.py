@@ -76,9 +76,11 @@ def test_more_bandwidth_is_faster(moe: ModelProfile) -> None:
     slow = speed.predict(moe, ALL_GPU, hw, 8, gpu_vendor="nvidia", gpu_bandwidth=300_000_000_000)
     fast = speed.predict(moe, ALL_GPU, hw, 8, gpu_vendor="nvidia", gpu_bandwidth=1_000_000_000_000)
     assert fast.decode_tps > slow.decode_tps
-    cpu_slow = speed.predict(moe, LaunchSettings(ctx=4096), with_ram_bandwidth(hw, 20), 8)
-    cpu_fast = speed.predict(moe, LaunchSettings(ctx=4096), with_ram_bandwidth(hw, 80), 8)
-    assert cpu_fast.decode_tps > 2.5 * cpu_slow.decode_tps  # bandwidth-bound: nearly proportional
+    # 24 threads process bytes faster than 80 GB/s of RAM delivers them: bandwidth-bound, nearly proportional
+    cpu_slow = speed.predict(moe, LaunchSettings(ctx=4096), with_ram_bandwidth(hw, 20), 24)
+    cpu_fast = speed.predict(moe, LaunchSettings(ctx=4096), with_ram_bandwidth(hw, 80), 24)
+    assert cpu_fast.inputs["devices"]["cpu"]["bound"] == "bandwidth"
+    assert cpu_fast.decode_tps > 2.5 * cpu_slow.decode_tps
 
 
 def test_experts_on_the_cpu_make_the_cpu_the_bound(moe: ModelProfile) -> None:
@@ -183,3 +185,19 @@ def test_nothing_in_ram_needs_no_ram_assumption(moe: ModelProfile) -> None:
     pred = speed.predict(moe, ALL_GPU, hw, 8, gpu_vendor="apple", gpu_bandwidth=100_000_000_000)
     assert not pred.cpu_default and pred.inputs["devices"]["gpu"]["source"] == "apple-chip"
     assert pred.inputs["pcie_bytes_per_s"] is None
+
+
+def test_more_threads_help_until_bandwidth_binds(moe: ModelProfile) -> None:
+    """The CPU roofline: with few threads the cores set the pace (decode grows with threads), once the threads
+    together process bytes faster than RAM delivers them, more threads change nothing."""
+    hw = with_ram_bandwidth(machine("rtx3070_8gb_32gb"), 40, 12)  # AVX2: half the AVX-512 rate per thread
+    settings = LaunchSettings(ctx=4096)
+    by_threads = {n: speed.predict(moe, settings, hw, n) for n in (1, 2, 4, 16, 32)}
+    bounds = {n: p.inputs["devices"]["cpu"]["bound"] for n, p in by_threads.items()}
+    assert bounds[1] == "compute" and bounds[32] == "bandwidth"
+    assert by_threads[1].decode_tps < by_threads[2].decode_tps < by_threads[4].decode_tps
+    assert by_threads[2].decode_tps > 1.5 * by_threads[1].decode_tps  # compute-bound: nearly proportional
+    assert by_threads[16].decode_tps == pytest.approx(by_threads[32].decode_tps)
+    cpu = by_threads[32].inputs["devices"]["cpu"]
+    assert cpu["effective_bandwidth_bytes_per_s"] == int(40e9 * speed.CPU_BW_EFFICIENCY)
+    assert by_threads[1].inputs["devices"]["cpu"]["effective_bandwidth_bytes_per_s"] == int(speed.CPU_CORE_RATE / 2)
