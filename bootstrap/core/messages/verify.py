@@ -222,8 +222,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "verify.web_key": {
         "en": "The page opens without the key, then asks for it once per browser: 'Enter API Key' (later: "
               "Settings > API Key), and paste the key from {path}.",
-        "zh": "页面无需密钥即可打开，随后每个浏览器需输入一次密钥：点击 'Enter API Key'（之后可在 Settings > "
-              "API Key 中修改），粘贴 {path} 中的密钥。",
+        "zh": "页面无需密钥即可打开，随后每个浏览器需输入一次密钥：点击 'Enter API Key'（之后可在 "
+              "'Settings > API Key' 中修改），粘贴 {path} 中的密钥。",
     },
     "verify.web_missing": {"en": "No chat page in the browser: {reason}", "zh": "没有浏览器聊天页面：{reason}"},
     "verify.not_opening": {"en": "not opening the chat page: {reason}", "zh": "不打开聊天页面：{reason}"},
