@@ -213,8 +213,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",
     },
     "plan.speed_tps": {
-        "en": "Speed: ≈ {tps} tokens/s ({low}–{high}) for short prompts ({fill} tokens of context); prompts are "
-              "read at ≈ {prompt} tokens/s ({prompt_low}–{prompt_high}).",
+        "en": "Speed: ~{tps} tokens/s ({low}-{high}) for short prompts ({fill} tokens of context); prompts are "
+              "read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}).",
         "zh": "速度：短提示词约 {tps} token/秒（{low}–{high}，上下文 {fill} token）；读入提示词约 {prompt} token/秒"
               "（{prompt_low}–{prompt_high}）。",
     },
