@@ -64,7 +64,7 @@ def catalog_toml(revision: str) -> str:
 
 
 @contextmanager
-def demo_source(work: Path, *, wheels: Path | None) -> Iterator[InstallBed]:
+def demo_source(work: Path, *, wheels: Path | None, lang: str = "en") -> Iterator[InstallBed]:
     """The loopback hub serving the engine release and the Gemma repo, the catalog, and a home under ``work``."""
     asset, gemma = testbed.release_asset(), testbed.gemma_model()
     with LoopbackHub(work / "hub") as hub:
@@ -74,7 +74,7 @@ def demo_source(work: Path, *, wheels: Path | None) -> Iterator[InstallBed]:
         # the qwenkit launcher an install writes goes into the demo's folder: the real ~/.local/bin must not keep
         # one pointing at a home that is deleted when the demo ends
         yield InstallBed(hub, Home(work / "Qwen 演示 home"), catalog, serve_engine(hub, asset), wheels=wheels,
-                         extra_env={"QWENKIT_BIN_DIR": str(work / "bin")})
+                         extra_env={"QWENKIT_BIN_DIR": str(work / "bin"), "QWENKIT_LANG": lang})
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (home, hub, build)")
     parser.add_argument("--frozen", action="store_true", help="run the steps through the frozen setup")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the product's language (zh: Chinese)")
     opts = parser.parse_args()
 
     start = time.perf_counter()
@@ -179,7 +180,7 @@ def main() -> int:
         wheels = snapshot_wheels(work)
         say(f"test bed ready in {time.perf_counter() - start:.1f} s")
         exe = build_frozen(work) if opts.frozen else None
-        with demo_source(work, wheels=wheels) as bed:
+        with demo_source(work, wheels=wheels, lang=opts.lang) as bed:
             try:
                 return run_demo(bed, exe)
             finally:
