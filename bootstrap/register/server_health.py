@@ -31,7 +31,7 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
         try:
             resp = session.get(f"{spec.base_url}/health", timeout=timeout)
         except requests.RequestException as exc:
-            return Health("down", _why_down(exc, timeout))
+            return Health("down", why_down(exc, timeout))
         if resp.status_code == 503:
             return Health("loading", "503")
         if resp.status_code != 200:
@@ -40,7 +40,7 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
             resp = session.get(f"{spec.base_url}/v1/models", timeout=timeout,
                                headers={"Authorization": f"Bearer {api_key}"})
         except requests.RequestException as exc:
-            return Health("down", _why_down(exc, timeout))
+            return Health("down", why_down(exc, timeout))
         if resp.status_code in (401, 403):
             return Health("auth", f"HTTP {resp.status_code}")
         if resp.status_code != 200:
@@ -57,7 +57,7 @@ def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Hea
         return Health("ok", "", ids)
 
 
-def _why_down(exc: requests.RequestException, timeout: float) -> str:
+def why_down(exc: requests.RequestException, timeout: float) -> str:
     """Why a local server did not answer, in the UI language: not listening, or listening but silent; anything
     else as the download sources' failures are named (``records.cause_text``)."""
     kind = cause_of(exc).kind

@@ -26,6 +26,7 @@ import requests
 from bootstrap.core.console import info, t, warn
 from bootstrap.fetch.http_session import local_session
 from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.register.server_health import why_down
 
 CHECK_TIMEOUT_S = 3.0  # per request: a local server answers at once; status stays quick when it does not
 MAX_ASSETS = 8  # index.html names a handful (one bundle each of JS and CSS, icons); enough to catch a blank page
@@ -73,7 +74,7 @@ def check_web_page(spec: LaunchSpec, *, timeout: float = CHECK_TIMEOUT_S) -> Web
                         return WebPage(shown, False, t("verify.web_asset", status=resp.status_code,
                                                        path=urlsplit(asset).path))
     except requests.RequestException as exc:
-        return WebPage(shown, False, t("verify.web_no_answer", detail=type(exc).__name__))
+        return WebPage(shown, False, t("verify.web_no_answer", detail=why_down(exc, timeout)))
     return WebPage(shown, True)
 
 

@@ -115,7 +115,7 @@ def test_a_page_whose_files_need_the_key_is_a_blank_page(regression_port: int, t
 
 def test_nothing_listening_is_a_reason_not_a_traceback(tmp_path: Path) -> None:
     page = check_web_page(_spec(tmp_path, free_port()), timeout=1)
-    assert not page.loads and page.reason == t("verify.web_no_answer", detail="ConnectionError")
+    assert not page.loads and page.reason == t("verify.web_no_answer", detail=t("health.down_refused"))
 
 
 def test_page_assets_are_the_same_origin_scripts_and_styles() -> None:
