@@ -28,8 +28,8 @@ ALLOWED = frozenset({
     "Tiny", "chat", "test", "Gemma", "NVIDIA", "GeForce", "RTX", "Tesla", "Apple", "CUDA", "Vulkan", "Metal",
     "AVX", "AMX", "Intel", "AMD", "Ryzen", "Core", "Xeon", "EPYC",
     # hardware and protocol acronyms that Chinese technical text writes in Latin letters
-    "CPU", "GPU", "RAM", "VRAM", "DDR", "API", "HTTP", "HTTPS", "URL", "DNS", "TCP", "SHA", "JSON", "TOML", "TLS", "SSL",
-    "MoE", "SWA",
+    "CPU", "GPU", "RAM", "VRAM", "DDR", "API", "HTTP", "HTTPS", "URL", "DNS", "TCP", "SHA", "JSON", "TOML", "TLS",
+    "SSL", "MoE", "SWA",
     # units
     "GiB", "MiB", "KiB", "GHz",
     # terms with no settled Chinese word: token (词元 is rare), the KV cache, flash attention, venv and pip (tools)

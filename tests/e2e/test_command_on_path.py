@@ -12,30 +12,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bootstrap.core.home import Home
-from bootstrap.register.managers import FallbackManager
-from tests.support.hub import LoopbackHub
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
+from tests.support.install_bed import InstallBed
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the POSIX launcher; Windows: tests/register")
 
 
 @pytest.fixture
-def bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path, wheelhouse: Path) -> Iterator[InstallBed]:
-    model = write_chat_model(tmp_path / "rev1" / MODEL_FILE)
-    revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
-    bed = InstallBed(hub, Home(tmp_path / "qwen 模型 home"), tmp_path / "catalog.toml",
-                     serve_engine(hub, engine_asset), wheels=wheelhouse)
-    bed.pin(revision)
-    try:
-        yield bed
-    finally:
-        FallbackManager(bed.home).stop()
+def bed(wheel_bed: InstallBed) -> InstallBed:
+    return wheel_bed
 
 
 def test_install_puts_qwenkit_in_the_users_bin_and_uninstall_takes_it_away(bed: InstallBed, tmp_path: Path) -> None:

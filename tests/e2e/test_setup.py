@@ -15,33 +15,21 @@ import os
 import pty
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from bootstrap.core.home import Home
 from bootstrap.fetch.download import sha256_file
-from bootstrap.register.managers import FallbackManager
-from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, write_chat_model
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the Windows setup is built and run on Windows")
 
 
 @pytest.fixture
-def bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path, wheelhouse: Path) -> Iterator[InstallBed]:
-    model = write_chat_model(tmp_path / "rev1" / MODEL_FILE)
-    revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
-    bed = InstallBed(hub, Home(tmp_path / "用户 setup home"), tmp_path / "catalog.toml",
-                     serve_engine(hub, engine_asset), wheels=wheelhouse)
-    bed.pin(revision)
-    try:
-        yield bed
-    finally:
-        FallbackManager(bed.home).stop()
+def bed(wheel_bed: InstallBed) -> InstallBed:
+    return wheel_bed
 
 
 def _double_click(exe: Path, env: dict[str, str], answer: bytes) -> subprocess.CompletedProcess[str]:

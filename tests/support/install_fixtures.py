@@ -55,3 +55,19 @@ def make_bed(hub: LoopbackHub, engine_asset: Path, engine_bin_dir: Path, tmp_pat
     yield make
     for bed in beds:
         FallbackManager(bed.home).stop()
+
+
+@pytest.fixture
+def wheel_bed(hub: LoopbackHub, engine_asset: Path, tmp_path: Path, wheelhouse: Path) -> Iterator[InstallBed]:
+    """The test-bed engine and the tiny chat model on the hub, a catalog pinned to it, and a home whose path has a
+    space and Chinese characters; installs build the runtime venv from the local wheelhouse (the kit's own wheel
+    included), as a real install does."""
+    model = write_chat_model(tmp_path / "rev1" / MODEL_FILE)
+    revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
+    bed = InstallBed(hub, Home(tmp_path / "用户 Qwen home"), tmp_path / "catalog.toml",
+                     serve_engine(hub, engine_asset), wheels=wheelhouse)
+    bed.pin(revision)
+    try:
+        yield bed
+    finally:
+        FallbackManager(bed.home).stop()

@@ -24,8 +24,8 @@ from bootstrap.verify.chat import wait_healthy
 from bootstrap.verify.speculation import (
     RUNS_PER_ARM,
     compare_speculation,
-    speculation_wins,
     speculation_flags,
+    speculation_wins,
     without_speculation,
 )
 from bootstrap.verify.speed import DECODE_TOKENS, PROMPT_TOKENS, measure_speed
