@@ -211,14 +211,7 @@ def tensor_list(spec: QwenSpec) -> list[tuple[str, tuple[int, ...], str, str]]:
             add("ssm_norm", il, p + "ssm_norm.weight", spec.ssm_state_size)
             add("ssm_out", il, p + "ssm_out.weight", value_dim, e)
         if spec.arch == "qwen35moe":
-            add("ffn_gate_inp", il, p + "ffn_gate_inp.weight", e, spec.n_expert)
-            add("ffn_gate_exps", il, p + "ffn_gate_exps.weight", e, spec.n_ff_exp, spec.n_expert)
-            add("ffn_up_exps", il, p + "ffn_up_exps.weight", e, spec.n_ff_exp, spec.n_expert)
-            add("ffn_down_exps", il, p + "ffn_down_exps.weight", spec.n_ff_exp, e, spec.n_expert)
-            add("ffn_gate_inp_shexp", il, p + "ffn_gate_inp_shexp.weight", e)
-            add("ffn_gate_shexp", il, p + "ffn_gate_shexp.weight", e, spec.n_ff_shexp)
-            add("ffn_up_shexp", il, p + "ffn_up_shexp.weight", e, spec.n_ff_shexp)
-            add("ffn_down_shexp", il, p + "ffn_down_shexp.weight", spec.n_ff_shexp, e)
+            _moe_ffn(spec, add, il)
         else:
             add("ffn_gate", il, p + "ffn_gate.weight", e, spec.n_ff)
             add("ffn_up", il, p + "ffn_up.weight", e, spec.n_ff)
@@ -226,6 +219,19 @@ def tensor_list(spec: QwenSpec) -> list[tuple[str, tuple[int, ...], str, str]]:
     if spec.mtp_tensors:
         _mtp_tensors(spec, add)
     return out
+
+
+def _moe_ffn(spec: QwenSpec, add: Callable[..., None], il: int) -> None:
+    """A qwen35moe block's FFN: the router, the routed experts and the shared expert (also the MTP block's)."""
+    e, p = spec.n_embd, f"blk.{il}."
+    add("ffn_gate_inp", il, p + "ffn_gate_inp.weight", e, spec.n_expert)
+    add("ffn_gate_exps", il, p + "ffn_gate_exps.weight", e, spec.n_ff_exp, spec.n_expert)
+    add("ffn_up_exps", il, p + "ffn_up_exps.weight", e, spec.n_ff_exp, spec.n_expert)
+    add("ffn_down_exps", il, p + "ffn_down_exps.weight", spec.n_ff_exp, e, spec.n_expert)
+    add("ffn_gate_inp_shexp", il, p + "ffn_gate_inp_shexp.weight", e)
+    add("ffn_gate_shexp", il, p + "ffn_gate_shexp.weight", e, spec.n_ff_shexp)
+    add("ffn_up_shexp", il, p + "ffn_up_shexp.weight", e, spec.n_ff_shexp)
+    add("ffn_down_shexp", il, p + "ffn_down_shexp.weight", spec.n_ff_shexp, e)
 
 
 def _mtp_tensors(spec: QwenSpec, add: Callable[..., None]) -> None:
@@ -244,14 +250,7 @@ def _mtp_tensors(spec: QwenSpec, add: Callable[..., None]) -> None:
         add("attn_output", il, p + "attn_output.weight", q_dim, e)
         add("attn_q_norm", il, p + "attn_q_norm.weight", spec.head_dim)
         add("attn_k_norm", il, p + "attn_k_norm.weight", spec.head_dim)
-        add("ffn_gate_inp", il, p + "ffn_gate_inp.weight", e, spec.n_expert)
-        add("ffn_gate_exps", il, p + "ffn_gate_exps.weight", e, spec.n_ff_exp, spec.n_expert)
-        add("ffn_up_exps", il, p + "ffn_up_exps.weight", e, spec.n_ff_exp, spec.n_expert)
-        add("ffn_down_exps", il, p + "ffn_down_exps.weight", spec.n_ff_exp, e, spec.n_expert)
-        add("ffn_gate_inp_shexp", il, p + "ffn_gate_inp_shexp.weight", e)
-        add("ffn_gate_shexp", il, p + "ffn_gate_shexp.weight", e, spec.n_ff_shexp)
-        add("ffn_up_shexp", il, p + "ffn_up_shexp.weight", e, spec.n_ff_shexp)
-        add("ffn_down_shexp", il, p + "ffn_down_shexp.weight", spec.n_ff_shexp, e)
+        _moe_ffn(spec, add, il)
         add("nextn_eh_proj", il, p + "nextn.eh_proj.weight", 2 * e, e)
         add("nextn_enorm", il, p + "nextn.enorm.weight", e)
         add("nextn_hnorm", il, p + "nextn.hnorm.weight", e)

@@ -21,6 +21,18 @@ from typing import Any
 import requests
 
 
+def end_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL after 10 s; nothing when it has already ended."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:
@@ -93,13 +105,8 @@ class LlamaServer:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 10 s; the log file stays for ``log()``."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc:
+            end_process(self.proc)
 
     def log(self) -> str:
         """Everything the server printed so far."""

@@ -31,7 +31,7 @@ from bootstrap.verify.speculation import (
 from bootstrap.verify.speed import DECODE_TOKENS, PROMPT_TOKENS, measure_speed
 from bootstrap.verify.speed_check import check_speed, speed_lines, verdict
 from bootstrap.verify.speed_records import SpeedCheck, SpeedSample
-from tests.support.llama import free_port
+from tests.support.llama import end_process, free_port
 
 KEY = "sk-qwenkit-test-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
 GEMMA_ARGS = ("-c", "1024", "-np", "1", "-t", "2", "--no-jinja", "--chat-template", "gemma")
@@ -67,13 +67,8 @@ class _Server:
         wait_healthy(spec.base_url, timeout=120, process=self.proc, log_path=log)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            end_process(self.proc)
 
     def restart(self, spec: LaunchSpec) -> None:
         self.stop()
