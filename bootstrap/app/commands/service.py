@@ -84,8 +84,8 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
                      evidence=manager.evidence)
     except EngineFailed:
         raise
-    except ServerError as exc:  # the bound: still loading is said as such, anything else as it was
-        if public_health(spec).state != "loading":
+    except ServerError as exc:  # the bound, with the server still running: it is loading, said as such
+        if not manager.status().active:
             raise
         raise ServerError(t("service.still_loading", manager=label, seconds=int(time.monotonic() - started)),
                           t("service.hint_still_loading")) from exc

@@ -69,19 +69,19 @@ MESSAGES: dict[str, dict[str, str]] = {
     # -- service status: one sentence a person reads --------------------------------------------------------------
     "service.say_ready": {
         "en": "The server runs under {manager} (PID {pid}) and answers at {url}.",
-        "zh": "服务器在 {manager} 下运行（进程 {pid}），正在 {url} 提供服务。",
+        "zh": "服务器正在运行（{manager}，进程 {pid}），在 {url} 提供服务。",
     },
     "service.say_loading": {
         "en": "The server runs under {manager} (PID {pid}) and is still loading the model.",
-        "zh": "服务器在 {manager} 下运行（进程 {pid}），仍在加载模型。",
+        "zh": "服务器正在运行（{manager}，进程 {pid}），仍在加载模型。",
     },
     "service.say_unanswering": {
         "en": "The server runs under {manager} (PID {pid}) but does not answer yet ({detail}).",
-        "zh": "服务器在 {manager} 下运行（进程 {pid}），但尚未响应（{detail}）。",
+        "zh": "服务器正在运行（{manager}，进程 {pid}），但尚未响应（{detail}）。",
     },
     "service.say_active_elsewhere": {
         "en": "{manager} reports the server as running, but this install's server does not hold port {port}.",
-        "zh": "{manager} 显示服务器正在运行，但端口 {port} 上并不是本安装的服务器。",
+        "zh": "服务管理器（{manager}）显示服务器正在运行，但占用端口 {port} 的不是本安装的服务器。",
     },
     "service.say_foreign": {
         "en": "This install's server cannot answer there: {detail}.",
@@ -89,11 +89,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "service.say_active_free": {
         "en": "{manager} reports the server as running, but nothing listens on port {port} yet.",
-        "zh": "{manager} 显示服务器正在运行，但端口 {port} 上尚无程序监听。",
+        "zh": "服务管理器（{manager}）显示服务器正在运行，但端口 {port} 上尚无程序监听。",
     },
     "service.say_stopped": {
-        "en": "The server is not running; {manager} has it registered.",
-        "zh": "服务器未运行；它已在 {manager} 中登记。",
+        "en": "The server is not running ({manager}).",
+        "zh": "服务器未运行（{manager}）。",
     },
     "service.say_unregistered": {
         "en": "No service is registered ({manager}) and the server is not running.",
@@ -101,7 +101,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "service.say_outside": {
         "en": "This install's server runs (PID {pid}), started outside {manager}.",
-        "zh": "本安装的服务器正在运行（进程 {pid}），但不是由 {manager} 启动的。",
+        "zh": "本安装的服务器正在运行（进程 {pid}），但不是通过服务管理器（{manager}）启动的。",
     },
     "service.say_boot_on": {"en": "It starts by itself at boot or logon.", "zh": "它会在开机或登录时自动启动。"},
     "service.say_boot_off": {"en": "It does not start by itself at boot.", "zh": "它不会在开机时自动启动。"},
