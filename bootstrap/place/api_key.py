@@ -193,7 +193,8 @@ def _others_can_use(path: Path, folder: bool) -> bool | None:
     except FileNotFoundError:
         return None
     if not (stat.S_ISDIR if folder else stat.S_ISREG)(st.st_mode):
-        raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
+        raise UsageError(console.t("apikey.link" if stat.S_ISLNK(st.st_mode) else "apikey.not_file", path=path),
+                         console.t("apikey.hint.remove"))
     return bool(stat.S_IMODE(st.st_mode) & 0o077)
 
 

@@ -29,6 +29,7 @@ import requests
 
 from bootstrap.core.home import Home
 from bootstrap.register.managers import FallbackManager
+from tests.support import standin
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, catalog_text, serve_engine, write_chat_model
@@ -193,26 +194,27 @@ def test_a_rerun_never_calls_a_stranger_serving(bed: Bed, tmp_path: Path, answer
     assert "Up to date" in proc.stderr and bed.health() == 200
 
 
-def test_a_rerun_whose_engine_cannot_start_names_the_cause(bed: Bed, tmp_path: Path) -> None:
-    """The unchanged install's engine lost a library it loads: the restart fails for a named cause (exit 3, the
-    library named). Before, re-raising it with the wrong arguments was ``AttributeError`` (exit 1)."""
+def test_a_rerun_whose_engine_cannot_start_names_the_cause(bed: Bed) -> None:
+    """The unchanged install's engine cannot start any more (here it fails as the dynamic loader does when a library
+    is missing: the test bed's stand-in in front of the real binary, ``tests/support/standin.py``): the restart
+    fails for a named cause (exit 3, the library named). Before, ``_keep_serving`` re-raised that ``EngineFailed``
+    with the wrong arguments: ``AttributeError: 'str' object has no attribute 'cause'`` (exit 1)."""
     bed.ensure_serving()
     bed.stop()
     engine = next(p for p in bed.home.engines_dir.iterdir() if p.is_dir())
-    moved = sorted(engine.glob("libllama.so*"))
-    assert moved, list(engine.iterdir())
-    aside = tmp_path / "aside"
-    aside.mkdir()
-    for lib in moved:
-        shutil.move(str(lib), aside / lib.name)
+    server = engine / "llama-server"
+    server.rename(engine / standin.REAL)
+    server.write_text(standin.loader_error("libggml-base.so.0"), encoding="utf-8")
+    server.chmod(0o755)
     try:
         proc = bed.rerun()
         assert proc.returncode == 3, proc.stderr
         errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-        assert len(errors) == 1 and "libllama.so" in errors[0] and "Traceback" not in proc.stderr
+        assert len(errors) == 1 and "libggml-base.so.0" in errors[0] and "Traceback" not in proc.stderr
+        assert "AttributeError" not in proc.stderr
     finally:
-        for lib in moved:
-            shutil.move(str(aside / lib.name), lib)
+        server.unlink()
+        (engine / standin.REAL).rename(server)
     bed.ensure_serving()
 
 
