@@ -33,7 +33,7 @@ from tests.support import standin
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, catalog_text, serve_engine, write_chat_model
-from tests.support.llama import free_port
+from tests.support.llama import LlamaServer, free_port
 from tests.support.stranger import Stranger
 
 
@@ -192,6 +192,27 @@ def test_a_rerun_never_calls_a_stranger_serving(bed: Bed, tmp_path: Path, answer
     proc = bed.rerun()  # the stranger gone, the rerun starts our own server again
     assert proc.returncode == 0, proc.stderr
     assert "Up to date" in proc.stderr and bed.health() == 200
+
+
+def test_another_homes_server_on_the_port_is_not_ours(bed: Bed, llama_server: Path, tiny_models: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """Another home's llama-server serving the same model name on our port (two homes of one catalog model; here
+    the test bed's engine, outside this home, with no key). Before: the rerun said "Up to date: tiny-chat … is
+    serving" (exit 0) and ``status`` "healthy" — about a server that is not this install's. Now both name it
+    (exit 6). (That nothing reaches it is shown by the recording stranger above: llama-server logs no requests.)"""
+    bed.ensure_serving()
+    bed.stop()
+    other = LlamaServer(llama_server, tiny_models["llama"], ["-c", "256", "-np", "1", "-t", "1", "--alias",
+                                                             "tiny-chat"])
+    other.port, other.base_url = bed.port, bed.base  # on this install's recorded port
+    with other:
+        rerun = bed.rerun()
+        assert rerun.returncode == 6, rerun.stderr
+        assert f"error: port {bed.port} is held by PID {other.proc.pid} (llama-server)" in rerun.stderr
+        assert "Up to date" not in rerun.stderr
+        status = bed.run("status")
+        assert status.returncode == 6 and f"held by PID {other.proc.pid} (llama-server)" in status.stderr
+    bed.ensure_serving()
 
 
 def test_a_rerun_whose_engine_cannot_start_names_the_cause(bed: Bed) -> None:
