@@ -44,6 +44,8 @@ from bootstrap.register.server_health import public_health
 from bootstrap.register.server_identity import PortHolder, foreign_hint, port_holder, require_ours
 
 START_WAIT_S = 300.0  # as long as an install's verify waits for the model to load
+# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
+out = getattr(console, "out", console.info)
 
 SpecLoader = Callable[[Home], "LaunchSpec | None"]
 
@@ -136,10 +138,6 @@ def _status(manager: ServiceManager, spec: LaunchSpec | None, as_json: bool) -> 
     else:
         out(sentence)
     return int(ExitCode.SERVER if holder is not None and holder.foreign else ExitCode.OK)
-
-
-# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
-out = getattr(console, "out", console.info)
 
 
 def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec, probe: HostProbe | None = None,
