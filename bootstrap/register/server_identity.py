@@ -84,7 +84,7 @@ def port_holder(spec: LaunchSpec) -> PortHolder:
     targets = _addresses(spec.connect_host)
     try:
         listening = [(ip, pid) for ip, port, pid in _listeners() if port == spec.port and _covers(ip, targets)]
-    except psutil.AccessDenied:  # macOS: only root sees every socket; our own processes' sockets are still ours
+    except (psutil.Error, OSError):  # macOS: only root sees every socket (AccessDenied); ours are still readable
         return _holder_by_own_processes(spec, targets)
     if not listening:
         return PortHolder("free", spec.port)
