@@ -74,6 +74,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
             raise ServerError(holder.describe(), foreign_hint(spec))
         if holder.ours and not isinstance(manager, FallbackManager):  # ours, started by hand: the port is taken
             raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+    manager.prepare_logs()  # a planted logs link is refused before anything is said to start
     if isinstance(manager, FallbackManager):
         console.warn(t("service.no_manager", script=manager.home.run_sh))
     label = manager_label(manager.name)
