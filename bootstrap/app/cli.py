@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "download": "download",
     "install": "install",
     "status": "status",
+    "logs": "logs",
     "service": "service",
     "bundle": "bundle",
     "uninstall": "uninstall",
@@ -128,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=t("cli.version"))
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_service,
+    for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
                 _add_bundle, _add_uninstall):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
@@ -190,10 +191,17 @@ def _add_status(sub: Subcommands) -> None:
     status.add_argument("--open", action="store_true", help=t("arg.open_web"))
 
 
+def _add_logs(sub: Subcommands) -> None:
+    logs = _command(sub, "logs")
+    logs.add_argument("-f", "--follow", action="store_true", help=t("arg.logs_follow"))
+    logs.add_argument("-n", "--lines", type=int, metavar="N", help=t("arg.logs_lines"))
+
+
 def _add_service(sub: Subcommands) -> None:
     service = _command(sub, "service")
     service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"], metavar="ACTION",
                          help=t("arg.service_action"))
+    service.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def _add_bundle(sub: Subcommands) -> None:

@@ -31,7 +31,7 @@ from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
-from bootstrap.core.errors import QwenKitError, UsageError
+from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
@@ -416,16 +416,16 @@ def _port_before_download(home: Home, request: InstallRequest, previous: Install
 
 
 def _ours(home: Home, previous: InstallState | None, port: int) -> bool:
-    """Whether what holds ``port`` is this home's server: the recorded one answering or loading, or one a manager of
-    this home runs — the recorded manager, or the start script's (a run killed after it started the server but
-    before it recorded anything leaves that one running; the switch-over stops it first)."""
-    from bootstrap.place.api_key import read_api_key
+    """Whether what holds ``port`` is this home's server: the recorded engine, as the OS tells the socket's owner
+    (``register/server_identity.py``), or one a manager of this home runs — the recorded manager, or the start
+    script's (a run killed after it started the server but before it recorded anything leaves that one running; the
+    switch-over stops it first)."""
     from bootstrap.register import managers
-    from bootstrap.register.server_health import check_health
+    from bootstrap.register.server_identity import port_holder
 
     if previous is not None and previous.server.port == port:
         with contextlib.suppress(QwenKitError, OSError):
-            if check_health(launch_spec(previous, home), read_api_key(home)).state in ("ok", "loading"):
+            if port_holder(launch_spec(previous, home)).ours:  # the OS's word on the socket's owner
                 return True
     names = {managers.recorded_manager(home), "script"} - {None}
     for name in sorted(names, key=str):
@@ -453,9 +453,12 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
 
 
 def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> InstallOutcome:
-    """Nothing to change: make sure the server answers (start it when it does not), and say where it is."""
+    """Nothing to change: make sure this home's server answers (start it when it does not, wait for it while it
+    loads), and say where it is. "Serving" is said only of a server the OS shows to be ours
+    (``register/server_identity.py``); a stranger on the port is named and the run ends (exit 6)."""
     from bootstrap.place.api_key import read_api_key, repair_modes
     from bootstrap.register.server_health import check_health
+    from bootstrap.register.server_identity import foreign_hint, require_ours
 
     repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
@@ -463,6 +466,8 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     if health.state == "ok":
         info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
         return InstallOutcome("unchanged", state)
+    if health.state == "stranger":
+        raise ServerError(health.detail, foreign_hint(spec))
     # Only now the service managers (and the template engine they render with): a serving no-op needs neither.
     from bootstrap.register import managers
     from bootstrap.verify.chat import wait_healthy
@@ -470,10 +475,32 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     info(t("install.starting", state=health.state))
     manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
     try:
-        manager.start()
-        wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,
-                     log_path=manager.log_file, evidence=manager.evidence)
+        if health.state == "loading" and health.holder is not None and health.holder.pid is not None:
+            loading = health.holder.pid  # ours, still loading its model: wait for it rather than start it over
+            wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: _running(loading),
+                         log_path=manager.log_file)
+        else:
+            manager.start()
+            wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: manager.status().active,
+                         log_path=manager.log_file, evidence=manager.evidence)
+        require_ours(spec)
     except QwenKitError as exc:
-        raise type(exc)(exc.message, t("install.hint_start_failed")) from exc
+        # The error as raised: its kind, exit code and named cause kept (an ``EngineFailed`` cannot be rebuilt from
+        # a message alone); a named cause's own hint (what to install) says more than the generic one.
+        from bootstrap.place.engine_failure import EngineFailed
+
+        if not (isinstance(exc, EngineFailed) and exc.hint):
+            exc.hint = t("install.hint_start_failed")
+        raise
     info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
     return InstallOutcome("restarted", state)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (not a zombie)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

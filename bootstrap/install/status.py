@@ -1,8 +1,11 @@
 """What is installed in a home and whether its server answers with its key: the record behind ``qwenkit status``.
 
-Cheap: no file is hashed (sizes only) and each HTTP call has a 3 s limit. The chat page is checked (``GET /`` and
-its files, ``verify/web_page.py``) only while the server is healthy. Problems (a file missing or resized, the
-server down, loading or refusing the key) make the install unhealthy; warnings (a key other users can read, a server
+Cheap: no file is hashed (sizes only) and each HTTP call has a 3 s limit. Before any request, the OS is asked who
+holds the port (``register/server_identity.py``): another program there is named and gets nothing, the key least of
+all. The chat page is checked (``GET /`` and its files, ``verify/web_page.py``) and the server's own figures read
+(context and slots from ``/props``, memory and uptime of its process) only while it is healthy. Problems (a file
+missing or resized, a key that is a link, the server down, loading, refusing the key, or a stranger on the port) make
+the install unhealthy; warnings (a key other users can read, a home or start script every user may change, a server
 reachable from other machines) do not.
 """
 
@@ -11,14 +14,35 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import psutil
+
 from bootstrap.core.console import t
+from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import Home
-from bootstrap.place.api_key import exposed
+from bootstrap.core.home_modes import world_writable
+from bootstrap.place.api_key import exposed, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, require_state, resolve_in_home
-from bootstrap.register.server_health import Health, check_health
+from bootstrap.register.server_health import Health, check_health, server_props
+from bootstrap.register.server_identity import uptime_s
 from bootstrap.verify.web_page import WebPage, check_web_page
+
+
+@dataclass(frozen=True)
+class ServerFigures:
+    """The running server as the OS and the server itself report it (only for a healthy server of this home)."""
+
+    pid: int
+    uptime_s: float | None
+    rss_bytes: int | None  # resident memory of the server process
+    swap_bytes: int | None  # its pages in swap (Linux: ``/proc/<pid>/smaps_rollup``; None where the OS does not say)
+    planned_ram_bytes: int | None  # what the plan predicted for host RAM (``state.json``; None in older records)
+    ctx: int | None  # tokens one request gets (``/props``)
+    slots: int | None  # requests served at the same time (``/props``)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -32,6 +56,7 @@ class StatusReport:
     warnings: tuple[str, ...] = ()  # not wrong enough to stop serving: a key other users can read
     last_failure: FailureRecord | None = None  # the last attempt that failed (an upgrade refused, a start…)
     web_page: WebPage | None = None  # the chat page, checked only while the server is healthy
+    server: ServerFigures | None = None  # the running server's figures, only while it is healthy
 
     @property
     def healthy(self) -> bool:
@@ -67,6 +92,9 @@ class StatusReport:
             "service": self.service,
             "start_script": self.start_script,
             "web_page": None if self.web_page is None else self.web_page.to_json(),
+            "port_holder": None if self.health.holder is None else self.health.holder.to_json(),
+            "server": None if self.server is None else self.server.to_json(),
+            "logs": str(self.home.logs_dir),
         }
 
 
@@ -75,17 +103,43 @@ def collect(home: Home) -> StatusReport:
     state = require_state(home)
     spec = load_launch_spec(home)
     problems = _file_problems(state, home, spec)
-    key = home.api_key_file.read_text(encoding="utf-8").strip() if home.api_key_file.is_file() else ""
-    health = check_health(spec, key)
+    try:
+        key: str | None = read_api_key(home)  # never through a link (``place/api_key.py``)
+    except QwenKitError as exc:
+        key = None
+        problems.append(exc.message)
+    health = check_health(spec, key or "")
     problem = _health_problem(health, spec)
-    if problem:
+    if problem and not (key is None and health.state == "auth"):  # a key we could not read: said above
         problems.append(problem)
     warnings = tuple(t("status.key_exposed", path=path) for path in exposed(home))
+    warnings += tuple(t("modes.world_writable", path=path) for path in world_writable(home))
     if spec.exposed:
         warnings += (t("status.exposed", host=spec.host, endpoint=spec.client_openai_url),)
     page = check_web_page(spec) if not problems else None
+    figures = _figures(state, spec, health, key) if not problems and key else None
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home), page)
+                        load_failure(home), page, figures)
+
+
+def _figures(state: InstallState, spec: LaunchSpec, health: Health, key: str) -> ServerFigures | None:
+    """The healthy server's figures: its process (found by ``check_health``'s look at the port) and ``/props``."""
+    holder = health.holder
+    if holder is None or not holder.ours or holder.pid is None:
+        return None
+    try:
+        proc = psutil.Process(holder.pid)
+    except (psutil.Error, OSError):
+        return None
+    rss = swap = None
+    try:
+        rss = int(proc.memory_info().rss)
+        swap = getattr(proc.memory_full_info(), "swap", None)
+    except (psutil.Error, OSError):
+        pass
+    props = server_props(spec, key)
+    return ServerFigures(holder.pid, uptime_s(proc), rss, None if swap is None else int(swap),
+                         state.server.planned_ram, props.ctx if props else None, props.slots if props else None)
 
 
 def _file_problems(state: InstallState, home: Home, spec: LaunchSpec) -> list[str]:
@@ -100,14 +154,14 @@ def _file_problems(state: InstallState, home: Home, spec: LaunchSpec) -> list[st
             intact = False
         if not intact:
             problems.append(t("status.problem_file", role=record.role, path=path))
-    if not home.api_key_file.is_file():
-        problems.append(t("status.problem_key", path=home.api_key_file))
     return problems
 
 
 def _health_problem(health: Health, spec: LaunchSpec) -> str | None:
     if health.state == "ok":
         return None
+    if health.state == "stranger":
+        return health.detail
     if health.state == "loading":
         return t("status.problem_loading")
     if health.state == "auth":

@@ -33,6 +33,7 @@ from bootstrap.plan.planner import Plan
 from bootstrap.record.state import InstallState, SwitchRecord, launch_spec, relative_to_home
 from bootstrap.register import managers
 from bootstrap.register.base import port_busy
+from bootstrap.register.server_identity import require_ours
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
 from bootstrap.verify import chat
 from bootstrap.verify.chat import VerifyReport
@@ -195,6 +196,7 @@ def _measure(home: Home, spec: LaunchSpec, manager: managers.ServiceManager,
         manager.start()
         chat.wait_healthy(arm.base_url, timeout=how.verify_timeout, log_path=manager.log_file,
                           alive=lambda: manager.status().active, evidence=manager.evidence)
+        require_ours(arm)  # the measurement sends the key: only to this home's server
 
     checked = check_speed(spec, read_api_key(home), how.predicted, restart, timeout=how.verify_timeout)
     return checked, rendered[-1] if rendered else None

@@ -56,6 +56,8 @@ def _check_regular(path: Path) -> os.stat_result | None:
     except OSError as exc:
         raise UsageError(console.t("apikey.io", path=path, reason=os_reason(exc)),
                          console.t("apikey.hint.install")) from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(console.t("apikey.link", path=path), console.t("apikey.hint.remove"))
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
     return st
@@ -67,7 +69,8 @@ def _ensure_dir(home: Home) -> None:
     folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)  # the mode is filtered by the umask: chmod below
     st = folder.lstat()
     if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(console.t("apikey.not_file", path=folder), console.t("apikey.hint.remove"))
+        raise UsageError(console.t("apikey.link" if stat.S_ISLNK(st.st_mode) else "apikey.not_file", path=folder),
+                         console.t("apikey.hint.remove"))
     if not _is_posix():
         _restrict_windows_acl(folder)
     elif stat.S_IMODE(st.st_mode) != DIR_MODE:
@@ -99,9 +102,36 @@ def _restrict_windows_acl(folder: Path) -> None:
         console.warn(console.t("apikey.acl_failed", path=folder, detail=detail[0]))
 
 
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; on Windows the lstat before the open is the check
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted in the key's place must not block the open
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
 def _read_raw(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(_MAX_READ + 1)
+    """At most ``_MAX_READ + 1`` bytes of the key file, never through a link: ``O_NOFOLLOW`` closes the moment
+    between the ``lstat`` check and the open, and anything but a regular file is refused after it."""
+    fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
+        if _O_NONBLOCK:
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(_MAX_READ + 1)
+    finally:
+        os.close(fd)
+
+
+def _check_folder(home: Home) -> None:
+    """``secrets/`` itself must be a real folder: a link there would send every read and write of the key to
+    wherever it points (``lstat`` on the file alone follows a linked parent)."""
+    try:
+        st = home.secrets_dir.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(console.t("apikey.link" if stat.S_ISLNK(st.st_mode) else "apikey.not_file",
+                                   path=home.secrets_dir), console.t("apikey.hint.remove"))
 
 
 def _parse(raw: bytes) -> str | None:
@@ -163,7 +193,8 @@ def _others_can_use(path: Path, folder: bool) -> bool | None:
     except FileNotFoundError:
         return None
     if not (stat.S_ISDIR if folder else stat.S_ISREG)(st.st_mode):
-        raise UsageError(console.t("apikey.not_file", path=path), console.t("apikey.hint.remove"))
+        raise UsageError(console.t("apikey.link" if stat.S_ISLNK(st.st_mode) else "apikey.not_file", path=path),
+                         console.t("apikey.hint.remove"))
     return bool(stat.S_IMODE(st.st_mode) & 0o077)
 
 
@@ -197,6 +228,7 @@ def read_api_key(home: Home) -> str:
     """The key clients send as ``Authorization: Bearer <key>`` (verify stage, status, examples)."""
     path = home.api_key_file
     try:
+        _check_folder(home)
         if _check_regular(path) is None:
             raise UsageError(console.t("apikey.missing", path=path), console.t("apikey.hint.install"))
         raw = _read_raw(path)

@@ -92,6 +92,7 @@ class ServerRecord:
     fit_args: tuple[str, ...] | None = None  # llama-fit-params' advice, when it ran
     retried: str | None = None  # the first start ran out of memory: why the recorded plan is smaller
     switch_over: SwitchRecord | None = None  # an upgrade's measured gap (None: a first install)
+    planned_ram: int | None = None  # bytes of host RAM the plan predicted (``MemoryEstimate.host_total``)
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,12 @@ def _read_server(r: FieldReader) -> ServerRecord:
                         args=r.strings("args"), plan_args=r.strings("plan_args"),
                         tuned_by=r.choice("tuned_by", ("plan", "fit")),
                         fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"),
-                        switch_over=_read_switch(switch))
+                        switch_over=_read_switch(switch), planned_ram=_report_bytes(r.doc.get("planned_ram")))
+
+
+def _report_bytes(value: Any) -> int | None:
+    """A figure kept for reports only: anything but a non-negative integer reads as None, never as a damaged record."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _read_switch(doc: Any) -> SwitchRecord | None:

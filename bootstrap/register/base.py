@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bootstrap.core.console import t
-from bootstrap.core.errors import ServerError
+from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.messages import MESSAGES
 from bootstrap.core.processes import DEFAULT_TIMEOUT_S, run_command
@@ -62,6 +62,17 @@ def port_busy(host: str, port: int, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def safe_logs_dir(home: Home, *files: Path) -> Path:
+    """``<home>/logs``, created when missing; a link there, or in place of one of ``files`` inside it, is refused
+    (``UsageError``, exit 2, naming it): nothing is written or read through it."""
+    folder = home.logs_dir
+    for path in (folder, *files):
+        if path.is_symlink():
+            raise UsageError(t("logs.err_link", path=path), t("logs.hint_link"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,17 @@ class ServiceManager(ABC):
         log = self.log_file
         return Evidence(self.last_exit(), read_log_tail(log) if log is not None else "",
                         None if log is None else str(log))
+
+    def log_command(self, lines: int, follow: bool) -> list[str] | None:
+        """The command that shows the server's log when the manager keeps it outside a file (the systemd journal);
+        None: it is ``log_file``."""
+        return None
+
+    def prepare_logs(self) -> None:
+        """Before a start: ``<home>/logs`` made when missing, and neither it nor the log file a link, which would
+        send the server's output (appended by us, launchd, WinSW or llama-server itself) wherever it points."""
+        if self.log_file is not None:
+            safe_logs_dir(self.home, self.log_file)
 
     @property
     def start_script(self) -> Path:

@@ -114,9 +114,11 @@ class FallbackManager(ServiceManager):
         self._require_script()
         self.stop()
         self.home.run_dir.mkdir(parents=True, exist_ok=True)
-        self.home.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.prepare_logs()
         try:
-            with open(self.log_file, "ab") as log:
+            # O_NOFOLLOW: a link planted after the check above is refused here rather than appended through.
+            fd = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "ab") as log:
                 proc = subprocess.Popen([SHELL, str(self.home.run_sh)], cwd=self.home.root, stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
         except OSError as exc:

@@ -93,13 +93,14 @@ class LaunchdManager(ServiceManager):
         return self.run("launchctl", "print", self.service_target, timeout=10).returncode == 0
 
     def install(self, spec: LaunchSpec) -> None:
-        self.home.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd creates the log file, not its folder
+        self.prepare_logs()  # launchd creates the log file, not its folder
         write_rendered(self.home_copy, render_plist(self.home))
         copy_file(self.home_copy, self.agent_plist)
         if self._loaded():  # an old definition stays in force until unloaded
             self.run("launchctl", "bootout", self.service_target)
 
     def start(self) -> None:
+        self.prepare_logs()
         if self._loaded():
             self.must("launchctl", "kickstart", "-k", self.service_target)  # -k: kill the running one first
         else:

@@ -172,10 +172,15 @@ class SystemdManager(ServiceManager):
             return ExitInfo(signal=int(status))
         return ExitInfo(code=int(status)) if int(code) == CLD_EXITED else None
 
+    def log_command(self, lines: int, follow: bool) -> list[str]:
+        """``journalctl [--user] -u qwenclientkit.service -n N [-f]``: the unit's stdout and stderr are in the
+        journal, as the server wrote them (``-o cat``: without journald's prefixes)."""
+        return ["journalctl", *(["--user"] if self.scope == "user" else []), "-u", UNIT, "-n", str(lines),
+                *(["-f"] if follow else []), "--no-pager", "-o", "cat"]
+
     def evidence(self) -> Evidence:
         """The unit's last journal lines (its stdout and stderr go to the journal)."""
-        argv = ["journalctl", *(["--user"] if self.scope == "user" else []), "-u", UNIT, "-n", str(JOURNAL_LINES),
-                "--no-pager", "-o", "cat"]
+        argv = self.log_command(JOURNAL_LINES, follow=False)
         result = self.run(*argv, timeout=15)
         text = result.stdout if result.returncode == 0 else ""
         return Evidence(self.last_exit(), text, " ".join(argv[: argv.index("-n")]))

@@ -111,12 +111,13 @@ class TaskSchedulerManager(ServiceManager):
         return result.stdout.strip() if result.returncode == 0 else ""
 
     def install(self, spec: LaunchSpec) -> None:
-        self.home.logs_dir.mkdir(parents=True, exist_ok=True)  # llama-server opens its log file, not the folder
+        self.prepare_logs()  # llama-server opens its log file, not the folder
         write_task_xml(self.xml_path, render_task_xml(self.home, user_id=self.user_id))
         # /F replaces an existing task of that name (a rerun) without a prompt.
         self.must("schtasks", "/Create", "/TN", TASK_NAME, "/XML", str(self.xml_path), "/F")
 
     def start(self) -> None:
+        self.prepare_logs()
         if self._state() == "Running":  # IgnoreNew would silently keep the old instance (mode 8)
             self.run("schtasks", "/End", "/TN", TASK_NAME)
         self.must("schtasks", "/Run", "/TN", TASK_NAME)

@@ -95,11 +95,12 @@ class WinswManager(ServiceManager):
             self.must(self.exe, "uninstall")
         if Path(source).resolve() != self.exe.resolve():
             copy_file(Path(source), self.exe)
-        self.home.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.prepare_logs()
         write_rendered(self.xml_path, render_winsw_xml(spec, self.home), newline="\r\n")
         self.must(self.exe, "install")
 
     def start(self) -> None:
+        self.prepare_logs()
         self.must(self.exe, "restart" if self._state() == "Started" else "start")
 
     def stop(self) -> None:

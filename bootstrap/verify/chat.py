@@ -1,7 +1,9 @@
 """The verify stage: prove the installed server answers like the OpenAI API, with its key, and measure it.
 
 Order matters: ``/health`` first (llama-server answers 503 ``Loading model`` on every endpoint until the weights
-are in, then 200 ``{"status":"ok"}``), then ``/v1/models`` with the key (the alias must be listed), then a chat
+are in, then 200 ``{"status":"ok"}``), then the OS is asked whether the socket that answered is this home's server
+(``register/server_identity.py``: the key is never sent to another program on the port), then ``/v1/models`` with
+the key (the alias must be listed), then a chat
 request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
 the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
 ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
@@ -30,6 +32,7 @@ from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
+from bootstrap.register.server_identity import require_ours
 from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
@@ -298,6 +301,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
     """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
     health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive,
                                evidence=evidence)
+    require_ours(spec)  # the key goes only to this home's server, never to whatever answered on the port
     auth = {"Authorization": f"Bearer {api_key}"}
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:

@@ -86,10 +86,17 @@ def web_page_lines(page: WebPage, key_file: str) -> list[str]:
 
 
 def open_web_ui(spec: LaunchSpec, page: WebPage | None = None) -> bool:
-    """Open the chat page in the browser when it loads (checked here unless ``page`` is given); else say why not."""
+    """Open the chat page in the browser when it loads (checked here unless ``page`` is given); else say why not.
+
+    Said after the fact: ``webbrowser.open`` returns False where no browser can be started (SSH, WSL, a machine
+    without a display), and then the user is told to open the address themselves instead of waiting for nothing."""
     page = page or check_web_page(spec)
     if not page.loads:
         warn(t("verify.not_opening", reason=page.reason))
         return False
-    info(t("verify.opening", url=spec.base_url))
-    return webbrowser.open(f"{spec.base_url}/")
+    url = f"{spec.base_url}/"
+    if webbrowser.open(url):
+        info(t("open.opened", url=url))
+        return True
+    warn(t("open.no_browser", url=url))
+    return False

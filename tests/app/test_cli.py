@@ -25,7 +25,7 @@ from bootstrap.core.errors import (
 )
 from bootstrap.core.messages import MESSAGES
 
-CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "service", "bundle", "uninstall"]
+CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle", "uninstall"]
 # A minimal invocation of each command that parses (its arguments are part of the contract).
 INVOCATIONS = {
     "doctor": ["doctor", "--json"],
@@ -35,6 +35,7 @@ INVOCATIONS = {
     "install": ["install", "qwen3.6-35b-a3b:UD-IQ4_XS", "--source", "modelscope", "--home", "h", "--host",
                 "127.0.0.1", "--port", "8081", "--no-service", "--yes", "--thinking", "off"],
     "status": ["status", "--json"],
+    "logs": ["logs", "-f", "-n", "20"],
     "service": ["service", "status"],
     "bundle": ["bundle", "create", "--out", "usb", "--platform", "linux-x64", "--platform", "windows-x64-cpu"],
     "uninstall": ["uninstall", "--keep-models", "--yes"],

@@ -40,7 +40,7 @@ ALLOWED = frozenset({
 })
 # The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
-COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "service", "bundle",
+COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
                            "uninstall", "start", "stop", "create", "verify", "auto", "modelscope", "curl"})
 _NOT_PROSE = [
     re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave

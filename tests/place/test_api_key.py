@@ -138,8 +138,43 @@ def test_a_link_is_refused(home: Home, tmp_path: Path) -> None:
     home.api_key_file.symlink_to(target)
     with pytest.raises(UsageError) as info:
         ensure_api_key(home)
-    assert "not a regular file" in info.value.message
+    assert info.value.message == f"{home.api_key_file} is a link; the API key is never read or written through a " \
+                                 "link (it could point anywhere)"
     assert _mode(target) == 0o644  # the link was not followed by chmod
+
+
+def test_the_key_is_never_read_through_a_link(home: Home, tmp_path: Path) -> None:
+    """A planted ``secrets/api-key`` link (issue 24): before, ``read_api_key`` followed it and the target's content
+    became the key sent to the server. Now the read is refused, naming the link (exit 2), for a link to a file and
+    for one to a FIFO (whose open would block forever if it were followed)."""
+    target = tmp_path / "planted"
+    target.write_text("sk-planted-0123456789abcdef\n")
+    home.secrets_dir.mkdir(parents=True)
+    home.api_key_file.symlink_to(target)
+    with pytest.raises(UsageError) as info:
+        read_api_key(home)
+    assert exit_code_for(info.value) == 2 and str(home.api_key_file) in info.value.message
+    assert "is a link" in info.value.message and "sk-planted" not in info.value.message
+    home.api_key_file.unlink()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    home.api_key_file.symlink_to(fifo)
+    with pytest.raises(UsageError, match="is a link"):
+        read_api_key(home)
+
+
+def test_a_linked_secrets_folder_is_refused(home: Home, tmp_path: Path) -> None:
+    """``secrets`` itself a link to another folder holding a plain ``api-key``: ``lstat`` of the file alone would
+    follow the folder's link; the folder is checked too."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "api-key").write_text("sk-planted-0123456789abcdef\n")
+    home.root.mkdir(parents=True, exist_ok=True)
+    home.secrets_dir.symlink_to(elsewhere, target_is_directory=True)
+    for call in (read_api_key, ensure_api_key):
+        with pytest.raises(UsageError) as info:
+            call(home)
+        assert info.value.message.startswith(f"{home.secrets_dir} is a link")
 
 
 def test_rotate_writes_a_new_key(home: Home, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,12 +2,15 @@
 
 The states a server really goes through (ok, loading, auth refused, another model) are checked against the test
 bed's llama-server; the ones a healthy llama-server will not produce on demand (a 503 while loading, a broken
-``/v1/models`` answer, a hang) against a small HTTP server that answers as llama-server does.
+``/v1/models`` answer, a hang) against a small HTTP server that answers as llama-server does, through
+``ask_server`` (the HTTP half). ``check_health`` itself asks the OS first who holds the port: to it, that small
+server is a stranger (it is this Python process, not the home's engine), which is named and gets nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import threading
@@ -20,17 +23,19 @@ import pytest
 
 from bootstrap.core.console import t
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.register.server_health import HEALTH_STATES, Health, check_health
+from bootstrap.register.server_health import HEALTH_STATES, Health, ask_server, check_health
 from tests.support.llama import LlamaServer
 
 KEY = "sk-local-0123456789"
 ALIAS = "qwen3.6-35b-a3b"
 
 
-def spec_for(tmp_path: Path, port: int, *, alias: str = ALIAS, host: str = "127.0.0.1") -> LaunchSpec:
-    """A launch spec whose only parts ``check_health`` reads are the address and the alias."""
+def spec_for(tmp_path: Path, port: int, *, alias: str = ALIAS, host: str = "127.0.0.1",
+             server: Path | None = None) -> LaunchSpec:
+    """A launch spec whose only parts ``check_health`` reads are the address, the alias and the engine (``server``:
+    the binary whose process counts as this install's server)."""
     engine = tmp_path / "engine"
-    return LaunchSpec(home=tmp_path, system="Linux", engine_dir=engine, server=engine / "llama-server",
+    return LaunchSpec(home=tmp_path, system="Linux", engine_dir=engine, server=server or engine / "llama-server",
                       model=tmp_path / "m.gguf", mmproj=None, args=(), alias=alias,
                       api_key_file=tmp_path / "secrets" / "api-key", host=host, port=port)
 
@@ -125,7 +130,7 @@ def closed_port() -> int:
 def test_ok_sends_the_key_only_where_it_is_needed(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     """Healthy and listing the alias is "ok"; ``/health`` is public and gets no key, ``/v1/models`` gets it."""
     script, port = stand_in
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("ok", "", (ALIAS,))
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("ok", "", (ALIAS,))
     assert script.seen == [("/health", None), ("/v1/models", f"Bearer {KEY}")]
 
 
@@ -133,7 +138,7 @@ def test_loading_is_a_503_on_health(stand_in: tuple[Script, int], tmp_path: Path
     """llama-server answers 503 while it loads the model: "loading", and the key is not tried yet."""
     script, port = stand_in
     script.health = 503
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("loading", "503")
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("loading", "503")
     assert [path for path, _ in script.seen] == ["/health"]
 
 
@@ -142,26 +147,27 @@ def test_a_refused_key_is_auth(stand_in: tuple[Script, int], tmp_path: Path, mod
     """The server is up but refuses the key on record (a key file replaced by hand): "auth", not "down"."""
     script, port = stand_in
     script.models = models
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("auth", f"HTTP {models}")
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("auth", f"HTTP {models}")
 
 
 def test_a_wrong_key_is_auth(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     _, port = stand_in
-    assert check_health(spec_for(tmp_path, port), "sk-wrong").state == "auth"
+    assert ask_server(spec_for(tmp_path, port), "sk-wrong").state == "auth"
 
 
 def test_another_model_is_no_model_and_lists_what_is_served(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     """Something else answers on our port (another llama-server): "no_model", naming what it serves."""
     script, port = stand_in
     script.ids = ("gemma-3-270m", "other")
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("no_model", "gemma-3-270m, other",
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("no_model", "gemma-3-270m, other",
                                                                  ("gemma-3-270m", "other"))
     script.ids = ()
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("no_model", "", ())
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("no_model", "", ())
 
 
-def test_nothing_listening_is_down(tmp_path: Path) -> None:
-    health = check_health(spec_for(tmp_path, closed_port()), KEY)
+@pytest.mark.parametrize("ask", [ask_server, check_health])
+def test_nothing_listening_is_down(tmp_path: Path, ask: object) -> None:
+    health = ask(spec_for(tmp_path, closed_port()), KEY)  # type: ignore[operator]
     assert (health.state, health.detail) == ("down", t("health.down_refused"))  # in the UI language
 
 
@@ -170,7 +176,7 @@ def test_other_statuses_are_down_with_the_status(stand_in: tuple[Script, int], t
                                                  status: int) -> None:
     script, port = stand_in
     setattr(script, where, status)
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("down", f"HTTP {status}")
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("down", f"HTTP {status}")
 
 
 @pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b'"text"'])
@@ -178,13 +184,13 @@ def test_a_broken_models_answer_is_down(stand_in: tuple[Script, int], tmp_path: 
     """A 200 that is not llama-server's object (a proxy's page, another program) is "down", never a crash."""
     script, port = stand_in
     script.body = body
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("down", "bad /v1/models answer")
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("down", "bad /v1/models answer")
 
 
 def test_entries_that_are_not_objects_are_skipped(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     script, port = stand_in
     script.body = json.dumps({"data": ["x", None, 7, {"id": ALIAS}]}).encode()
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("ok", "", (ALIAS,))
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("ok", "", (ALIAS,))
 
 
 @pytest.mark.parametrize("data", [None, 5])
@@ -195,14 +201,14 @@ def test_a_models_answer_whose_data_is_not_a_list_is_down(stand_in: tuple[Script
     ``qwenkit status`` (exit 1, a traceback under --debug)."""
     script, port = stand_in
     script.body = json.dumps({"object": "list", "data": data}).encode()
-    assert check_health(spec_for(tmp_path, port), KEY) == Health("down", "bad /v1/models answer")
+    assert ask_server(spec_for(tmp_path, port), KEY) == Health("down", "bad /v1/models answer")
 
 
 def test_a_frozen_server_is_down_after_the_timeout(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     """A server that accepts and never answers costs ``timeout``, then reads as "down" (status never hangs)."""
     script, port = stand_in
     script.hang = threading.Event()
-    health = check_health(spec_for(tmp_path, port), KEY, timeout=0.3)
+    health = ask_server(spec_for(tmp_path, port), KEY, timeout=0.3)
     assert (health.state, health.detail) == ("down", t("health.down_silent", seconds="0.3"))
 
 
@@ -215,28 +221,43 @@ def test_proxy_variables_are_ignored(stand_in: tuple[Script, int], tmp_path: Pat
         monkeypatch.setenv(name, dead_proxy)
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert check_health(spec_for(tmp_path, port), KEY).state == "ok"
+    assert ask_server(spec_for(tmp_path, port), KEY).state == "ok"
 
 
 def test_a_wildcard_bind_is_checked_through_loopback(stand_in: tuple[Script, int], tmp_path: Path) -> None:
     """``--host 0.0.0.0`` is reached on 127.0.0.1: the installer's own check does not need the LAN address."""
     _, port = stand_in
-    assert check_health(spec_for(tmp_path, port, host="0.0.0.0"), KEY).state == "ok"
+    assert ask_server(spec_for(tmp_path, port, host="0.0.0.0"), KEY).state == "ok"
+
+
+def test_a_stand_in_on_the_port_is_a_stranger_and_gets_nothing(stand_in: tuple[Script, int],
+                                                               tmp_path: Path) -> None:
+    """The stand-in answers exactly as a healthy llama-server would, but the OS says the socket belongs to this
+    Python process, not to the home's engine: "stranger", named by PID, and not one request reaches it."""
+    script, port = stand_in
+    health = check_health(spec_for(tmp_path, port), KEY)
+    assert health.state == "stranger" and health.holder is not None
+    assert health.holder.pid == os.getpid() and health.detail.startswith(f"port {port} is held by PID {os.getpid()}")
+    assert script.seen == []
 
 
 def test_the_real_llama_server(llama_server: Path, tiny_models: dict[str, Path], tmp_path: Path) -> None:
-    """The test bed's llama-server with an API key: ok with the key, auth without it, no_model for another alias,
-    down once stopped. Every state the function returns is one of HEALTH_STATES."""
+    """The test bed's llama-server with an API key, as this install's engine: ok with the key, auth without it,
+    no_model for another alias, down once stopped; to a spec naming another engine it is a stranger. Every state the
+    function returns is one of HEALTH_STATES."""
     seen = []
     with LlamaServer(llama_server, tiny_models["llama"], ["-c", "256", "-np", "1", "-t", "1", "--alias", ALIAS],
                      api_key=KEY) as server:
-        spec = spec_for(tmp_path, server.port)
+        spec = spec_for(tmp_path, server.port, server=llama_server)
         seen.append(check_health(spec, KEY))
-        assert seen[-1] == Health("ok", "", (ALIAS,))
+        assert (seen[-1].state, seen[-1].models) == ("ok", (ALIAS,))
+        assert seen[-1].holder is not None and seen[-1].holder.ours
         seen.append(check_health(spec, "sk-wrong"))
-        assert seen[-1] == Health("auth", "HTTP 401")
-        seen.append(check_health(spec_for(tmp_path, server.port, alias="other"), KEY))
+        assert (seen[-1].state, seen[-1].detail) == ("auth", "HTTP 401")
+        seen.append(check_health(spec_for(tmp_path, server.port, alias="other", server=llama_server), KEY))
         assert seen[-1].state == "no_model" and seen[-1].models == (ALIAS,)
+        seen.append(check_health(spec_for(tmp_path, server.port), KEY))  # another home's engine: not ours
+        assert seen[-1].state == "stranger" and "llama-server" in seen[-1].detail
     seen.append(check_health(spec, KEY))
     assert seen[-1].state == "down"
     assert {h.state for h in seen} <= set(HEALTH_STATES)

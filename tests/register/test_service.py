@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import time
@@ -470,6 +471,26 @@ def test_fallback_stop_with_a_generation_in_flight_is_bounded(gemma_install: tup
         again.bind(("127.0.0.1", spec.port))
 
 
+def test_start_says_the_model_is_still_loading_at_the_bound(gemma_install: tuple[Home, LaunchSpec],
+                                                            tmp_path: Path) -> None:
+    """``service start`` waits for the model up to its bound; a server still loading then (the real Gemma takes
+    over a second; the bound here is 0.3 s) is said as such, with the time waited (exit 6: not ready yet), and it
+    goes on loading: it answers a moment later."""
+    home, spec = gemma_install
+    probe = HostProbe(systemd_booted=False, is_root=False, user="li", uid=1000, user_home=tmp_path / "nowhere")
+    args = argparse.Namespace(command="service", action="start", home=str(home.root))
+    try:
+        with pytest.raises(ServerError) as info:
+            service_command.run(args, load_spec=lambda _home: spec, probe=probe, wait_s=0.3)
+        assert info.value.exit_code == ExitCode.SERVER
+        assert re.fullmatch(r"the server was started \(script\) but is still loading the model after \d+ s",
+                            info.value.message)
+        assert "'qwenkit status' says when it is ready" in str(info.value.hint)
+        _wait(lambda: _health(f"{spec.base_url}/health") == 200, "/health 200 after the bound")
+    finally:
+        FallbackManager(home).stop()
+
+
 def test_fallback_never_kills_a_reused_pid(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     bystander = subprocess.Popen(["sleep", "60"])
     try:
@@ -520,10 +541,13 @@ def test_command_end_to_end(real_install: tuple[Home, LaunchSpec], tmp_path: Pat
     assert _run("install", home, spec, tmp_path) == 0
     try:
         err = capsys.readouterr().err
-        assert "No service manager here" in err and f"Server started (script): {spec.openai_base_url}" in err
-        _wait(lambda: _health(f"{spec.base_url}/health") == 200, "/health 200")
+        assert "No service manager here" in err
+        assert re.search(rf"Server ready after [\d.]+ s \(script\): {re.escape(spec.openai_base_url)}", err)
+        assert _health(f"{spec.base_url}/health") == 200  # ready when the start returns
         assert _run("status", home, spec, tmp_path) == 0
-        assert "manager: script, installed: yes, active: yes, enabled: no (pid " in capsys.readouterr().err
+        pid = int((home.run_dir / "server.pid").read_text())
+        assert capsys.readouterr().err.strip() == (f"The server runs under script (PID {pid}) and answers at "
+                                                   f"{spec.openai_base_url}. It does not start by itself at boot.")
         assert _run("stop", home, spec, tmp_path) == 0
         assert _health(f"{spec.base_url}/health") == 0
     finally:

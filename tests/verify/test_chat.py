@@ -288,3 +288,17 @@ def test_a_long_load_shows_a_line_now_and_then_with_what_the_server_says(
     assert 3 <= len(lines) - 1 <= 5 and "\r" not in "".join(lines)  # one line a "LINE_EVERY", no redraws
     for line in lines[1:]:
         assert re.fullmatch(rf"loading the model\.\.\. \d s \({re.escape(detail)}\)", line), line
+
+
+def test_the_key_goes_to_no_stranger_that_answers_health(tmp_path: Path) -> None:
+    """Issue 24: what answers ``/health`` 200 on the port is not proof that it is our server (ours may have failed
+    to bind while a stranger holds the port). ``verify_server`` asks the OS who holds the socket before the first
+    request that carries the key: a stranger gets only the public ``/health`` poll, never the key (exit 6)."""
+    from tests.support.stranger import Stranger
+
+    spec = _spec(tmp_path, tmp_path / "engine", tmp_path / "m.gguf", TINY_ARGS)
+    with Stranger(spec.port, tmp_path / "seen.jsonl") as stranger, pytest.raises(ServerError) as info:
+        verify_server(spec, KEY, timeout=30)
+    assert info.value.exit_code == ExitCode.SERVER
+    assert info.value.message.startswith(f"port {spec.port} is held by PID {stranger.pid} (")
+    assert [(r["path"], r["authorization"]) for r in stranger.requests()] == [("/health", None)]

@@ -18,6 +18,7 @@ from bootstrap.app.check_table import render_table
 from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.home import resolve_home
+from bootstrap.core.home_modes import world_writable
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.detect.profile import detect
 from bootstrap.plan.engine_variant import check_engine, cuda_toolkit_hint
@@ -41,9 +42,12 @@ def report(profile: HardwareProfile, seconds: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    profile = detect(resolve_home(getattr(args, "home", None)).root, engine=check_engine, reach=True)
+    home = resolve_home(getattr(args, "home", None))
+    profile = detect(home.root, engine=check_engine, reach=True)
     if getattr(args, "json", False):
         console.emit_json(profile.to_json())
     else:
         report(profile, time.perf_counter() - started)
+    for path in world_writable(home):  # stderr, also with --json: its stdout stays the profile alone
+        console.warn(t("modes.world_writable", path=path))
     return 0

@@ -1,26 +1,35 @@
 """``qwenkit service install|start|stop|status|uninstall``: the register stage on what is installed in the home.
 
 Glue only: the home, the installed ``LaunchSpec`` (from ``bootstrap.record.state``), the manager (the recorded one, else
-this machine's best), then one action and one localized result line. ``install`` also starts the server, after
-checking that no other program holds the port (docs/field-failures.md, failure mode 8). Exit 2 when nothing is
-installed, 6 when the manager refuses or the server cannot start.
+this machine's best), then one action and a localized result. ``install`` also starts the server.
+
+``start`` first asks the OS who holds the port (``register/server_identity.py``): another program there is named by
+its PID and the start stops (docs/field-failures.md, failure mode 8). It then waits, up to ``START_WAIT_S``, until
+``/health`` answers 200 (the elapsed time shown while the model loads) and the socket is this home's server; a
+server still loading at the bound is said with the time waited (exit 6: not ready yet, and scripts must not go on
+as if it were). ``status`` is one plain sentence (and ``--json`` for scripts): who runs the server, whether it
+answers, and whether it starts by itself. Exit 2 when nothing is installed, 6 when the manager refuses, the server
+cannot start, is not ready in time, or a stranger holds the port.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from bootstrap.core import console
 from bootstrap.core.console import t
-from bootstrap.core.errors import ServerError, UsageError
+from bootstrap.core.errors import ExitCode, ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
 from bootstrap.detect.privileges import is_admin
+from bootstrap.place.engine_failure import EngineFailed
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
-from bootstrap.register.base import Runner, manager_label, port_busy
+from bootstrap.register.base import Runner, ServiceStatus, manager_label
 from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
@@ -31,6 +40,12 @@ from bootstrap.register.managers import (
     this_system,
     uninstall_service,
 )
+from bootstrap.register.server_health import public_health
+from bootstrap.register.server_identity import PortHolder, foreign_hint, port_holder, require_ours
+
+START_WAIT_S = 300.0  # as long as an install's verify waits for the model to load
+# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
+out = getattr(console, "out", console.info)
 
 SpecLoader = Callable[[Home], "LaunchSpec | None"]
 
@@ -42,10 +57,6 @@ def load_installed_spec(home: Home) -> LaunchSpec | None:
     return None if state is None else launch_spec(state, home)
 
 
-def _yes_no(flag: bool) -> str:
-    return t("service.yes") if flag else t("service.no")
-
-
 def _nothing_installed(home: Home) -> UsageError:
     return UsageError(t("service.err_nothing_installed", home=home.root), t("service.hint_install"))
 
@@ -55,18 +66,84 @@ def _shown_path(manager: ServiceManager) -> Path:
     return manager.home.run_sh if isinstance(manager, FallbackManager) else manager.definition_paths[0]
 
 
-def _start(manager: ServiceManager, spec: LaunchSpec) -> None:
-    if not manager.status().active and port_busy(spec.connect_host, spec.port):
-        raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_WAIT_S) -> None:
+    """Start (only when the port is free or already ours), then wait for the model, bounded by ``wait_s``."""
+    if not manager.status().active:
+        holder = port_holder(spec)
+        if holder.foreign:
+            raise ServerError(holder.describe(), foreign_hint(spec))
+        if holder.ours and not isinstance(manager, FallbackManager):  # ours, started by hand: the port is taken
+            raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
+    manager.prepare_logs()  # a planted logs link is refused before anything is said to start
     if isinstance(manager, FallbackManager):
         console.warn(t("service.no_manager", script=manager.home.run_sh))
+    label = manager_label(manager.name)
+    started = time.monotonic()
     manager.start()
-    console.info(t("service.started", manager=manager_label(manager.name), url=spec.client_openai_url))
+    from bootstrap.verify.chat import wait_healthy  # late: the verify stage's HTTP code, only for a start
+
+    try:
+        wait_healthy(spec.base_url, timeout=wait_s, log_path=manager.log_file, alive=lambda: manager.status().active,
+                     evidence=manager.evidence)
+    except EngineFailed:
+        raise
+    except ServerError as exc:  # the bound, with the server still running: it is loading, said as such
+        if not manager.status().active:
+            raise
+        raise ServerError(t("service.still_loading", manager=label, seconds=int(time.monotonic() - started)),
+                          t("service.hint_still_loading")) from exc
+    require_ours(spec)  # what answered is this home's server, not a program that took the port meanwhile
+    console.info(t("service.ready", manager=label, seconds=f"{time.monotonic() - started:.1f}",
+                   url=spec.client_openai_url))
+
+
+def _say_status(status: ServiceStatus, spec: LaunchSpec | None, holder: PortHolder | None) -> tuple[str, str | None]:
+    """One or two sentences a person reads for ``service status``, and the server's ``/health`` state (None when it
+    was not asked: nothing of ours listens)."""
+    label = manager_label(status.manager)
+    health: str | None = None
+    if spec is not None and holder is not None and holder.ours:
+        health = public_health(spec).state
+        if not status.active:
+            said = [t("service.say_outside", pid=holder.pid, manager=label)]
+        elif health == "ok":
+            said = [t("service.say_ready", manager=label, pid=holder.pid, url=spec.client_openai_url)]
+        elif health == "loading":
+            said = [t("service.say_loading", manager=label, pid=holder.pid)]
+        else:
+            said = [t("service.say_unanswering", manager=label, pid=holder.pid, detail=status.detail or health)]
+    elif holder is not None and holder.foreign:
+        said = [t("service.say_foreign", detail=holder.describe())]
+        if status.active:
+            said.append(t("service.say_active_elsewhere", manager=label, port=holder.port))
+    elif status.active:
+        said = [t("service.say_active_free", manager=label, port=spec.port if spec else "?")]
+    elif status.installed:
+        said = [t("service.say_stopped", manager=label)]
+    else:
+        said = [t("service.say_unregistered", manager=label)]
+    if status.installed:
+        said.append(t("service.say_boot_on" if status.enabled else "service.say_boot_off"))
+    if not status.active and not (holder is not None and holder.ours):
+        said.append(t("service.say_start"))
+    return console.join_sentences(*said), health
+
+
+def _status(manager: ServiceManager, spec: LaunchSpec | None, as_json: bool) -> int:
+    status = manager.status()
+    holder = port_holder(spec) if spec is not None else None
+    sentence, health = _say_status(status, spec, holder)
+    if as_json:
+        console.emit_json({**asdict(status), "health": health,
+                           "port_holder": None if holder is None else holder.to_json(), "said": sentence})
+    else:
+        out(sentence)
+    return int(ExitCode.SERVER if holder is not None and holder.foreign else ExitCode.OK)
 
 
 def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec, probe: HostProbe | None = None,
-        runner: Runner = run_command, winsw: Path | None = None) -> int:
-    """One service action; ``load_spec``/``probe``/``runner``/``winsw`` are for the installer and tests."""
+        runner: Runner = run_command, winsw: Path | None = None, wait_s: float = START_WAIT_S) -> int:
+    """One service action; ``load_spec``/``probe``/``runner``/``winsw``/``wait_s`` are for the installer and tests."""
     home = resolve_home(getattr(args, "home", None))
     spec = load_spec(home)
     manager = choose_manager(this_system(), home, admin=is_admin(), probe=probe, runner=runner, winsw=winsw,
@@ -78,18 +155,14 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
         if action == "install":
             install_service(manager, spec)
             console.info(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
-        _start(manager, spec)
+        _start(manager, spec, wait_s=wait_s)
     elif action == "stop":
         manager.stop()
         console.info(t("service.stopped", manager=manager_label(manager.name)))
     elif action == "status":
         if spec is None and recorded_manager(home) is None:
             raise _nothing_installed(home)
-        status = manager.status()
-        console.info(t("service.status_line", manager=manager_label(status.manager),
-                       installed=_yes_no(status.installed), active=_yes_no(status.active),
-                       enabled=_yes_no(status.enabled),
-                       detail=console.aside(status.detail) if status.detail else ""))
+        return _status(manager, spec, bool(getattr(args, "json", False)))
     elif action == "uninstall":
         uninstall_service(manager)
         console.info(t("service.uninstalled", manager=manager_label(manager.name)))

@@ -1,7 +1,13 @@
 """``qwenkit status [--json] [--open]``: what is installed in this home and whether the server answers with its key.
 
-Exit 0 when healthy, 6 when something is installed but not serving (so scripts can ``qwenkit status || …``),
-2 when nothing is installed. The report itself is ``bootstrap/install/status.py``; this command prints it.
+Exit 0 when healthy, 6 when something is installed but not serving — a stranger holding the port included, named
+by its PID, which gets no request (so scripts can ``qwenkit status || …``) — 2 when nothing is installed. The report
+itself is ``bootstrap/install/status.py``; this command prints it.
+
+``--open`` hands the chat page to the browser only when the server is healthy and the page loads. Where no browser
+can be opened (SSH, WSL without a browser bridge, a server with no display: ``webbrowser.open`` returns False) the
+URL is printed on stdout with a warning on stderr, and the exit code stays the status's own: the page is there and
+the user has its address, which is what they asked for; scripts that pipe the output get the URL.
 """
 
 from __future__ import annotations
@@ -13,12 +19,17 @@ from bootstrap.core import console
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import ExitCode
 from bootstrap.core.home import Home, resolve_home
-from bootstrap.install.status import StatusReport, collect
+from bootstrap.core.sizes import human_size
+from bootstrap.install.status import ServerFigures, StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
+from bootstrap.register.server_identity import foreign_hint
 from bootstrap.verify.chat import thinking_lines
 from bootstrap.verify.speed_check import speed_lines
-from bootstrap.verify.web_page import open_web_ui, web_page_lines
+from bootstrap.verify.web_page import check_web_page, open_web_ui, web_page_lines
+
+# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
+out = getattr(console, "out", info)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,28 +42,40 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(report)
     if getattr(args, "open", False) and report.healthy:
-        open_web_ui(report.spec, report.web_page)  # the chat page, only when asked and when it loads
+        _open(report)
     return int(ExitCode.OK if report.healthy else ExitCode.SERVER)
+
+
+def _open(report: StatusReport) -> None:
+    """The chat page in the browser, only when it loads; where no browser opens, its address on stdout too (the
+    warning that says so is on stderr: ``open_web_ui``)."""
+    page = report.web_page or check_web_page(report.spec)
+    if not open_web_ui(report.spec, page) and page.loads:
+        print(f"{report.spec.base_url}/", flush=True)
 
 
 def _print(report: StatusReport) -> None:
     spec, state = report.spec, report.state
-    info(t("status.title", home=report.home.root))
-    info(t("status.line_model", model=state.model_id, quant=state.quant))
-    info(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
-    info(t("status.line_endpoint", endpoint=spec.client_openai_url))
-    info(t("status.line_key", path=spec.api_key_file))
+    out(t("status.title", home=report.home.root))
+    out(t("status.line_model", model=state.model_id, quant=state.quant))
+    out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
+    out(t("status.line_endpoint", endpoint=spec.client_openai_url))
+    out(t("status.line_key", path=spec.api_key_file))
     if report.service is not None:
-        info(t("status.line_service", detail=report.service.get("detail", "")))
-    info(t("status.line_scripts", script=report.start_script))
+        out(t("status.line_service", detail=report.service.get("detail", "")))
+    out(t("status.line_scripts", script=report.start_script))
+    if report.server is not None:
+        for line in figure_lines(report.server):
+            out(line)
+    out(t("status.line_logs", path=report.home.logs_dir))
     if report.web_page is not None:
         for line in web_page_lines(report.web_page, str(spec.api_key_file)):
-            info(line)
+            out(line)
     for line in thinking_lines(spec.thinking):
-        info(line)
+        out(line)
     speed, slow = speed_lines(state.speed) if state.speed is not None else ([], [])
     for line in speed:
-        info(line)
+        out(line)
     for warning in [*report.warnings, *slow]:
         warn(warning)
     for note in _fallback_notes(state):
@@ -61,9 +84,39 @@ def _print(report: StatusReport) -> None:
         warn(t("failure.status_last", when=report.last_failure.when, message=report.last_failure.message))
     if report.healthy:
         console.ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
+    elif report.health.state == "stranger":
+        console.error(t("status.unhealthy", problems="; ".join(report.problems)),
+                      foreign_hint(spec))
     else:
         console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                       t("status.hint_unhealthy", script=report.start_script, logs=report.home.logs_dir))
+
+
+def figure_lines(figures: ServerFigures) -> list[str]:
+    """Context and slots, memory in use against the plan, and uptime: the lines of a healthy server."""
+    lines = []
+    if figures.ctx is not None and figures.slots is not None:
+        lines.append(t("status.line_context", ctx=f"{figures.ctx:,}", slots=figures.slots))
+    if figures.rss_bytes is not None:
+        swap = t("status.memory_swap", swap=human_size(figures.swap_bytes)) if figures.swap_bytes else ""
+        planned = (t("status.memory_planned", planned=human_size(figures.planned_ram_bytes))
+                   if figures.planned_ram_bytes else "")
+        lines.append(t("status.line_memory", used=human_size(figures.rss_bytes), swap=swap, planned=planned))
+    if figures.uptime_s is not None:
+        lines.append(t("status.line_uptime", uptime=duration_text(figures.uptime_s), pid=figures.pid))
+    return lines
+
+
+def duration_text(seconds: float) -> str:
+    """``2 h 5 min``, ``3 min 12 s``, ``45 s`` (in the UI language)."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return t("status.duration_h", h=hours, m=minutes)
+    if minutes:
+        return t("status.duration_m", m=minutes, s=secs)
+    return t("status.duration_s", s=secs)
 
 
 def _fallback_notes(state: InstallState) -> list[str]:

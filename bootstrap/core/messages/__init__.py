@@ -43,9 +43,11 @@ from bootstrap.core.messages import (
     failure,
     fetch,
     gguf,
+    identity,
     inputs,
     install,
     launcher,
+    logs,
     memory,
     plan,
     pyenv,
@@ -61,7 +63,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create)
+                                  bundle_create, identity, logs)
 
 
 def _merge() -> dict[str, dict[str, str]]:

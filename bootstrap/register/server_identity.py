@@ -1,0 +1,246 @@
+"""Is the program listening on the recorded port this home's llama-server? Asked of the OS before anything
+calls the server "healthy" or "serving", and before any request carries the API key.
+
+Why: a port is only a number. While this install's server is down, any local program can listen on 127.0.0.1:8080
+and answer ``/health``, ``/v1/models`` and ``/props`` as llama-server does; judged by its answers alone, ``status``
+called it healthy and sent it ``Authorization: Bearer <key>``, and a rerun called another home's server "serving"
+(issue 24). So the socket's owner comes from the OS, never from what the socket says: psutil's ``net_connections``
+reads it from ``/proc/net/tcp{,6}`` and each process's socket inodes on Linux, ``GetExtendedTcpTable`` on Windows
+and ``proc_pidinfo`` on macOS (psutil documentation, "Network").
+
+The owner is ours when its executable — the file the kernel runs (``/proc/<pid>/exe`` on Linux), which no process
+can rename for itself the way it can rewrite its command line — is this home's engine (the recorded
+``llama-server``, or a ``llama-server`` under ``<home>/engine/``) and, on POSIX, it runs as the home's owner
+(another user could run our engine file with a key file of their own).
+
+A pid from the service manager is not enough and is not asked: the manager's process may be alive while its
+server failed to bind and a stranger holds the port, exactly the case to catch; the socket's owner is the authority
+whoever started it (the service, the start script, a user's terminal). Where the OS does not tell the owner (a
+socket of another user's process: Linux shows no pid for it; macOS lists other processes' sockets only to root),
+the holder is not ours, and the message says its owner could not be seen.
+
+The check is one look (~15–30 ms: psutil walks the process table once). The moment between it and the request
+that follows is not closed (a stranger would have to bind the port in the instant our server dies); each request
+that carries the key is preceded by its own look.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from bootstrap.core.console import t
+from bootstrap.core.errors import ServerError
+from bootstrap.plan.launch_spec import WILDCARD_HOSTS, LaunchSpec
+
+SERVER_NAME = "llama-server"  # the engine's server binary (``llama-server.exe`` on Windows)
+HOLDER_STATES = ("ours", "free", "stranger", "hidden")
+PORT_SEARCH = 100  # how far past a held port to look for a free one to suggest
+
+
+@dataclass(frozen=True)
+class PortHolder:
+    """Who listens on the port a spec names.
+
+    ``ours``: this home's engine (``pid`` is the server process); ``free``: nothing listens there; ``stranger``:
+    another program, named by ``pid`` and ``name``; ``hidden``: something listens whose owner the OS does not show
+    to this user (treated as not ours)."""
+
+    state: str  # one of HOLDER_STATES
+    port: int
+    pid: int | None = None
+    name: str = ""  # the process name as the OS reports it ("python3", "llama-server")
+
+    @property
+    def ours(self) -> bool:
+        return self.state == "ours"
+
+    @property
+    def foreign(self) -> bool:
+        """Something that is not this install's server holds the port: nothing is sent to it."""
+        return self.state in ("stranger", "hidden")
+
+    def describe(self) -> str:
+        """The one line that names a foreign holder (``""`` when the port is ours or free)."""
+        if self.state == "stranger":
+            return t("identity.stranger", port=self.port, pid=self.pid, name=self.name or "?")
+        if self.state == "hidden":
+            return t("identity.hidden", port=self.port)
+        return ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"state": self.state, "port": self.port, "pid": self.pid, "name": self.name}
+
+
+def port_holder(spec: LaunchSpec) -> PortHolder:
+    """Who listens where a local client of ``spec`` connects (``spec.connect_host``:``spec.port``)."""
+    targets = _addresses(spec.connect_host)
+    try:
+        listening = [(ip, pid) for ip, port, pid in _listeners() if port == spec.port and _covers(ip, targets)]
+    except (psutil.Error, OSError):  # macOS: only root sees every socket (AccessDenied); ours are still readable
+        return _holder_by_own_processes(spec, targets)
+    if not listening:
+        return PortHolder("free", spec.port)
+    for _ip, pid in listening:  # every socket that could take the connection must be ours (Windows lets a specific
+        if pid is None:  # bind sit beside a wildcard one of another program)
+            return PortHolder("hidden", spec.port)
+        proc = _process(pid)
+        if proc is None or not is_our_server(proc, spec):
+            return PortHolder("stranger", spec.port, pid, _name(proc))
+    pid = listening[0][1]
+    return PortHolder("ours", spec.port, pid, _name(_process(pid)))
+
+
+def require_ours(spec: LaunchSpec) -> PortHolder:
+    """``port_holder``, and a ``ServerError`` (exit 6) naming a foreign holder: what each caller does before it
+    sends the key or says "serving". A free port is returned as such (the caller says "down")."""
+    holder = port_holder(spec)
+    if holder.foreign:
+        raise ServerError(holder.describe(), foreign_hint(spec))
+    return holder
+
+
+def foreign_hint(spec: LaunchSpec) -> str:
+    """What to do about a stranger on the port: stop it, or move the install to a port nothing holds."""
+    return t("identity.hint", other=free_port_after(spec))
+
+
+def free_port_after(spec: LaunchSpec, tries: int = PORT_SEARCH) -> int:
+    """The first port after ``spec.port`` that nothing accepts connections on (``spec.port + 1`` if none is)."""
+    for candidate in range(spec.port + 1, min(spec.port + 1 + tries, 65536)):
+        if not _accepts(spec.connect_host, candidate, timeout=0.2):
+            return candidate
+    return spec.port + 1
+
+
+def is_our_server(proc: psutil.Process, spec: LaunchSpec) -> bool:
+    """Whether ``proc`` runs this home's engine as the home's owner; anything the OS will not tell is "no"."""
+    try:
+        exe = proc.exe()
+        uid = proc.uids().real if os.name != "nt" else None
+    except (psutil.Error, OSError):
+        return False
+    if not exe or (uid is not None and uid != _owner_uid(spec.home)):
+        return False
+    exe_path = _norm(exe)
+    if exe_path == _norm(os.path.realpath(spec.server)):
+        return True
+    engines = _norm(os.path.realpath(spec.home / "engine"))
+    return Path(exe_path).name.startswith(SERVER_NAME) and exe_path.startswith(engines + os.sep)
+
+
+def server_process(spec: LaunchSpec) -> psutil.Process | None:
+    """This home's server process when it holds the port (for the figures ``status`` shows), else None."""
+    holder = port_holder(spec)
+    return _process(holder.pid) if holder.ours and holder.pid is not None else None
+
+
+def uptime_s(proc: psutil.Process) -> float | None:
+    """Seconds since the process started (None when the OS does not say)."""
+    try:
+        return max(0.0, time.time() - proc.create_time())
+    except (psutil.Error, OSError):
+        return None
+
+
+# -- the OS's answers ------------------------------------------------------------------------------------------
+def _listeners() -> list[tuple[str, int, int | None]]:
+    """(address, port, pid or None) of every listening TCP socket on this machine."""
+    found = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr:
+            found.append((str(conn.laddr.ip), int(conn.laddr.port), conn.pid))
+    return found
+
+
+def _holder_by_own_processes(spec: LaunchSpec, targets: set[str]) -> PortHolder:
+    """Where the OS lists only our own processes' sockets: ours when one of this home's servers listens there;
+    otherwise anything that accepts connections is of an owner we cannot see."""
+    for proc in psutil.process_iter():
+        if not is_our_server(proc, spec):
+            continue
+        try:
+            conns = _connections(proc)
+        except (psutil.Error, OSError):
+            continue
+        for conn in conns:
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == spec.port \
+                    and _covers(str(conn.laddr.ip), targets):
+                return PortHolder("ours", spec.port, proc.pid, _name(proc))
+    return PortHolder("hidden" if _accepts(spec.connect_host, spec.port) else "free", spec.port)
+
+
+def _connections(proc: psutil.Process) -> Iterable[psutil._common.pconn]:
+    """``Process.net_connections`` (psutil ≥ 6), ``connections`` before it."""
+    method = getattr(proc, "net_connections", None) or proc.connections
+    return method(kind="tcp")  # type: ignore[no-any-return]
+
+
+def _accepts(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _process(pid: int | None) -> psutil.Process | None:
+    if pid is None:
+        return None
+    try:
+        return psutil.Process(pid)
+    except (psutil.Error, OSError):
+        return None
+
+
+def _name(proc: psutil.Process | None) -> str:
+    if proc is None:
+        return ""
+    try:
+        return proc.name()
+    except (psutil.Error, OSError):
+        return ""
+
+
+def _owner_uid(home: Path) -> int | None:
+    """The uid owning the home (a system unit runs the server as that user, whoever asks)."""
+    try:
+        return os.stat(home).st_uid
+    except OSError:
+        return os.getuid() if hasattr(os, "getuid") else None
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.normpath(path))
+
+
+def _addresses(host: str) -> set[str]:
+    """The IP addresses a client connecting to ``host`` may reach (a name resolves to several)."""
+    try:
+        return {str(ipaddress.ip_address(host))}
+    except ValueError:
+        pass
+    try:
+        return {str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except OSError:
+        return {host}
+
+
+def _covers(listen_ip: str, targets: set[str]) -> bool:
+    """Whether a socket bound to ``listen_ip`` takes connections made to one of ``targets``: the same address, an
+    IPv4-mapped IPv6 form of it, or a wildcard (``::`` counted as dual-stack: over-cautious is safe here)."""
+    if listen_ip in WILDCARD_HOSTS:
+        return True
+    try:
+        address = ipaddress.ip_address(listen_ip.split("%")[0])
+    except ValueError:
+        return listen_ip in targets
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(address) in targets or (mapped is not None and str(mapped) in targets)
