@@ -316,8 +316,7 @@ def fit(bin_dir: Path, model: Path, plan_doc: dict[str, Any], hardware: Path) ->
     from bootstrap.tune.fit import tune
 
     result = tune(bin_dir / "llama-fit-params", model, plan_doc["args"], load_profile(hardware), timeout=300)
-    return {"adopted": result.adopted, "reason": result.reason, "fit_args": list(result.fit_args or ()),
-            "projections": [p.__dict__ for p in result.projections], "final_args": list(result.final_args)}
+    return result.to_json()
 
 
 def serve(bin_dir: Path, model: Path, args: list[str], out: Path | None) -> tuple[dict[str, Any], str]:
@@ -444,20 +443,25 @@ def run_dry(opts: argparse.Namespace) -> dict[str, Any]:
             # another run's log (a 131072-token context, every layer on the GPU): it checks the parser and the
             # comparison, its ratios say nothing about this plan
             steps.doc["memory"]["log"] = str(RECORDED_LOG.relative_to(ROOT))
-        measured = None
         if opts.engine is not None:
-            measured = steps.run("server", lambda: _serve_tiny_on_cpu(opts.engine, work, out))
-            steps.doc["server"] = measured
+            tiny_model = steps.run("tiny_model", lambda: _tiny_loadable(work))
+            if tiny_model is not None:
+                steps.doc["fit"] = steps.run("fit", lambda: fit(opts.engine, tiny_model, plan_doc, hw))
+                steps.doc["server"] = steps.run("server", lambda: _serve_tiny_on_cpu(opts.engine, tiny_model, out))
         steps.doc["speed"] = speed_check(plan_doc, None)
     return steps.doc
 
 
-def _serve_tiny_on_cpu(bin_dir: Path, work: Path, out: Path | None) -> dict[str, Any]:
-    """The server step's code on a CPU build: a tiny loadable qwen35moe (``tests/support/tiny_gguf``), measured the
-    product's way, its log parsed (host buffers only here)."""
+def _tiny_loadable(work: Path) -> Path:
+    """A tiny qwen35moe llama-server loads (``tests/support/tiny_gguf``): the fit and server steps' stand-in."""
     from tests.support.tiny_gguf import write_model as write_tiny
 
-    model = write_tiny("qwen35moe", work / "tiny-qwen35moe.gguf", dtype="q8_0")
+    return write_tiny("qwen35moe", work / "tiny-qwen35moe.gguf", dtype="q8_0")
+
+
+def _serve_tiny_on_cpu(bin_dir: Path, model: Path, out: Path | None) -> dict[str, Any]:
+    """The server step's code on a CPU build: the tiny model measured the product's way, its log parsed (host
+    buffers only here)."""
     speed, text = serve(bin_dir, model, ["-c", "512", "-ngl", "0", "-t", "2", "--fit", "off"], out)
     return {**speed, "buffers": reported(text)}
 

@@ -74,7 +74,10 @@ def test_the_server_step_on_the_test_beds_cpu_engine(engine_bin_dir: Path, tmp_p
     proc = _run("--dry-run", "--engine", str(engine_bin_dir), "--work", str(tmp_path / "work"), "--out",
                 str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
-    server = _line(proc)["server"]
+    doc = _line(proc)
+    assert list(doc["steps"])[-3:] == ["tiny_model", "fit", "server"]
+    assert doc["fit"]["adopted"] in ("plan", "fit") and doc["fit"]["fit_args"]  # llama-fit-params answered
+    server = doc["server"]
     assert server["decode_tps"] > 0 and server["decode_n"] == 16 and server["prompt_n"] == 64
     assert server["buffers"]["CPU_Mapped"]["model"] > 0 and server["buffers"]["CPU"]["compute"] > 0
     kept = (tmp_path / "out" / "server-memory.log").read_text()
