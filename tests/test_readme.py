@@ -33,7 +33,8 @@ HARDWARE = ROOT / "tests" / "data" / "hardware"
 # The machines of the "what fits" table, by the words that name them in each README's first column.
 MACHINES = {"RTX 4060": "rtx4060_8gb_16gb", "RTX 3070": "rtx3070_8gb_32gb", "Tesla T4": "t4_16gb",
             "RTX 4090": "rtx4090_24gb", "Apple M2": "apple_m2_16gb", "no GPU": "no_gpu_16gb",
-            "无显卡": "no_gpu_16gb"}
+            "无显卡": "no_gpu_16gb", "RX 7900 XTX": "rx7900xtx_24gb_linux", "RX 6700 XT": "rx6700xt_12gb_windows",
+            "Arc A750": "arc_a750_8gb_linux", "Radeon 780M": "radeon780m_igpu_windows"}
 # How a cell of that table says the planner's verdict (``qwenkit models --json``: ``here``), per language.
 CELL = {
     "en": {"none": "does not fit", "sep": ", ", "ctx": "{k}K context",

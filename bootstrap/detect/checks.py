@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bootstrap.core.console import join_items, join_sentences, t
 from bootstrap.core.sizes import GIB, gib_text
-from bootstrap.detect.hardware import Check, HardwareProfile
+from bootstrap.detect.hardware import Check, GpuInfo, HardwareProfile
 
 MIN_RAM_BYTES = 8 * GIB
 DEFAULT_MODEL_BYTES = 22_134_528_992 + 899_283_680  # UD-Q4_K_M + mmproj-F16 (docs/models.md)
@@ -79,8 +79,23 @@ def check_gpu(p: HardwareProfile) -> Check:
         elif g.unified_memory:
             parts.append(t("doctor.gpu_unified", name=g.name, total=gib_text(g.vram_total_bytes)))
         else:
-            parts.append(t("doctor.gpu_other", name=g.name, vendor=g.vendor))
+            parts.append(_other_gpu(g))
     return _check("gpu", "ok", "; ".join(parts))
+
+
+def _other_gpu(g: GpuInfo) -> str:
+    """An AMD or Intel GPU by name: its own memory and what is free, or that it is integrated and shares RAM."""
+    if g.integrated:
+        text = t("gpus.doctor_integrated", name=g.name, reserved=gib_text(g.vram_total_bytes)) \
+            if g.vram_total_bytes > 0 else t("gpus.doctor_integrated_shared", name=g.name)
+    elif g.vram_total_bytes <= 0:
+        text = t("gpus.doctor_vram_unknown", name=g.name)
+    elif g.vram_free_reported:
+        text = t("gpus.doctor_vram", name=g.name, total=gib_text(g.vram_total_bytes),
+                 free=gib_text(g.vram_free_bytes))
+    else:
+        text = t("gpus.doctor_vram_nofree", name=g.name, total=gib_text(g.vram_total_bytes))
+    return t("gpus.doctor_engine", text=text, device=g.engine_device) if g.engine_device else text
 
 
 def check_python(p: HardwareProfile) -> Check:

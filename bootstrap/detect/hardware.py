@@ -86,6 +86,18 @@ class GpuInfo:
     memory_bus_width_bits: int | None = None
     memory_clock_max_mhz: int | None = None
     memory_bandwidth_bytes_per_s: int | None = None
+    # AMD/Intel (probes/drm.py, probes/display_adapters.py) and the engine's own view (tune/devices.py):
+    # - integrated: the GPU of the processor, sharing its RAM; ``vram_total_bytes`` is then only the memory the
+    #   firmware reserved for it (the BIOS carve-out, already missing from the OS's RAM), never the shared part.
+    # - vram_free_reported: False where the source does not report usage (the Windows registry, Intel's xe/i915
+    #   sysfs): ``vram_free_bytes`` is then the total, until the engine's ``--list-devices`` says.
+    # - source: where the record came from ("nvml", "apple", "sysfs", "registry", "engine").
+    # - pci_id: "1002:744c" (vendor:device); engine_device: the name llama-server gives it ("Vulkan0", "CUDA0").
+    integrated: bool = False
+    vram_free_reported: bool = True
+    source: str | None = None
+    pci_id: str | None = None
+    engine_device: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,7 +236,17 @@ def _read_gpu(r: FieldReader) -> GpuInfo:
                    compute_capability=r.opt_text("compute_capability"), unified_memory=r.flag("unified_memory"),
                    memory_bus_width_bits=r.opt_integer("memory_bus_width_bits"),
                    memory_clock_max_mhz=r.opt_integer("memory_clock_max_mhz"),
-                   memory_bandwidth_bytes_per_s=r.opt_integer("memory_bandwidth_bytes_per_s"))
+                   memory_bandwidth_bytes_per_s=r.opt_integer("memory_bandwidth_bytes_per_s"),
+                   integrated=_opt_flag(r, "integrated", False),
+                   vram_free_reported=_opt_flag(r, "vram_free_reported", True),
+                   source=r.opt_text("source"), pci_id=r.opt_text("pci_id"),
+                   engine_device=r.opt_text("engine_device"))
+
+
+def _opt_flag(r: FieldReader, key: str, default: bool) -> bool:
+    """A flag later schema-1 documents carry; older ones (written before AMD/Intel GPUs were found) lack it."""
+    value = r.opt_flag(key)
+    return default if value is None else value
 
 
 def _read_network(r: FieldReader) -> NetworkInfo:

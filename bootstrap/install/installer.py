@@ -202,8 +202,10 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     hold = home.staging_dir / "held" if bundle is not None else None
     placed = fetch(fetch_plan, hold=hold) if bundle is not None else None
     working = _place_engine(home, plan, hardware, bundle, previous, archives)
-    if working.variant != plan.variant.name:
-        replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=_fallback_choice(working))
+    hardware, seen_changed = _engine_devices(hardware, plan, working, previous)
+    if working.variant != plan.variant.name or seen_changed:
+        variant = _fallback_choice(working) if working.variant != plan.variant.name else plan.variant
+        replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=variant)
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
             fetch_plan = plan_fetch(wanted, replanned, source, home, previous, rehash=request.verify_files)
             _refused_before(home, fetch_plan, upgrade=previous is not None)
@@ -292,6 +294,18 @@ def _place_engine(home: Home, plan: Plan, hardware: HardwareProfile, bundle: Ope
     return place_working_engine(home, plan.variant.name, request_for(
         plan, hardware, allowed=None if bundle is None else bundle.variants, skip=skip, live_dir=live,
         fetched=archives))
+
+
+def _engine_devices(hardware: HardwareProfile, plan: Plan, working: WorkingEngine,
+                    previous: InstallState | None) -> tuple[HardwareProfile, bool]:
+    """The GPUs as the placed engine lists them (``tune.devices``): the profile to plan with from here, and whether
+    the plan's GPU budget changed. On an upgrade the running server holds its own GPU memory, so only totals count."""
+    from bootstrap.tune.devices import engine_view
+
+    view = engine_view(hardware, working.probed.devices, plan.variant, trust_free=previous is None)
+    for note in view.notes:
+        info(note)
+    return view.hardware, view.changed
 
 
 def _fallback_choice(working: WorkingEngine) -> VariantChoice:

@@ -38,15 +38,23 @@ MODEL_UNSUPPORTED = "model_unsupported"
 MODEL_LOAD = "model_load"
 PORT_IN_USE = "port_in_use"
 CRASH = "crash"
+# The self-test's two outcomes of a server that did not end (engine_selftest): it answered the one-token request
+# with an error (the status and its words), or it never answered. Neither is a "stop".
+HTTP_ERROR = "http_error"
+NO_ANSWER = "no_answer"
 UNKNOWN = "unknown"
 CAUSES = (ILLEGAL_INSTRUCTION, MISSING_LIBRARY, GPU_INIT, OUT_OF_MEMORY, MODEL_CORRUPT, MODEL_UNSUPPORTED,
-          MODEL_LOAD, PORT_IN_USE, CRASH, UNKNOWN)
-ENGINE_CAUSES = frozenset({ILLEGAL_INSTRUCTION, MISSING_LIBRARY, GPU_INIT})
+          MODEL_LOAD, PORT_IN_USE, CRASH, HTTP_ERROR, NO_ANSWER, UNKNOWN)
+# The engine's own causes: another build may run where this one cannot. An error answer to the self-test is one:
+# the test model is pinned and every working build answers it, so a build that refuses it misbehaves here (a Vulkan
+# device computing garbage answered HTTP 500 on lavapipe, issue #29) and the next build deserves its chance.
+ENGINE_CAUSES = frozenset({ILLEGAL_INSTRUCTION, MISSING_LIBRARY, GPU_INIT, HTTP_ERROR})
 
 EXIT_CODES: dict[str, ExitCode] = {
     ILLEGAL_INSTRUCTION: ExitCode.UNSUPPORTED, MISSING_LIBRARY: ExitCode.UNSUPPORTED, GPU_INIT: ExitCode.UNSUPPORTED,
     OUT_OF_MEMORY: ExitCode.UNSUPPORTED, MODEL_UNSUPPORTED: ExitCode.UNSUPPORTED, MODEL_CORRUPT: ExitCode.INTEGRITY,
-    MODEL_LOAD: ExitCode.SERVER, PORT_IN_USE: ExitCode.SERVER, CRASH: ExitCode.SERVER, UNKNOWN: ExitCode.SERVER,
+    MODEL_LOAD: ExitCode.SERVER, PORT_IN_USE: ExitCode.SERVER, CRASH: ExitCode.SERVER, HTTP_ERROR: ExitCode.SERVER,
+    NO_ANSWER: ExitCode.SERVER, UNKNOWN: ExitCode.SERVER,
 }
 
 # POSIX signal numbers that are the same on Linux and macOS (SIGBUS differs: 7 on Linux, 10 on macOS).
@@ -142,6 +150,7 @@ class EngineFailure:
     wanted_bytes: int | None = None  # out of memory: the allocation that failed
     device: str | None = None  # out of memory: "CPU", "CUDA0", "Vulkan0" … (None: unknown)
     log: str | None = None  # where the full log is
+    http_status: int | None = None  # http_error: the status the running server answered with
 
     @property
     def engine_cause(self) -> bool:
@@ -157,8 +166,19 @@ class EngineFailure:
     def message(self, who: str) -> str:
         """One line: ``who`` (e.g. "llama-server", "the Vulkan build") and the cause in the user's language."""
         wanted = mib_text(self.wanted_bytes)
+        if self.cause == UNKNOWN and self.status_text():
+            # the process ended and its status is known: say "stopped" with it
+            return t("failure.stopped_status", who=who, status=self.status_text(), detail=self.detail)
         return t(f"failure.{self.cause}", who=who, detail=self.detail, signal=self.signal or "",
-                 wanted=wanted, device=self.device or "?")
+                 wanted=wanted, device=self.device or "?", status=self.http_status or "?")
+
+    def status_text(self) -> str:
+        """How the process ended, in words ("exit status 1", "killed by SIGTERM"); "" when that is unknown."""
+        if self.signal:
+            return t("failure.exit_signal", signal=self.signal)
+        if self.exit_code is not None:
+            return t("failure.exit_code", code=self.exit_code)
+        return ""
 
     def hint(self) -> str:
         where = self.log or "-"
@@ -291,7 +311,7 @@ def classify(exit_info: ExitInfo | None, log: str, *, log_path: str | None = Non
         evidence = next((ln for ln in reversed(lines) if _ASSERT.search(ln)), None) or _last_line(lines)
         found = EngineFailure(CRASH, (evidence or ntstatus or sig or "")[:300])  # an assertion, else where it was
     if found is None:
-        found = EngineFailure(UNKNOWN, _last_line(lines) or (f"exit status {code}" if code is not None else "-"))
+        found = EngineFailure(UNKNOWN, _last_line(lines) or "-")  # the exit status goes in the message
     return EngineFailure(found.cause, found.detail, signal=sig, exit_code=code,
                          wanted_bytes=found.wanted_bytes, device=found.device, log=log_path)
 

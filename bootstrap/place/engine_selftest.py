@@ -25,7 +25,15 @@ from bootstrap.core import settings
 from bootstrap.core.console import t
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
-from bootstrap.place.engine_failure import EngineFailure, ExitInfo, classify, read_log_tail
+from bootstrap.place.engine_failure import (
+    HTTP_ERROR,
+    NO_ANSWER,
+    UNKNOWN,
+    EngineFailure,
+    ExitInfo,
+    classify,
+    read_log_tail,
+)
 
 SELFTEST_TIMEOUT_S = 120.0
 _POLL_S = 0.1
@@ -69,18 +77,48 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
 
 
-def _one_token(session: requests.Session, base: str, timeout: float) -> bool:
-    """``/completion`` with ``n_predict`` 1 (no chat template needed): did a token come back?"""
+@dataclass(frozen=True)
+class Refusal:
+    """The running server answered, but not with a token: the HTTP status and the server's own words."""
+
+    status: int
+    words: str
+
+
+def server_words(resp: requests.Response) -> str:
+    """What llama-server said in an error answer: ``{"error": {"code", "message", "type"}}`` (llama.cpp
+    ``tools/server/server-common.cpp``, ``format_error_response``), else the start of the body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = body["error"].get("message")
+        if isinstance(message, str) and message.strip():
+            return " ".join(message.split())[:300]
+    text = " ".join(resp.text.split())[:300]
+    return text or (resp.reason or "-")
+
+
+def _one_token(session: requests.Session, base: str, timeout: float) -> Refusal | None:
+    """``/completion`` with ``n_predict`` 1 (no chat template needed): None when a token came back, else what the
+    server answered instead."""
     resp = session.post(f"{base}/completion", json={"prompt": "hello", "n_predict": 1, "temperature": 0},
                         timeout=timeout)
     if resp.status_code != 200:
-        return False
-    body = resp.json()
-    return isinstance(body, dict) and int(body.get("tokens_predicted") or 0) >= 1
+        return Refusal(resp.status_code, server_words(resp))
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and int(body.get("tokens_predicted") or 0) >= 1:
+        return None
+    return Refusal(200, t("failure.selftest_no_token"))
 
 
-def _await(proc: subprocess.Popen[bytes], base: str, deadline: float) -> str | None:
-    """Poll until the server answered one token (None), or say why not ("exited", "timeout")."""
+def _await(proc: subprocess.Popen[bytes], base: str, deadline: float) -> str | Refusal | None:
+    """Poll until the server answered one token (None); else "exited" (the process ended), "timeout", or the
+    ``Refusal`` a running server gave."""
     with local_session() as session:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -88,17 +126,31 @@ def _await(proc: subprocess.Popen[bytes], base: str, deadline: float) -> str | N
             with contextlib.suppress(requests.RequestException, ValueError):
                 if session.get(f"{base}/health", timeout=2).status_code == 200:
                     remaining = max(1.0, deadline - time.monotonic())
-                    if _one_token(session, base, remaining):
+                    refusal = _one_token(session, base, remaining)
+                    if refusal is None:
                         return None
-                    return "exited" if proc.poll() is not None else "no-token"
+                    # A server that dies while answering crashed: its exit status says more than any answer.
+                    return "exited" if _ended(proc) else refusal
             time.sleep(_POLL_S)
     return "timeout"
+
+
+def _ended(proc: subprocess.Popen[bytes], grace: float = 1.0) -> bool:
+    """Whether the process is gone, waiting ``grace`` seconds for one that is just dying (an abort after the
+    reply was sent)."""
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = (),
                  timeout: float = SELFTEST_TIMEOUT_S) -> SelfTest:
     """Start ``server`` on ``model`` with the backend flags ``args`` (threads, GPU layers…), ask for one token,
-    stop it. A failure is classified from the exit status and the log."""
+    stop it. Three outcomes are told apart: the process ended by itself (classified from its exit status and the
+    log: "stopped" with that status), a running server that answered with an error (``http_error``, its words),
+    and one that kept running without answering (``no_answer``)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     base = f"http://127.0.0.1:{_free_port()}"
     port = base.rpartition(":")[2]
@@ -116,16 +168,17 @@ def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = 
         finally:
             if proc.poll() is None:
                 _stop(proc)
-                stopped_by_us = True
-            else:
-                stopped_by_us = False
     seconds = time.monotonic() - start
     if why is None:
         return SelfTest(seconds, None, log)
-    exit_info = None if stopped_by_us else ExitInfo.from_returncode(proc.returncode)
-    failure = classify(exit_info, read_log_tail(log), log_path=str(log))
-    if why == "timeout" and failure.cause == "unknown":
-        failure = EngineFailure("unknown", t("failure.selftest_no_answer", seconds=int(timeout)), log=str(log))
+    tail = read_log_tail(log)
+    if isinstance(why, Refusal):
+        return SelfTest(seconds, EngineFailure(HTTP_ERROR, why.words, http_status=why.status, log=str(log)), log)
+    if why == "exited":
+        return SelfTest(seconds, classify(ExitInfo.from_returncode(proc.returncode), tail, log_path=str(log)), log)
+    failure = classify(None, tail, log_path=str(log))  # still running at the deadline: the log may say why
+    if failure.cause == UNKNOWN:
+        failure = EngineFailure(NO_ANSWER, t("failure.selftest_no_answer", seconds=int(timeout)), log=str(log))
     return SelfTest(seconds, failure, log)
 
 

@@ -4,7 +4,9 @@ Facts (docs/engine.md, "Release archives" and "NVIDIA driver floors"): the Windo
 driver ≥ 550; the CUDA 13 build wants driver ≥ 580 and compute capability ≥ 7.5; upstream ships no Linux CUDA
 tarball, so NVIDIA on Linux runs the Vulkan build; the CUDA builds carry SASS only for sm_86/sm_89 (+sm_120a/121a),
 other GPUs JIT-compile PTX on the first run. A driver below the floor makes the CUDA build fall back to the CPU
-silently (docs/field-failures.md, failure mode 4), so that case picks Vulkan and says so loudly instead.
+silently (docs/field-failures.md, failure mode 4), so that case picks Vulkan and says so loudly instead. AMD and
+Intel GPUs of their own run the Vulkan build; a machine whose only GPU is integrated runs the CPU build
+(docs/gpus.md).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class VariantChoice:
     reason: str  # one line, in the UI language
     warnings: tuple[str, ...] = ()
     min_driver: str | None = None  # the NVIDIA driver floor that applies (for the CUDA build, or to reach it)
+    hint: str | None = None  # the next step for the doctor's engine row when there are warnings (else its own)
 
 
 def driver_major(version: str | None) -> int | None:
@@ -61,9 +64,35 @@ def _jit_warnings(nvidia: list[GpuInfo]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _discrete_others(profile: HardwareProfile) -> list[GpuInfo]:
+    """AMD and Intel GPUs of their own (not the processor's integrated one): the Vulkan build's."""
+    return [g for g in profile.gpus if g.vendor in ("amd", "intel") and not g.integrated]
+
+
+# An integrated GPU's carve-out worth telling the user about: more than the 512 MiB APUs ship with.
+RESERVED_WARN_BYTES = 2 << 30
+
+
+def _integrated_only(profile: HardwareProfile, cpu_variant: str) -> VariantChoice | None:
+    """The CPU build for a machine whose only GPU is the processor's own (docs/gpus.md, "Integrated GPUs"): it
+    reads the same RAM, so decoding gains little, and llama.cpp's Vulkan backend is least reliable there (its
+    maintainers leave integrated GPUs out whenever a discrete one exists, llama.cpp PR #15793). Its RAM is never
+    counted twice: the plan counts the RAM the OS has, and the carve-out is neither RAM nor planned VRAM; when the
+    carve-out is large, the user is told how to get it back."""
+    integrated = [g for g in profile.gpus if g.integrated]
+    if not integrated:
+        return None
+    gpu = max(integrated, key=lambda g: g.vram_total_bytes)
+    reason = t("gpus.variant_integrated", name=gpu.name)
+    if gpu.vram_total_bytes >= RESERVED_WARN_BYTES:
+        warning = t("gpus.warn_reserved", name=gpu.name, reserved=f"{gpu.vram_total_bytes / (1 << 30):.1f}")
+        return VariantChoice(cpu_variant, reason, (warning,), hint=t("gpus.hint_reserved"))
+    return VariantChoice(cpu_variant, reason)
+
+
 def _windows(profile: HardwareProfile) -> VariantChoice:
     nvidia = [g for g in profile.gpus if g.vendor == "nvidia"]
-    others = [g for g in profile.gpus if g.vendor in ("amd", "intel")]
+    others = _discrete_others(profile)
     if nvidia:
         driver = nvidia[0].driver_version
         major = driver_major(driver)
@@ -84,7 +113,7 @@ def _windows(profile: HardwareProfile) -> VariantChoice:
                              str(CUDA12_MIN_DRIVER))
     if others:
         return VariantChoice("win-vulkan", t("doctor.variant_vulkan_other", name=others[0].name))
-    return VariantChoice("win-cpu", t("doctor.variant_cpu"))
+    return _integrated_only(profile, "win-cpu") or VariantChoice("win-cpu", t("doctor.variant_cpu"))
 
 
 def _linux(profile: HardwareProfile) -> VariantChoice:
@@ -92,12 +121,12 @@ def _linux(profile: HardwareProfile) -> VariantChoice:
         raise UnsupportedMachine(t("doctor.variant_unsupported", system="Linux", arch=_arch(profile)),
                                  t("doctor.hint_variant_unsupported"))
     nvidia = [g for g in profile.gpus if g.vendor == "nvidia"]
-    others = [g for g in profile.gpus if g.vendor in ("amd", "intel")]
+    others = _discrete_others(profile)
     if nvidia:
         return VariantChoice("ubuntu-vulkan-x64", t("doctor.variant_linux_nvidia", name=nvidia[0].name))
     if others:
         return VariantChoice("ubuntu-vulkan-x64", t("doctor.variant_vulkan_other", name=others[0].name))
-    return VariantChoice("ubuntu-x64", t("doctor.variant_cpu"))
+    return _integrated_only(profile, "ubuntu-x64") or VariantChoice("ubuntu-x64", t("doctor.variant_cpu"))
 
 
 def _macos(profile: HardwareProfile) -> VariantChoice:
@@ -153,7 +182,7 @@ def check_engine(p: HardwareProfile) -> Check:
     reason = t("doctor.engine_reason", variant=choice.name, why=choice.reason)
     if choice.warnings:
         driver_too_old = choice.name == "win-vulkan" and choice.min_driver is not None
-        hint = t("doctor.engine_hint_driver", minimum=choice.min_driver) if driver_too_old \
-            else t("doctor.engine_hint_jit")
+        hint = choice.hint or (t("doctor.engine_hint_driver", minimum=choice.min_driver) if driver_too_old
+                               else t("doctor.engine_hint_jit"))
         return Check(id="engine", verdict="warn", reason=join_sentences(reason, *choice.warnings), hint=hint)
     return Check(id="engine", verdict="ok", reason=reason, hint="")

@@ -81,6 +81,7 @@ class Budget:
     ram_bytes: int
     unified: bool
     gpu_name: str | None
+    gpu_device: str | None = None  # the engine's name for it ("Vulkan0"), once the installed engine listed it
 
 
 @dataclass(frozen=True)
@@ -125,13 +126,25 @@ def budget_for(hardware: HardwareProfile, variant: VariantChoice) -> Budget:
         # One pool: the GPU share is capped by what macOS lets Metal wire, and counts against RAM too.
         return Budget(min(int(memory.total_bytes * APPLE_GPU_SHARE), ram), ram, True, gpu.name)
     free = gpu.vram_free_bytes if gpu.vram_free_bytes else gpu.vram_total_bytes
-    return Budget(max(0, free - GPU_MARGIN), ram, False, gpu.name)
+    return Budget(max(0, free - GPU_MARGIN), ram, False, gpu.name, gpu.engine_device)
 
 
 def _main_gpu(hardware: HardwareProfile) -> GpuInfo | None:
-    """The GPU with the most memory the engine can use (llama.cpp puts everything on one device by default)."""
-    usable = [g for g in hardware.gpus if g.vendor != "unknown" and g.vram_total_bytes > 0]
+    """The GPU with the most memory the engine can use (llama.cpp puts everything on one device by default).
+
+    An integrated GPU is never it: its memory is the RAM the plan already counts (docs/gpus.md), and llama.cpp
+    itself leaves integrated GPUs out when a discrete one is there (``llama_model_load_from_file_impl``). A
+    discrete GPU whose driver does not report its memory (i915) is still the one: the engine is expected to use it,
+    and its ``--list-devices`` gives the memory (a budget of 0 until then)."""
+    usable = [g for g in hardware.gpus if g.vendor != "unknown" and not (g.integrated and not g.unified_memory)
+              and (g.vram_total_bytes > 0 or g.vendor in ("amd", "intel", "nvidia"))]
     return max(usable, key=lambda g: g.vram_total_bytes, default=None)
+
+
+def gpu_label(budget: Budget) -> str:
+    """The planned GPU as the plan names it: the engine's device name first once it is known."""
+    name = budget.gpu_name or "GPU"
+    return f"{budget.gpu_device}: {name}" if budget.gpu_device else name
 
 
 def _fits(est: MemoryEstimate, budget: Budget) -> bool:
@@ -399,7 +412,7 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     if budget.gpu_bytes <= 0:
         out.append(Reason("placement", "cpu", t("plan.why_cpu_only")))
     elif _fully_on_gpu(profile, settings):
-        out.append(Reason("placement", "gpu", t("plan.why_all_gpu", gpu=budget.gpu_name or "GPU")))
+        out.append(Reason("placement", "gpu", t("plan.why_all_gpu", gpu=gpu_label(budget))))
     elif profile.is_moe and settings.n_gpu_layers == profile.n_layer_all + 1:
         out.append(Reason("placement", f"n-cpu-moe {settings.n_cpu_moe}",
                           t("plan.why_moe_split", n=settings.n_cpu_moe, total=profile.n_layer,
@@ -472,7 +485,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "memory": {
             "gpu_bytes": est.gpu_total, "host_bytes": est.host_total,
             "gpu_budget_bytes": plan.budget.gpu_bytes, "ram_budget_bytes": plan.budget.ram_bytes,
-            "unified": plan.budget.unified, "gpu_name": plan.budget.gpu_name,
+            "unified": plan.budget.unified, "gpu_name": plan.budget.gpu_name, "gpu_device": plan.budget.gpu_device,
             "breakdown": {name: getattr(est, name) for name in est.__dataclass_fields__},
         },
         "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],

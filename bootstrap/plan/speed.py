@@ -83,7 +83,7 @@ class Device:
 
     name: str  # "cpu" or "gpu"
     bandwidth: float  # peak bytes/s (CPU: the probe's read rate)
-    bandwidth_source: str  # "measured", "default", "nvml", "apple-chip", "assumed"
+    bandwidth_source: str  # "measured", "default", "nvml", "apple-chip", "published", "assumed"
     efficiency: float
     flops: float  # effective FLOP/s for big batches
     core_rate: float = float("inf")  # bytes/s all threads can dequantise and multiply (CPU); a GPU is not bound here
@@ -135,9 +135,11 @@ def cpu_device(hardware: HardwareProfile, threads: int) -> Device:
 
 
 def gpu_device(vendor: str, bandwidth: int | None) -> Device:
-    """A GPU from its peak bandwidth (NVML or Apple's figure); without one, an assumed 200 GB/s."""
+    """A GPU from its peak bandwidth (NVML, Apple's figure, or the maker's published figure for AMD/Intel:
+    ``detect/probes/gpu_models.py``); without one, an assumed 200 GB/s."""
     kind = vendor if vendor in GPU_BW_EFFICIENCY else "other"
-    source = "apple-chip" if kind == "apple" and bandwidth else "nvml" if bandwidth else "assumed"
+    source = ("apple-chip" if kind == "apple" else "nvml" if kind == "nvidia" else "published") if bandwidth \
+        else "assumed"
     peak = float(bandwidth or 200e9)
     return Device("gpu", peak, source, GPU_BW_EFFICIENCY[kind], peak * GPU_FLOPS_PER_BYTE[kind] * GPU_FLOP_EFFICIENCY)
 

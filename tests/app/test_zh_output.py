@@ -26,7 +26,8 @@ ALLOWED = frozenset({
     "OpenAI", "SDK", "Jinja",
     # the model titles and quants of the catalogs (real and test) and the recorded hardware: names
     "Tiny", "chat", "test", "Gemma", "NVIDIA", "GeForce", "RTX", "Tesla", "Apple", "CUDA", "Vulkan", "Metal",
-    "AVX", "AMX", "Intel", "AMD", "Ryzen", "Core", "Xeon", "EPYC",
+    "AVX", "AMX", "Intel", "AMD", "Ryzen", "Core", "Xeon", "EPYC", "Radeon", "Arc", "Graphics", "UHD", "XTX",
+    "Raphael", "UMA", "BIOS",
     # hardware and protocol acronyms that Chinese technical text writes in Latin letters
     "CPU", "GPU", "RAM", "VRAM", "DDR", "API", "HTTP", "HTTPS", "URL", "DNS", "TCP", "SHA", "JSON", "TOML", "TLS",
     "SSL", "MoE", "SWA",

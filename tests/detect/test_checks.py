@@ -74,6 +74,14 @@ VARIANT_TABLE = [
     ("no_gpu_16gb", lambda p: replace(p, os=replace(p.os, system="Linux", machine="x86_64")), "ubuntu-x64", None,
      None),
     ("apple_m2_16gb", lambda p: replace(p, gpus=(), cpu=replace(p.cpu, arch="x86_64")), "macos-x64", None, None),
+    # AMD and Intel GPUs of their own run the Vulkan build on both systems; the integrated GPU beside them is ignored
+    ("rx7900xtx_24gb_linux", None, "ubuntu-vulkan-x64", None, None),
+    ("rx6700xt_12gb_windows", None, "win-vulkan", None, None),
+    ("arc_a750_8gb_linux", None, "ubuntu-vulkan-x64", None, None),
+    # only an integrated GPU: the CPU build, with the carve-out it keeps (8 GiB) named
+    ("radeon780m_igpu_windows", None, "win-cpu", None, "keeps 8.2 GiB of RAM reserved"),
+    ("rx7900xtx_24gb_linux", lambda p: replace(p, gpus=p.gpus[:1]), "ubuntu-x64", None, None),  # 512 MiB: no note
+    ("arc_a750_8gb_linux", lambda p: replace(p, gpus=p.gpus[:1]), "ubuntu-x64", None, None),
 ]
 
 
@@ -92,6 +100,26 @@ def test_variant_table(machine: str, transform: Callable[[HardwareProfile], Hard
 def test_linux_nvidia_reason_mentions_source_build() -> None:
     reason = choose_variant(recorded_profile("rtx4090_24gb")).reason
     assert "no Linux CUDA build" in reason and "from source" in reason
+
+
+def test_an_integrated_gpu_alone_gets_the_cpu_build_and_says_why() -> None:
+    p = recorded_profile("radeon780m_igpu_windows")
+    c = check(p, "engine")
+    assert c.verdict == "warn" and "integrated GPU" in c.reason and "win-cpu" in c.reason
+    assert "BIOS" in c.hint and "UMA" in c.hint
+    gpu = check(p, "gpu")
+    assert gpu.reason == "AMD Radeon 780M Graphics: integrated GPU sharing the RAM (8.2 GiB reserved for it)"
+
+
+def test_doctor_names_amd_and_intel_gpus_with_their_memory() -> None:
+    assert check(recorded_profile("rx7900xtx_24gb_linux"), "gpu").reason == (
+        "AMD Raphael: integrated GPU sharing the RAM (0.5 GiB reserved for it); "
+        "AMD Radeon RX 7900 XTX: 24.0 GiB VRAM (23.4 GiB free)")
+    assert check(recorded_profile("rx6700xt_12gb_windows"), "gpu").reason == (
+        "AMD Radeon RX 6700 XT: 12.0 GiB VRAM (how much is free: once the engine lists it)")
+    assert check(recorded_profile("arc_a750_8gb_linux"), "gpu").reason == (
+        "Intel UHD Graphics 730: integrated GPU sharing the RAM; "
+        "Intel Arc A750: 8.0 GiB VRAM (how much is free: once the engine lists it)")
 
 
 def test_old_windows_driver_is_a_loud_engine_warning() -> None:
@@ -127,6 +155,11 @@ EXPECTED_VERDICTS = {
     "t4_16gb": {},
     "rtx4090_24gb": {},
     "apple_m2_16gb": {},
+    "rx7900xtx_24gb_linux": {},
+    "rx6700xt_12gb_windows": {},
+    "arc_a750_8gb_linux": {},
+    # the 8 GiB the BIOS reserved for the integrated GPU is memory the CPU build cannot use; no Python recorded
+    "radeon780m_igpu_windows": {"engine": "warn", "python": "warn"},
 }
 
 

@@ -114,7 +114,8 @@ def test_exit_codes_follow_the_cause() -> None:
     assert {c for c, code in EXIT_CODES.items() if code == ExitCode.UNSUPPORTED} == {
         "illegal_instruction", "missing_library", "gpu_init", "out_of_memory", "model_unsupported"}
     assert EXIT_CODES["model_corrupt"] == ExitCode.INTEGRITY
-    assert {EXIT_CODES[c] for c in ("model_load", "port_in_use", "crash", "unknown")} == {ExitCode.SERVER}
+    assert {EXIT_CODES[c] for c in ("model_load", "port_in_use", "crash", "http_error", "no_answer", "unknown")} \
+        == {ExitCode.SERVER}
 
 
 def test_a_gpu_build_without_its_gpu_names_what_the_backend_said() -> None:
@@ -184,8 +185,94 @@ def test_a_selftest_that_never_answers_is_stopped_at_its_timeout(tmp_path: Path)
     model = write_selftest_model(tmp_path)
     result = run_selftest(hang, model, tmp_path / "selftest.log", timeout=1.5)
     assert not result.ok and result.failure is not None
-    assert result.failure.cause == "unknown"
+    assert result.failure.cause == "no_answer"
     assert result.failure.detail == t("failure.selftest_no_answer", seconds=1)
+    message = result.failure.message(WHO)
+    assert message == t("failure.no_answer", who=WHO, detail=t("failure.selftest_no_answer", seconds=1))
+    assert "stopped" not in message and not result.failure.engine_cause
+
+
+# ---- a running server that refuses is no crash; a process that ended is "stopped", with its status --------------
+WHO = "the ubuntu-vulkan-x64 build of llama-server"
+
+
+def _server(tmp_path: Path, script: str) -> Path:
+    server = tmp_path / "bin" / "llama-server"
+    server.parent.mkdir(parents=True, exist_ok=True)
+    server.write_text(script, encoding="utf-8")
+    server.chmod(0o755)
+    return server
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize(("status", "words"), [(500, standin.CONTENT_ONLY), (503, "Loading model")])
+def test_a_running_server_that_answers_an_error_is_named_by_its_answer(tmp_path: Path, status: int,
+                                                                      words: str) -> None:
+    """Issue #29: on lavapipe the Vulkan build answered HTTP 500 and was reported as "stopped" with a log line.
+    A real process answering 500 is its own cause, in the server's words; it is an engine cause (the pinned test
+    model answers on every working build, so the next build gets its chance), and the self-test stops it."""
+    server = _server(tmp_path, standin.answers_http_error(status, words))
+    result = run_selftest(server, write_selftest_model(tmp_path), tmp_path / "selftest.log", timeout=30)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.cause, failure.http_status, failure.detail) == ("http_error", status, words)
+    assert (failure.signal, failure.exit_code) == (None, None)  # it did not end: no exit status to report
+    message = failure.message(WHO)
+    assert message == t("failure.http_error", who=WHO, status=status, detail=words) and "stopped" not in message
+    assert failure.engine_cause and failure.error(WHO).exit_code == ExitCode.SERVER
+    assert t("failure.hint_http_error", log=str(tmp_path / "selftest.log")) == failure.hint()
+    log = (tmp_path / "selftest.log").read_text(encoding="utf-8")
+    port = int(log.split("127.0.0.1:")[1].split()[0])
+    assert not _listening(port)  # the self-test stopped the server it started
+
+
+@pytest.mark.parametrize(("code", "words"), [(3, "main: something unexpected"), (0, "main: exiting")])
+def test_a_server_that_ends_by_itself_is_stopped_with_its_exit_status(tmp_path: Path, code: int,
+                                                                      words: str) -> None:
+    server = _server(tmp_path, standin.exits_with(code, words))
+    result = run_selftest(server, write_selftest_model(tmp_path), tmp_path / "selftest.log", timeout=30)
+    failure = result.failure
+    assert failure is not None and (failure.cause, failure.exit_code, failure.detail) == ("unknown", code, words)
+    assert failure.message(WHO) == t("failure.stopped_status", who=WHO, status=t("failure.exit_code", code=code),
+                                     detail=words)
+
+
+def test_a_stop_without_a_known_status_says_only_what_the_log_said() -> None:
+    """A service manager that does not report the status (``exit_info`` None): no status is made up."""
+    failure = classify(None, "main: last words\n")
+    assert failure.message(WHO) == t("failure.unknown", who=WHO, detail="main: last words")
+    killed = classify(ExitInfo(signal=15), "main: last words\n")
+    assert killed.message(WHO) == t("failure.stopped_status", who=WHO, status=t("failure.exit_signal",
+                                                                                 signal="SIGTERM"),
+                                    detail="main: last words")
+
+
+def test_the_real_server_refusing_the_request_is_an_answer_not_a_stop(llama_server: Path, tmp_path: Path) -> None:
+    """The test bed's llama-server with an API key: /health is public, /completion answers 401 with the server's
+    own words (llama.cpp tools/server/server-http.cpp, ``middleware_validate_api_key``)."""
+    result = run_selftest(llama_server, write_selftest_model(tmp_path), tmp_path / "selftest.log",
+                          args=["--api-key", "not-sent-by-the-self-test"])
+    failure = result.failure
+    assert failure is not None and (failure.cause, failure.http_status, failure.detail) == \
+        ("http_error", 401, "Invalid API Key")
+    assert failure.exit_code is None and "stopped" not in failure.message(WHO)
+
+
+def test_the_real_server_ending_on_a_bad_flag_is_stopped_with_exit_status(llama_server: Path,
+                                                                          tmp_path: Path) -> None:
+    result = run_selftest(llama_server, write_selftest_model(tmp_path), tmp_path / "selftest.log",
+                          args=["--no-such-flag"])
+    failure = result.failure
+    assert failure is not None and failure.cause == "unknown" and failure.exit_code not in (None, 0)
+    assert "--no-such-flag" in failure.detail
+    assert failure.message(WHO) == t("failure.stopped_status", who=WHO, detail=failure.detail,
+                                     status=t("failure.exit_code", code=failure.exit_code))
 
 
 # ---- what service managers say about a stopped server ---------------------------------------------------

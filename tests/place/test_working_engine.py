@@ -88,6 +88,9 @@ def _assert_nothing_downloaded(bed: InstallBed) -> None:
 @pytest.mark.parametrize(("vulkan_build", "cause", "detail"), [
     pytest.param(standin.kill_self("ILL"), "illegal_instruction", "SIGILL", id="sigill"),
     pytest.param(None, "gpu_init", "no GPU device came up", id="gpu-missing"),  # the real engine: a CPU-only build
+    # a Vulkan build that serves but answers the self-test with HTTP 500, as on lavapipe (issue #29): no crash,
+    # named by its answer, and the next build serves
+    pytest.param(standin.answers_http_error(), "http_error", standin.CONTENT_ONLY, id="http-500"),
 ])
 def test_a_preferred_build_that_cannot_run_falls_back_and_serves(
         make_bed: Callable[..., InstallBed], tmp_path: Path, vulkan_build: str | None, cause: str,
@@ -97,7 +100,7 @@ def test_a_preferred_build_that_cannot_run_falls_back_and_serves(
     port = free_port()
     first = bed.install("--no-venv", "--port", str(port), "--hardware", str(hardware))
     assert first.returncode == 0, first.stderr
-    why = t(f"failure.{cause}", who=who(VULKAN), detail=detail, signal=detail, wanted="?", device="?")
+    why = t(f"failure.{cause}", who=who(VULKAN), detail=detail, signal=detail, wanted="?", device="?", status=500)
     assert t("failure.fallback", used=CPU, failed=VULKAN, reason=why) in first.stderr
     state = _state(bed)
     assert state["engine"]["variant"] == CPU

@@ -334,15 +334,20 @@ def _metadata(writer: GGUFWriter, spec: QwenSpec, header_only: bool) -> None:
     w.add_string("tokenizer.chat_template", _CHAT_TEMPLATE)
 
 
-def write_header_only(path: Path, spec: QwenSpec, *, with_data: bool = False) -> Path:
-    """Write ``spec``'s GGUF to ``path`` atomically: header only (default), or with zero-filled tensor data."""
+# Tensor data for ``write_header_only``: (name, type name, role, bytes) -> the tensor's bytes, in chunks.
+Fill = Callable[[str, str, str, int], Iterable[bytes]]
+
+
+def write_header_only(path: Path, spec: QwenSpec, *, with_data: bool = False, fill: Fill | None = None) -> Path:
+    """Write ``spec``'s GGUF to ``path`` atomically: header only (default), or with tensor data: zeros, or what
+    ``fill`` yields for each tensor (``scripts/gpu_proof.py``: random blocks, repeated)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tensors = tensor_list(spec)
     writer = GGUFWriter(tmp, spec.arch)
     try:
-        _metadata(writer, spec, header_only=not with_data)
+        _metadata(writer, spec, header_only=not (with_data or fill is not None))
         for name, ne, type_name, _ in tensors:
             qtype = GGMLQuantizationType[type_name]
             # numpy order (ne reversed): the writer reverses it back; a non-uint8 dtype keeps the shape as given
@@ -354,10 +359,18 @@ def write_header_only(path: Path, spec: QwenSpec, *, with_data: bool = False) ->
         assert writer.fout is not None
         fout = writer.fout[0]
         writer.write_padding(fout, fout.tell())
-        if with_data:
-            for i, (_, ne, type_name, _) in enumerate(tensors):
+        if with_data or fill is not None:
+            for i, (name, ne, type_name, role) in enumerate(tensors):
                 n = nbytes_of(ne, type_name)
-                fout.write(bytes(n))
+                if fill is None:
+                    fout.write(bytes(n))
+                else:
+                    written = 0
+                    for chunk in fill(name, type_name, role, n):
+                        fout.write(chunk)
+                        written += len(chunk)
+                    if written != n:
+                        raise ValueError(f"{name}: {written} bytes of data for a {n}-byte tensor")
                 if i + 1 < len(tensors):
                     writer.write_padding(fout, n)
         fout.flush()

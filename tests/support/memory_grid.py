@@ -96,6 +96,25 @@ def parse_memory(log: str) -> Reported:
     return Reported(weights, kv, recurrent, compute, output, int(slot.group(2)) if slot else 0, compute_all)
 
 
+_KV_BUF = re.compile(_PFX + r"llama_kv_cache: +(\S+) KV buffer size = +([\d.]+) MiB", re.M)
+_RS_BUF = re.compile(_PFX + r"llama_memory_recurrent: +(\S+) RS buffer size = +([\d.]+) MiB", re.M)
+
+
+def device_buffers(log: str) -> dict[str, dict[str, int]]:
+    """Bytes per buffer kind (``model``, ``kv``, ``recurrent``, ``compute``, ``output``) per buffer type
+    (``CUDA0``, ``CPU_Mapped``, ``CUDA_Host``…), as a GPU run prints them: ``load_tensors: <buft> model buffer
+    size``, ``llama_kv_cache: <buft> KV buffer size``, ``llama_memory_recurrent: <buft> RS buffer size``,
+    ``sched_reserve: <buft> compute buffer size``, ``llama_context: <buft> output buffer size``. Lines of one kind
+    and type add up (a second context, the MTP draft's, prints its own)."""
+    out: dict[str, dict[str, int]] = {}
+    for kind, pattern in (("model", _MODEL_BUF), ("kv", _KV_BUF), ("recurrent", _RS_BUF),
+                          ("compute", _COMPUTE_BUF), ("output", _OUTPUT_BUF)):
+        for buft, size in pattern.findall(log):
+            per = out.setdefault(buft, {})
+            per[kind] = per.get(kind, 0) + _mib(size)
+    return out
+
+
 def run_point(binary: Path, model: Path, point: LaunchSettings, *, ready_timeout: float = 120.0) -> Reported:
     """Start llama-server on ``model`` with ``point``'s flags, wait until healthy, stop it, parse its log."""
     with LlamaServer(binary, model, server_args(point), ready_timeout=ready_timeout) as server:

@@ -71,6 +71,51 @@ os.execv(real, [real, *args])
 '''
 
 
+# What llama-server answered the kit's request on lavapipe (issue #29): the server ran, the answer was an error.
+CONTENT_ONLY = "The model produced output that does not match the expected Content-only format"
+
+
+def answers_http_error(status: int = 500, message: str = CONTENT_ONLY) -> str:
+    """A build whose server starts and stays up but refuses every request: ``/health`` answers 200, anything else
+    ``status`` with llama-server's error body (``{"error": {"code", "message", "type"}}``, llama.cpp
+    ``tools/server/server-common.cpp`` ``format_error_response``). Probes go to the real binary. It runs until it
+    is stopped, as a real server does."""
+    return f'''#!{sys.executable}
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+real = os.path.join(os.path.dirname(os.path.abspath(__file__)), "{REAL}")
+args = sys.argv[1:]
+if args and args[0] in ("--version", "--help", "-h", "--list-devices"):
+    os.execv(real, [real, *args])
+port = int(args[args.index("--port") + 1])
+body = json.dumps({{"error": {{"code": {status}, "message": {message!r}, "type": "server_error"}}}}).encode()
+
+class Handler(BaseHTTPRequestHandler):
+    def _answer(self):
+        if self.path == "/health":
+            code, data = 200, b'{{"status":"ok"}}'
+        else:
+            code, data = {status}, body
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    do_GET = do_POST = _answer
+    def log_message(self, fmt, *a):
+        print("srv  log_server_r: " + (fmt % a), file=sys.stderr, flush=True)
+
+print("main: server is listening on http://127.0.0.1:%d" % port, file=sys.stderr, flush=True)
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+'''
+
+
+def exits_with(code: int, last_words: str = "main: exiting") -> str:
+    """A server start that prints ``last_words`` and ends by itself with exit status ``code`` (probes: the real
+    binary)."""
+    return _sh(f'case "$1" in {_PROBES}) exec "$real" "$@";; esac\necho "{last_words}" >&2\nexit {code}\n')
+
+
 def release_asset(work: Path, real_bin: Path, script: str) -> Path:
     """A stand-in build packed like upstream's release archive (``testbed.release_asset``), in ``work``."""
     from .testbed import release_asset as pack

@@ -43,6 +43,7 @@ from bootstrap.core.messages import (
     failure,
     fetch,
     gguf,
+    gpus,
     identity,
     inputs,
     install,
@@ -63,7 +64,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs)
+                                  bundle_create, identity, logs, gpus)
 
 
 def _merge() -> dict[str, dict[str, str]]:

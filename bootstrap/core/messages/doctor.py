@@ -48,10 +48,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                    "drive, or pick a smaller quant.",
                              "zh": "默认模型需要 {need} GiB：请清理空间、用 --home 选择其他磁盘，"
                                    "或选择更小的量化版本。"},
-    "doctor.gpu_none": {"en": "No NVIDIA or Apple GPU found: the model runs on the CPU. Other GPUs (AMD, Intel) "
-                              "are listed once the engine is installed.",
-                        "zh": "未发现 NVIDIA 或 Apple 显卡：模型将在 CPU 上运行。其他显卡（AMD、Intel）"
-                              "会在安装推理引擎后识别。"},
+    "doctor.gpu_none": {"en": "No GPU found (NVIDIA, AMD, Intel or Apple): the model runs on the CPU.",
+                        "zh": "未发现显卡（NVIDIA、AMD、Intel 或 Apple）：模型将在 CPU 上运行。"},
     "doctor.gpu_hint_none": {"en": "With an NVIDIA GPU, install its driver (550 or newer) and rerun doctor.",
                              "zh": "如有 NVIDIA 显卡，请安装驱动（550 或更新版本）后重新运行体检。"},
     "doctor.gpu_nvidia": {"en": "{name}: {total} GiB VRAM ({free} GiB free), driver {driver}, CUDA {cuda}, "
@@ -59,8 +57,6 @@ MESSAGES: dict[str, dict[str, str]] = {
                           "zh": "{name}：显存 {total} GiB（可用 {free} GiB），驱动 {driver}，CUDA {cuda}，"
                                 "计算能力 {cc}"},
     "doctor.gpu_unified": {"en": "{name}: {total} GiB unified memory", "zh": "{name}：统一内存 {total} GiB"},
-    "doctor.gpu_other": {"en": "{name} ({vendor}): details once the engine is installed",
-                         "zh": "{name}（{vendor}）：安装推理引擎后显示详情"},
     "doctor.engine_reason": {"en": "llama.cpp {variant}: {why}", "zh": "llama.cpp 构建 {variant}：{why}"},
     "doctor.engine_hint_driver": {"en": "Update the NVIDIA driver to {minimum} or newer (580+ for CUDA 13), then "
                                         "rerun; until then the Vulkan build is used.",

@@ -60,7 +60,7 @@ def probe_apple(sysctl: Mapping[str, str], system: str, machine: str, available_
         return ()
     return (GpuInfo(index=0, vendor="apple", name=f"{brand or 'Apple Silicon'} GPU", vram_total_bytes=memsize,
                     vram_free_bytes=min(max(0, available_bytes), memsize), unified_memory=True,
-                    memory_bandwidth_bytes_per_s=chip_bandwidth(brand)),)
+                    memory_bandwidth_bytes_per_s=chip_bandwidth(brand), source="apple"),)
 
 
 def read_sysctl() -> dict[str, str]:

@@ -73,7 +73,8 @@ def probe_nvidia(r: NvmlReadings) -> tuple[GpuInfo, ...]:
                             memory_bus_width_bits=d.bus_width if d.bus_width and d.bus_width > 0 else None,
                             memory_clock_max_mhz=d.mem_clock_max_mhz if mem_clock_max_ok(d.mem_clock_max_mhz)
                             else None,
-                            memory_bandwidth_bytes_per_s=memory_bandwidth(d.bus_width, d.mem_clock_max_mhz)))
+                            memory_bandwidth_bytes_per_s=memory_bandwidth(d.bus_width, d.mem_clock_max_mhz),
+                            source="nvml"))
     return tuple(gpus)
 
 
