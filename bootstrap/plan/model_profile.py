@@ -240,7 +240,8 @@ def _trained_context(header: GGUFHeader, arch: str) -> int:
     """``<arch>.context_length``, which llama.cpp requires (``ml.get_key(LLM_KV_CONTEXT_LENGTH, …)`` in
     ``src/llama-model.cpp``: a file without it does not load) and which must not be 0: llama-server loads such a
     file with an explicit ``-c``, but caps every slot's context at it (``n_ctx_slot()`` in
-    ``tools/server/server-context.cpp``), so no prompt would ever fit. Refused before any download or start."""
+    ``tools/server/server-context.cpp``), so no prompt ever fits — b11434 even aborts on the first request
+    (``GGML_ASSERT(n_ctx > 0 …)`` in ``send_error``; tests/plan/test_context.py). Refused before any download."""
     name = f"{arch}.context_length"
     value = header.arch_value("context_length")
     n_ctx_train = _int(value, arch, "context_length") if value is not None else 0
