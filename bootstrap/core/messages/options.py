@@ -65,4 +65,101 @@ MESSAGES: dict[str, dict[str, str]] = {
               "value with gguf's gguf-set-metadata.",
         "zh": "该文件转换时丢失了上下文长度：请从发布者处重新下载，或用 gguf 包的 gguf-set-metadata 设置该值。",
     },
+    # --- a bundle that runs where it lands (bundle/launchers.py) ---
+    "options.bundle_no_setup": {
+        "en": "No setup program in the bundle: target machines run install.sh (Linux, macOS) or install.bat (Windows), "
+              "which need Python {pythons} there; README.txt says what to run. For machines without Python, add a "
+              "setup built with python build_installer.py (--setup dist/QwenClientKit-Setup[.exe]).",
+        "zh": "离线安装包中没有安装程序：目标机器运行 install.sh（Linux、macOS）或 install.bat（Windows），"
+              "需要机器上有 Python {pythons}；README.txt 写明了运行方法。对于没有 Python 的机器，请用 "
+              "python build_installer.py 构建安装程序并加入（--setup dist/QwenClientKit-Setup[.exe]）。",
+    },
+    "options.launch_python": {
+        "en": "This Python ({python}, version {version}) does not match this bundle: its packages are for Python "
+              "{wanted}.",
+        "zh": "此 Python（{python}，版本 {version}）与本离线安装包不匹配：其中的依赖包适用于 Python {wanted}。",
+    },
+    "options.launch_platform": {
+        "en": "This bundle holds no packages for {system} {machine} (it has them for: {wanted}).",
+        "zh": "本离线安装包没有适用于 {system} {machine} 的依赖包（仅适用于：{wanted}）。",
+    },
+    "options.launch_damaged": {
+        "en": "Files of this bundle are missing or differ from payload/SHA256SUMS: {files}. Copy the bundle again.",
+        "zh": "本离线安装包中的文件缺失或与 payload/SHA256SUMS 不符：{files}。请重新复制离线安装包。",
+    },
+    "options.launch_preparing": {
+        "en": "Preparing QwenClientKit from this bundle with {python} (no network)...",
+        "zh": "正在用 {python} 从本离线安装包准备 QwenClientKit（不联网）……",
+    },
+    "options.launch_venv": {
+        "en": "{python} could not make a Python environment (python -m venv). On Debian or Ubuntu: sudo apt install "
+              "python3-venv, then run this again.",
+        "zh": "{python} 无法创建 Python 环境（python -m venv）。Debian 或 Ubuntu 上请先运行 sudo apt install "
+              "python3-venv，再重新运行。",
+    },
+    "options.launch_pip": {
+        "en": "The bundle's packages could not be installed with {python} (pip --no-index): see the lines above.",
+        "zh": "无法用 {python} 安装离线安装包中的依赖包（pip --no-index）：请查看上面的输出。",
+    },
+    "options.launch_no_python": {
+        "en": "No Python {wanted} found here. Install one from python.org and run this again, or use a setup program "
+              "built for this system.",
+        "zh": "本机未找到 Python {wanted}。请从 python.org 安装后重新运行，或使用为本系统构建的安装程序。",
+    },
+    "options.readme_head": {
+        "en": "QwenClientKit offline bundle\n"
+              "============================\n"
+              "This folder installs a local OpenAI-compatible Qwen server with no network at all.",
+        "zh": "QwenClientKit 离线安装包\n"
+              "========================\n"
+              "本目录可在完全不联网的情况下安装本地 OpenAI 兼容的 Qwen 服务。",
+    },
+    "options.readme_install": {
+        "en": "\nInstall, on the machine that will run the server (nothing is downloaded):",
+        "zh": "\n安装（在要运行服务的机器上进行，不会下载任何内容）：",
+    },
+    "options.readme_os_setup_windows": {
+        "en": "  {os}: double-click {setup} in this folder.",
+        "zh": "  {os}：双击本目录中的 {setup}。",
+    },
+    "options.readme_os_setup": {
+        "en": "  {os}: in a terminal, run \"<this folder>/{setup}\"",
+        "zh": "  {os}：在终端中运行 \"<本目录>/{setup}\"",
+    },
+    "options.readme_os_bat": {
+        "en": "  {os}: double-click install.bat in this folder (it needs Python {pythons} from python.org).",
+        "zh": "  {os}：双击本目录中的 install.bat（需要 python.org 的 Python {pythons}）。",
+    },
+    "options.readme_os_sh": {
+        "en": "  {os}: in a terminal, run  sh \"<this folder>/install.sh\"  (it needs Python {pythons}: python3 "
+              "--version says which one you have).",
+        "zh": "  {os}：在终端中运行  sh \"<本目录>/install.sh\"（需要 Python {pythons}：用 python3 --version "
+              "查看本机版本）。",
+    },
+    "options.readme_options": {
+        "en": "Add --yes to answer its one question in advance, and any other option of qwenkit install, e.g.\n"
+              "    --yes --port 8081 --ctx 32768\n"
+              "Where qwenkit is installed already: qwenkit install --bundle <this folder>",
+        "zh": "加上 --yes 可预先回答唯一的确认问题，也可加上 qwenkit install 的其他选项，例如\n"
+              "    --yes --port 8081 --ctx 32768\n"
+              "已安装 qwenkit 的机器：qwenkit install --bundle <本目录>",
+    },
+    "options.readme_noexec": {
+        "en": "Linux: if the drive is mounted without exec permission, copy the setup to /tmp first and run it with\n"
+              "    install --bundle <this folder>   (install.sh runs with sh either way).",
+        "zh": "Linux：若 U 盘挂载时不允许执行程序，请先把安装程序复制到 /tmp，再用\n"
+              "    install --bundle <本目录> 运行（install.sh 用 sh 运行，不受影响）。",
+    },
+    "options.readme_tail": {
+        "en": "\nCheck the copy: qwenkit bundle verify <this folder>\n"
+              "    or, from this folder: sha256sum -c payload/SHA256SUMS\n"
+              "Intranet: serve this folder as it is with any static web server, then on each machine\n"
+              "    qwenkit install --bundle http://host/path/ --yes\n"
+              "Do not edit files in payload/: the install checks every byte against payload/manifest.json.",
+        "zh": "\n校验副本：qwenkit bundle verify <本目录>\n"
+              "    或在本目录中运行：sha256sum -c payload/SHA256SUMS\n"
+              "内网部署：用任意静态 Web 服务器原样发布本目录，然后在每台机器上运行\n"
+              "    qwenkit install --bundle http://主机/路径/ --yes\n"
+              "请勿修改 payload/ 中的文件：安装时会按 payload/manifest.json 校验每个字节。",
+    },
 }
