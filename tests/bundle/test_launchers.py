@@ -119,14 +119,14 @@ def test_launch_py_copies_only_listed_wheels_and_checks_them(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("targets", "setups", "expected"), [
-    ([LINUX], [], ['  Linux: in a terminal, run  sh "<this folder>/install.sh"  (it needs Python 3.11/3.12: python3 '
-                   '--version says which one you have).']),
+    ([LINUX], [], ['  Linux: in a terminal, run  sh "<this folder>/install.sh"  (it needs Python 3.11/3.12: \'python3 '
+                   "--version' says which one you have)."]),
     ([WINDOWS], [Setup("QwenClientKit-Setup.exe", "Windows")],
      ["  Windows: double-click QwenClientKit-Setup.exe in this folder."]),
     ([WINDOWS, LINUX, MAC], [Setup("QwenClientKit-Setup", "Linux")],
      ["  Windows: double-click install.bat in this folder (it needs Python 3.11/3.12 from python.org).",
       '  Linux: in a terminal, run "<this folder>/QwenClientKit-Setup"',
-      '  macOS: in a terminal, run  sh "<this folder>/install.sh"  (it needs Python 3.11/3.12: python3 --version '
+      '  macOS: in a terminal, run  sh "<this folder>/install.sh"  (it needs Python 3.11/3.12: \'python3 --version\' '
       'says which one you have).']),
 ])
 def test_readme_says_per_os_what_to_run(targets: list, setups: list[Setup], expected: list[str]) -> None:

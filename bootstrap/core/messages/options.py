@@ -62,17 +62,18 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "options.hint_ctx_train_zero": {
         "en": "The file was converted without its context length: download it again from its publisher, or set the "
-              "value with gguf's gguf-set-metadata.",
-        "zh": "该文件转换时丢失了上下文长度：请从发布者处重新下载，或用 gguf 包的 gguf-set-metadata 设置该值。",
+              "value with 'gguf-set-metadata' (from the Python package 'gguf').",
+        "zh": "该文件转换时丢失了上下文长度：请从发布者处重新下载，或用 'gguf-set-metadata'（Python 包 'gguf' 提供）"
+              "设置该值。",
     },
     # --- a bundle that runs where it lands (bundle/launchers.py) ---
     "options.bundle_no_setup": {
         "en": "No setup program in the bundle: target machines run install.sh (Linux, macOS) or install.bat (Windows), "
               "which need Python {pythons} there; README.txt says what to run. For machines without Python, add a "
-              "setup built with python build_installer.py (--setup dist/QwenClientKit-Setup[.exe]).",
+              "setup built with 'python build_installer.py' (--setup dist/QwenClientKit-Setup[.exe]).",
         "zh": "离线安装包中没有安装程序：目标机器运行 install.sh（Linux、macOS）或 install.bat（Windows），"
               "需要机器上有 Python {pythons}；README.txt 写明了运行方法。对于没有 Python 的机器，请用 "
-              "python build_installer.py 构建安装程序并加入（--setup dist/QwenClientKit-Setup[.exe]）。",
+              "'python build_installer.py' 构建安装程序并加入（--setup dist/QwenClientKit-Setup[.exe]）。",
     },
     "options.launch_python": {
         "en": "This Python ({python}, version {version}) does not match this bundle: its packages are for Python "
@@ -80,8 +81,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此 Python（{python}，版本 {version}）与本离线安装包不匹配：其中的依赖包适用于 Python {wanted}。",
     },
     "options.launch_platform": {
-        "en": "This bundle holds no packages for {system} {machine} (it has them for: {wanted}).",
-        "zh": "本离线安装包没有适用于 {system} {machine} 的依赖包（仅适用于：{wanted}）。",
+        "en": "This bundle holds no packages for '{system} {machine}' (it has them for: {wanted}).",
+        "zh": "本离线安装包没有适用于 '{system} {machine}' 的依赖包（仅适用于：{wanted}）。",
     },
     "options.launch_damaged": {
         "en": "Files of this bundle are missing or differ from payload/SHA256SUMS: {files}. Copy the bundle again.",
@@ -92,10 +93,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "正在用 {python} 从本离线安装包准备 QwenClientKit（不联网）……",
     },
     "options.launch_venv": {
-        "en": "{python} could not make a Python environment (python -m venv). On Debian or Ubuntu: sudo apt install "
-              "python3-venv, then run this again.",
-        "zh": "{python} 无法创建 Python 环境（python -m venv）。Debian 或 Ubuntu 上请先运行 sudo apt install "
-              "python3-venv，再重新运行。",
+        "en": "{python} could not make a Python environment ('python -m venv'). On Debian or Ubuntu: 'sudo apt "
+              "install python3-venv', then run this again.",
+        "zh": "{python} 无法创建 Python 环境（'python -m venv'）。Debian 或 Ubuntu 上请先运行 'sudo apt install "
+              "python3-venv'，再重新运行。",
     },
     "options.launch_pip": {
         "en": "The bundle's packages could not be installed with {python} (pip --no-index): see the lines above.",
@@ -131,9 +132,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "  {os}：双击本目录中的 install.bat（需要 python.org 的 Python {pythons}）。",
     },
     "options.readme_os_sh": {
-        "en": "  {os}: in a terminal, run  sh \"<this folder>/install.sh\"  (it needs Python {pythons}: python3 "
-              "--version says which one you have).",
-        "zh": "  {os}：在终端中运行  sh \"<本目录>/install.sh\"（需要 Python {pythons}：用 python3 --version "
+        "en": "  {os}: in a terminal, run  sh \"<this folder>/install.sh\"  (it needs Python {pythons}: 'python3 "
+              "--version' says which one you have).",
+        "zh": "  {os}：在终端中运行  sh \"<本目录>/install.sh\"（需要 Python {pythons}：用 'python3 --version' "
               "查看本机版本）。",
     },
     "options.readme_options": {
