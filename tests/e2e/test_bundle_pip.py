@@ -44,7 +44,9 @@ def run(argv):
     return {"argv": argv, "rc": p.returncode, "stdout": p.stdout[-6000:], "stderr": p.stderr[-20000:]}
 out = {"interfaces": sorted(n for _, n in socket.if_nameindex()),
        "before": run(["sh", "-c", "command -v qwenkit || echo none"])}
+started = time.monotonic()
 out["install"] = run(spec["argv"])
+out["install"]["seconds"] = round(time.monotonic() - started, 1)
 home = os.path.join(os.environ["HOME"], ".local", "share", "qwenclientkit")
 if out["install"]["rc"] == 0:
     state = json.load(open(os.path.join(home, "state.json"), encoding="utf-8"))
