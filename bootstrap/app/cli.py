@@ -180,6 +180,7 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
     install.add_argument("--answers", metavar="FILE", help=t("arg.answers"))
     install.add_argument("--thinking", choices=["on", "off"], help=t("arg.thinking"))
+    install.add_argument("--ctx", metavar="N|auto", help=t("options.arg_ctx"))
     install.add_argument("--verify", action="store_true", help=t("arg.verify"))
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
     install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))

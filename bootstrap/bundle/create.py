@@ -9,7 +9,9 @@ Order, so a kill at any point leaves a folder that is visibly unfinished (no man
 4. the bytes still to write compared with the free space (and FAT32's 4 GiB file limit) before any download
    (``bundle_drive``);
 5. wheels (``bundle_wheels``), then copies and downloads (resumable in ``<out>/.qwenkit-partial``, verified);
-6. setup executables and ``README.txt`` at the root (``bundle_root``), leftovers of an earlier bundle removed;
+6. setup executables, the launchers (``install.sh``, ``install.bat``, ``payload/launch.py``: the kit from its wheels
+   with the target's own Python, whatever made the bundle) and ``README.txt`` saying what to run on each OS
+   (``root_files``, ``launchers``); leftovers of an earlier bundle removed;
 7. the work folder ``.qwenkit-partial`` removed (a copy of the finished folder carries nothing but the bundle),
    then ``SHA256SUMS`` and the manifest written last.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bootstrap import __version__
-from bootstrap.bundle import root_files, selection
+from bootstrap.bundle import launchers, root_files, selection
 from bootstrap.bundle.drive import check_room
 from bootstrap.bundle.reuse import RECORD, Sorted, VerifiedRecord, local_sources, remove_stale, sort_out
 from bootstrap.bundle.selection import Selection, Want
@@ -141,7 +143,12 @@ def create(request: CreateRequest) -> CreateResult:
     copied, downloaded = _fill(todo, record, partial)
 
     # 6. the root files; what an earlier bundle left
-    root_wants = [*root_files.place_setups(out, bundle.setups, partial), root_files.write_readme(out)]
+    setups = root_files.place_setups(out, bundle.setups, partial)
+    runners = launchers.write_launchers(out, launchers.launcher_files(bundle.targets, bundle.pythons))
+    readme = launchers.write_readme(out, _readme(bundle))
+    root_wants = [*setups, *runners, readme]
+    if not setups:
+        info(t("options.bundle_no_setup", pythons=", ".join(bundle.pythons)))
     entries = [*(w.entry() for w in bundle.wants),
                *(BundleFile(wf.path.relative_to(out).as_posix(), wf.size, wf.sha256, "wheel", platform=wf.folder)
                  for wf in wheel_files),
@@ -166,7 +173,7 @@ def _resolve(request: CreateRequest) -> _Resolved:
         raise UsageError(t("bcreate.err_out", path=str(out)))
     targets = selection.targets(request.platforms)
     pythons = selection.pythons(request.pythons)
-    setups = root_files.setups(request.setups, reserved=("payload", PARTIAL))
+    setups = root_files.setups(request.setups, reserved=("payload", PARTIAL, *launchers.NAMES))
     chosen = selection.selection(load_catalog(), request.models, request.quants)
     local = local_sources(request.home, request.reuse)
     info(t("bcreate.resolving", models=", ".join(f"{m.id}:{q}" for m, qs in chosen for q in qs),
@@ -180,11 +187,18 @@ def _check_room(bundle: _Resolved, todo: Sorted, partial: Path) -> None:
     """The bytes still to write (copies, setups, the README, what downloads have left, the wheels' estimate)
     against the free space and the drive's file-size limit."""
     setup_sizes = {p.name: p.stat().st_size for p in bundle.setups}
-    needed = (sum(w.size for _, _, w in todo.copies) + sum(setup_sizes.values())
-              + len(root_files.readme_text().encode("utf-8"))
+    runners = sum(len(data) for _, data in launchers.launcher_files(bundle.targets, bundle.pythons))
+    needed = (sum(w.size for _, _, w in todo.copies) + sum(setup_sizes.values()) + runners
+              + len(_readme(bundle).encode("utf-8"))
               + sum(w.size - resumable_bytes(partial, w.sha256, w.size) for _, _, w in todo.downloads)
               + WHEELS_ESTIMATE * len({tp.wheels for tp in bundle.targets}) * len(bundle.pythons))
     check_room(bundle.out, {**{w.rel: w.size for w in bundle.wants}, **setup_sizes}, needed)
+
+
+def _readme(bundle: _Resolved) -> str:
+    """README.txt for what this bundle holds: per OS, its setup or the launcher (``launchers.readme_text``)."""
+    setups = [launchers.Setup(p.name, root_files.setup_system(p)) for p in bundle.setups]
+    return launchers.readme_text(bundle.targets, bundle.pythons, setups)
 
 
 def _fill(todo: Sorted, record: VerifiedRecord, partial: Path) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""The files at a bundle's root, where people look first: the setup executables and ``README.txt``.
+"""The files at a bundle's root, where people look first: the setup executables (``README.txt`` and the launchers
+that run the kit without a setup: ``bundle.launchers``).
 
 A setup is what a person double-clicks on the target machine (it finds ``payload/`` beside itself), so each is
 copied with a hash check, marked executable where that means something, and listed with the OS it runs on. Root
@@ -8,18 +9,15 @@ may be a USB drive's root holding the owner's files).
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from bootstrap.bundle.selection import Want
 from bootstrap.catalog.bundle_manifest import read_dir
-from bootstrap.core.atomic_file import write_atomic
-from bootstrap.core.console import t, warn
+from bootstrap.core.console import t
 from bootstrap.core.errors import QwenKitError, UsageError
 from bootstrap.core.hashing import sha256_file
-from bootstrap.core.messages.bundle_create import MESSAGES as README_MESSAGES
 from bootstrap.fetch.source_bundle import place_from_bundle
 
 README = "README.txt"
@@ -36,6 +34,12 @@ def setup_platform(head: bytes) -> str | None:
                     b"\xca\xfe\xba\xbe"):
         return "Darwin"
     return None
+
+
+def setup_system(path: Path) -> str | None:
+    """The OS a setup executable runs on, from its first bytes (or a ``.exe`` name)."""
+    with path.open("rb") as fh:
+        return setup_platform(fh.read(4)) or ("Windows" if path.suffix.lower() == ".exe" else None)
 
 
 def setups(paths: Sequence[Path], reserved: Collection[str]) -> list[Path]:
@@ -60,8 +64,7 @@ def place_setups(out: Path, paths: Sequence[Path], work: Path) -> list[Want]:
     placed = []
     for path in paths:
         size, sha = path.stat().st_size, sha256_file(path)
-        with path.open("rb") as fh:
-            system = setup_platform(fh.read(4)) or ("Windows" if path.suffix.lower() == ".exe" else None)
+        system = setup_system(path)
         dest = out / path.name
         if dest.is_symlink():  # a link would be copied as a link (or not at all) with the drive
             dest.unlink()
@@ -69,21 +72,7 @@ def place_setups(out: Path, paths: Sequence[Path], work: Path) -> list[Want]:
         if system != "Windows":
             dest.chmod(0o755)  # an executable people run from the drive
         placed.append(Want(path.name, "setup", size, sha, platform=system))
-    if not paths:
-        warn(t("bcreate.no_setup"))
     return placed
-
-
-def readme_text() -> str:
-    """README.txt: what the folder is and the ways to use it, in both languages whatever the UI's."""
-    texts = README_MESSAGES["bcreate.readme"]
-    return texts["en"] + "\n\n" + texts["zh"] + "\n"
-
-
-def write_readme(out: Path) -> Want:
-    text = readme_text().encode("utf-8")
-    write_atomic(out / README, text, mode=0o644)
-    return Want(README, "doc", len(text), hashlib.sha256(text).hexdigest())
 
 
 def old_root_files(out: Path) -> set[str]:

@@ -171,9 +171,10 @@ def _run(argv: list[str], env: dict[str, str], what: str) -> None:
 
 
 def kit_wheel(python: str, work: Path, env: dict[str, str]) -> Path:
-    """This kit as a wheel: found among the offline wheels or shipped ones, else built from this checkout."""
+    """This kit as a wheel: found among the offline wheels or shipped ones, else built from this checkout, else
+    (pip or pipx installed it: no checkout, no wheel at hand) packed again from its installed files."""
     wheels = settings.wheels_dir()
-    source = default_kit_source(Path(wheels) if wheels else None)
+    source = default_kit_source(Path(wheels) if wheels else None) or installed_wheel(work / "installed")
     if source is None:
         raise SourceError(t("bcreate.err_no_kit"), t("bcreate.hint_no_kit"))
     if source.suffix == ".whl":
@@ -186,6 +187,47 @@ def kit_wheel(python: str, work: Path, env: dict[str, str]) -> Path:
     if not built:
         raise SourceError(t("bcreate.err_no_kit"), t("bcreate.hint_no_kit"))
     return built[-1]
+
+
+# Files of an installed distribution that the installer wrote, not the wheel (PEP 376, PEP 610, PEP 627).
+_INSTALLER_FILES = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")
+
+
+def installed_wheel(dest: Path, dist_name: str = KIT_DIST) -> Path | None:
+    """The installed kit packed again as the wheel it was installed from: its files under site-packages and its
+    ``.dist-info`` (``METADATA``, ``WHEEL``, ``entry_points.txt``…) with a new ``RECORD`` (PEP 427: urlsafe base64
+    SHA-256 without padding, and the size). Bytecode, console scripts (pip writes them again from
+    ``entry_points.txt``) and the installer's own records are left out. None when the kit is not installed that way
+    (an editable install lists no package files: it runs from its checkout, which ``default_kit_source`` takes)."""
+    import base64
+    import hashlib
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(dist_name)
+        tag = next((line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines()
+                    if line.startswith("Tag:")), None)
+    except metadata.PackageNotFoundError:
+        return None
+    files = [f for f in dist.files or () if ".." not in f.parts and "__pycache__" not in f.parts
+             and f.suffix != ".pyc" and not (f.parts[0].endswith(".dist-info") and f.name in _INSTALLER_FILES)]
+    if tag is None or not any(f.parts[0] == "bootstrap" for f in files):
+        return None
+    info_dir = next((f.parts[0] for f in files if f.parts[0].endswith(".dist-info")), None)
+    if info_dir is None:
+        return None
+    dest.mkdir(parents=True, exist_ok=True)
+    wheel = dest / f"{dist_name}-{dist.version}-{tag}.whl"
+    record = []
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted(files, key=str):
+            data = Path(str(dist.locate_file(f))).read_bytes()
+            zf.writestr(f.as_posix(), data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{f.as_posix()},sha256={digest},{len(data)}")
+        record.append(f"{info_dir}/RECORD,,")
+        zf.writestr(f"{info_dir}/RECORD", "\n".join(record) + "\n")
+    return wheel
 
 
 def _download(python: str, target: TargetPlatform, version: str, dest: Path, reqs: Sequence[str],

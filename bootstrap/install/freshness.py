@@ -29,9 +29,11 @@ class Freshness:
     notes: tuple[str, ...] = ()  # e.g. "could not check for a newer revision: …"
 
 
-def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None) -> Freshness:
+def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None,
+          ctx: int | None = None) -> Freshness:
     """Whether a rerun can stop here (the server may still need a start: that is the installer's business).
-    ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's)."""
+    ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's); ``ctx``: the
+    context asked for (``install --ctx``; None: the plan's)."""
     reasons: list[str] = []
     notes: list[str] = []
     if state.request is None or state.request.model != wanted.text:
@@ -40,6 +42,9 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     recorded = state.request.thinking if state.request is not None else None
     if recorded != thinking:
         reasons.append(t("fresh.thinking_changed", old=_on_off(recorded), new=_on_off(thinking)))
+    recorded_ctx = state.request.ctx if state.request is not None else None
+    if recorded_ctx != ctx:
+        reasons.append(t("options.fresh_ctx_changed", old=_ctx_text(recorded_ctx), new=_ctx_text(ctx)))
     if state.kit_version != __version__:
         reasons.append(t("fresh.kit_changed", old=state.kit_version, new=__version__))
     found = engine_marker.find_installed(home, state.engine.variant)
@@ -57,6 +62,10 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
 
 def _on_off(thinking: bool | None) -> str:
     return t("fresh.thinking_default") if thinking is None else ("on" if thinking else "off")
+
+
+def _ctx_text(ctx: int | None) -> str:
+    return t("options.ctx_auto") if ctx is None else t("options.ctx_tokens", ctx=ctx)
 
 
 def _is_commit(revision: str | None) -> bool:

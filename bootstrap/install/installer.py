@@ -70,6 +70,10 @@ class InstallRequest:
     verify_timeout: float = 300.0
     hardware_file: Path | None = None  # plan for the memory, GPUs and CPU this profile states (install --hardware)
     thinking: bool | None = None  # install --thinking on|off; None: as recorded, else the catalog's default
+    ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
+
+
+CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
 
 
 @dataclass(frozen=True)
@@ -156,9 +160,12 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     wanted = wanted_model(request.model, previous.request.model if previous and previous.request else None)
     if request.thinking is None and previous is not None and previous.request is not None:
         request = replace(request, thinking=previous.request.thinking)  # a rerun keeps --thinking
+    if request.ctx is None and previous is not None and previous.request is not None:
+        request = replace(request, ctx=previous.request.ctx)  # and --ctx
+    request = replace(request, ctx=request.ctx or None)  # CTX_AUTO: the plan's choice, recorded as no choice
     reasons: tuple[str, ...] = ()
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source, request.thinking)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -179,12 +186,14 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     hardware = _hardware(home, request)
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
-    plan = choose(candidates, hardware, fallbacks=fallbacks, variants=None if bundle is None else bundle.variants)
+    plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
+                  variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
     port_asked = _port_asked(request, previous)
     port = _port_before_download(home, request, previous)
     # confirm: the screen is made from the plan, the home and recorded sizes — no network yet
-    proposal = make_proposal(home, plan, wanted.ref, hardware, previous, port=port, port_asked=port_asked,
+    proposal = make_proposal(home, plan, wanted.ref, hardware, previous, ctx=request.ctx, port=port,
+                             port_asked=port_asked,
                              manager=_manager_name(home, request), venv=request.venv,
                              wheels_dir=request.wheels_dir, reasons=reasons,
                              bundle_wheels=None if bundle is None else sum(
@@ -205,7 +214,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     hardware, seen_changed = _engine_devices(hardware, plan, working, previous)
     if working.variant != plan.variant.name or seen_changed:
         variant = _fallback_choice(working) if working.variant != plan.variant.name else plan.variant
-        replanned = choose(candidates, hardware, fallbacks=fallbacks, variant=variant)
+        replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant)
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
             fetch_plan = plan_fetch(wanted, replanned, source, home, previous, rehash=request.verify_files)
             _refused_before(home, fetch_plan, upgrade=previous is not None)
@@ -217,7 +226,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 
     # place → tune → render → register → verify → record (→ clean)
     options = _deploy_options(plan, request, previous, wanted.text, port)
-    options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware))
+    options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware, keep_ctx=request.ctx))
     if bundle is not None:  # no index at all: the bundle's wheels, or no venv
         options = replace(options, wheels_dir=wheels, venv=wheels is not None,
                           python_versions=bundle.manifest.python_versions, winsw=winsw)
@@ -320,10 +329,11 @@ def _fallback_choice(working: WorkingEngine) -> VariantChoice:
                                              reason=last.failure.message(who(last.variant))))
 
 
-def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile) -> Callable[[EngineFailure, Plan],
-                                                                                        Plan | None]:
+def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile, keep_ctx: int | None = None
+                   ) -> Callable[[EngineFailure, Plan], Plan | None]:
     """A smaller plan for a first start that ran out of memory: a smaller context when RAM ran out; less on the
-    GPU (more experts or layers in RAM) when VRAM did. Same model file and quant: it is already in place."""
+    GPU (more experts or layers in RAM) when VRAM did. Same model file and quant: it is already in place.
+    ``keep_ctx``: the context the user asked for (``--ctx``), never shrunk: the failure is reported instead."""
     from bootstrap.plan.planner import CTX_LADDER, GPU_MARGIN, choose
 
     def replan(failure: EngineFailure, plan: Plan) -> Plan | None:
@@ -340,7 +350,7 @@ def _oom_replanner(candidates: list[Candidate], hardware: HardwareProfile) -> Ca
                                                    for g in hardware.gpus))
         else:
             smaller = [c for c in CTX_LADDER if c < ctx]
-            if not smaller:
+            if not smaller or keep_ctx is not None:
                 return None
             ctx = smaller[0]
         try:
@@ -458,11 +468,15 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
     extra: tuple[str, ...] = ()
     if isinstance(parse_model_ref(wanted), CatalogRef):
         extra = load_catalog().model(plan.model_id).server_args
+    if request.ctx is not None:  # the user's context wins over a catalog entry's own -c
+        from bootstrap.plan.engine_flags import with_overrides
+
+        extra = tuple(with_overrides(list(extra), ["-c", str(request.ctx)]))
     return DeployOptions(
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source or "auto", request.thinking),
+        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx),
     )
 
 

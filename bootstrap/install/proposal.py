@@ -73,15 +73,16 @@ class Proposal:
 
 def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfile, previous: InstallState | None,
                   *, port: int, port_asked: int, manager: str, venv: bool, wheels_dir: Path | None,
-                  bundle_wheels: int | None = None, reasons: tuple[str, ...] = ()) -> Proposal:
+                  bundle_wheels: int | None = None, reasons: tuple[str, ...] = (), ctx: int | None = None
+                  ) -> Proposal:
     """``bundle_wheels``: from an offline bundle, the bytes of this machine's wheels in its manifest (0: it has
-    none, so no venv is made)."""
+    none, so no venv is made). ``ctx``: the context the user asked for (``--ctx``), which wins over the catalog's."""
     parts = (*_model_parts(home, plan, ref), _engine_part(home, plan),
              _venv_part(home, venv, wheels_dir, bundle_wheels))
     # What runs: the plan's flags, then the catalog entry's own server_args (installer._deploy_options adds them).
     args = (*plan.args, *(load_catalog().model(plan.model_id).server_args if isinstance(ref, CatalogRef) else ()))
-    ctx = ctx_of(args) or plan.settings.ctx
-    return Proposal(hardware, plan, previous, parts, port, port_asked, manager, thinking_of(args), ctx, reasons)
+    return Proposal(hardware, plan, previous, parts, port, port_asked, manager, thinking_of(args),
+                    ctx or ctx_of(args) or plan.settings.ctx, reasons)
 
 
 def _file_part(name: str, home: Home, final: Path, file: ModelFile | None, size: int) -> Part:

@@ -236,6 +236,21 @@ def _mtp_blocks(header: GGUFHeader, n_layer: int, n_layer_all: int,
     return blocks
 
 
+def _trained_context(header: GGUFHeader, arch: str) -> int:
+    """``<arch>.context_length``, which llama.cpp requires (``ml.get_key(LLM_KV_CONTEXT_LENGTH, …)`` in
+    ``src/llama-model.cpp``: a file without it does not load) and which must not be 0: llama-server loads such a
+    file with an explicit ``-c``, but caps every slot's context at it (``n_ctx_slot()`` in
+    ``tools/server/server-context.cpp``), so no prompt ever fits — b11434 even aborts on the first request
+    (``GGML_ASSERT(n_ctx > 0 …)`` in ``send_error``; tests/plan/test_context.py). Refused before any download."""
+    name = f"{arch}.context_length"
+    value = header.arch_value("context_length")
+    n_ctx_train = _int(value, arch, "context_length") if value is not None else 0
+    if n_ctx_train == 0:
+        raise UsageError(t("options.err_ctx_train_zero" if value is not None else "options.err_ctx_train_missing",
+                           name=name), t("options.hint_ctx_train_zero"))
+    return n_ctx_train
+
+
 def model_profile(header: GGUFHeader) -> ModelProfile:
     """The ModelProfile of a parsed GGUF header; ``UsageError`` (exit 2) for an architecture it cannot model."""
     arch = header.architecture
@@ -282,11 +297,12 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         conv_dim = d_inner + 2 * n_group * d_state
         rs_per_seq = len(recurrent) * 4 * (max(d_conv - 1, 0) * conv_dim + d_state * d_inner)
 
+    n_ctx_train = _trained_context(header, arch)
     layers, token_embd, output, other, output_rp, nextn = _weights(header.tensors, n_layer_all, n_layer, arch)
     total = token_embd + output + other + sum(lw.dense_bytes + lw.expert_bytes for lw in layers)
     return ModelProfile(
         architecture=arch, n_layer=n_layer, n_embd=n_embd, n_vocab=n_vocab,
-        n_ctx_train=key("context_length", 0), n_head=n_head, n_head_kv=n_head_kv, key_length=key_length,
+        n_ctx_train=n_ctx_train, n_head=n_head, n_head_kv=n_head_kv, key_length=key_length,
         value_length=value_length, n_expert=n_expert, n_expert_used=n_expert_used, kv_layers=kv_layers,
         swa_layers=swa, n_swa=n_swa, recurrent_layers=recurrent, recurrent_bytes_per_seq=rs_per_seq,
         layers=layers, token_embd_bytes=token_embd, output_bytes=output, other_bytes=other,

@@ -20,7 +20,7 @@ from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.detect.probes.cpu import plan_threads
-from bootstrap.plan import engine_flags
+from bootstrap.plan import context, engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate, mtp_head_on_gpu
 from bootstrap.plan.speed import SpeedPrediction, predict
@@ -317,6 +317,9 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
             variant = _available(variant, variants, hardware)
     budget = budget_for(hardware, variant)
     threads = plan_threads(hardware.cpu)
+    if requested_ctx is not None and candidates:
+        context.check_trained(requested_ctx, candidates[0].title, candidates[0].profile.n_ctx_train)
+        fallbacks = [f for f in fallbacks if not 0 < f.profile.n_ctx_train < requested_ctx]
     found = None
     fallback_from = None
     for pool, is_fallback in ((candidates, False), (fallbacks, True)):
@@ -328,11 +331,31 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
             if is_fallback:
                 fallback_from = candidates[0].title if candidates else None
             break
+        if requested_ctx is not None:  # it fits at a smaller context: say which (no other model for a context)
+            _refuse_asked_ctx(pool, (candidates or fallbacks)[0].title, budget, requested_ctx, engine_build)
     if found is None:
         raise _does_not_fit(candidates or fallbacks, hardware, budget, requested_ctx)
     candidate, settings = found
     return _build_plan(candidate, settings, hardware, variant, budget, threads, engine_build, fallback_from,
-                       candidates)
+                       candidates, asked_ctx=requested_ctx is not None)
+
+
+def _refuse_asked_ctx(pool: Sequence[Candidate], asked_title: str, budget: Budget, requested_ctx: int,
+                      engine_build: int) -> None:
+    """Nothing in ``pool`` fits at the context the user asked for: exit 3 naming the largest context that does
+    fit, and with which file (``plan.context``). When nothing in the pool fits at any context, return: the
+    fallbacks come next (as without ``--ctx``), then the plain "does not fit"."""
+    largest = context.best_of([
+        (c, context.largest_fitting(lambda ctx, c=c: _fit_at_ctx(c, ctx, budget, engine_build) is not None,
+                                    below=requested_ctx))
+        for c in pool])
+    if largest is None:
+        return
+    fitting, ctx = largest
+    raise UnsupportedMachine(
+        t("options.err_ctx_no_fit", ctx=requested_ctx, title=asked_title, largest=ctx, model=fitting.title,
+          quant=fitting.quant, ram=gib_text(budget.ram_bytes), vram=gib_text(budget.gpu_bytes)),
+        t("options.hint_ctx_no_fit", largest=ctx))
 
 
 def _does_not_fit(candidates: Sequence[Candidate], hardware: HardwareProfile, budget: Budget,
@@ -390,18 +413,19 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
 
 
 def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate, variant: VariantChoice,
-             budget: Budget, threads: int, preferred: Candidate | None) -> list[Reason]:
+             budget: Budget, threads: int, preferred: Candidate | None, asked_ctx: bool = False) -> list[Reason]:
     profile = candidate.profile
     out = [Reason("variant", variant.name, variant.reason)]
     if preferred is not None and preferred.quant != candidate.quant and preferred.model_id == candidate.model_id:
-        out.append(Reason("quant", candidate.quant, t("plan.why_quant_smaller", quant=candidate.quant,
-                                                     preferred=preferred.quant)))
+        smaller = "options.why_quant_for_ctx" if asked_ctx else "plan.why_quant_smaller"
+        out.append(Reason("quant", candidate.quant, t(smaller, quant=candidate.quant, preferred=preferred.quant,
+                                                     ctx=settings.ctx)))
     else:
         out.append(Reason("quant", candidate.quant, t("plan.why_quant", quant=candidate.quant,
                                                      size=gib_text(candidate.size))))
     out.append(Reason("facts", candidate.facts, t(f"plan.why_facts_{candidate.facts.replace('-', '_')}")))
-    out.append(Reason("ctx", str(settings.ctx), t("plan.why_ctx", ctx=settings.ctx,
-                                                  kv=f"{(est.kv_gpu + est.kv_cpu) / MIB:.0f}")))
+    out.append(Reason("ctx", str(settings.ctx), t("options.why_ctx_asked" if asked_ctx else "plan.why_ctx",
+                                                  ctx=settings.ctx, kv=f"{(est.kv_gpu + est.kv_cpu) / MIB:.0f}")))
     kv_text = "plan.why_kv_q8" if settings.cache_type_k == "q8_0" else "plan.why_kv_f16"
     out.append(Reason("cache_type", settings.cache_type_k, t(kv_text)))
     out.append(Reason("flash_attn", "on", t("plan.why_fa")))
@@ -442,11 +466,12 @@ def _mtp_reason(settings: LaunchSettings, est: MemoryEstimate, budget: Budget) -
 
 def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile, variant: VariantChoice,
                 budget: Budget, threads: int, engine_build: int, fallback_from: str | None,
-                preferred: Sequence[Candidate]) -> Plan:
+                preferred: Sequence[Candidate], *, asked_ctx: bool = False) -> Plan:
     est = estimate(candidate.profile, settings)
     flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads),
                                      engine_build)
-    reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None)
+    reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None,
+                       asked_ctx)
     warnings = list(variant.warnings)
     if fallback_from:
         reasons.insert(0, Reason("model", candidate.model_id,

@@ -108,6 +108,7 @@ class RequestRecord:
     model: str  # MODEL as understood: a catalog id (no quant unless the user named one), hf:/ms: file, or a path
     source: str = "auto"
     thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
+    ctx: int | None = None  # install --ctx N; None: the plan's choice
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ def state_from_json(doc: Any) -> InstallState:
         service=None if service is None else ServiceRecord(service.text("manager"), service.flag("installed")),
         venv_python=r.opt_text("venv_python"),
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
-                                                                   request.opt_flag("thinking")),
+                                                                   request.opt_flag("thinking"),
+                                                                   request.opt_integer("ctx", minimum=1)),
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),

@@ -30,6 +30,7 @@ from bootstrap.fetch.sources import remote_files, resolve_files, sources_for
 from tests.support.bundle_files import model_bundle
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT, seeded_bytes
+from tests.support.kill_harness import sees_ctrl_c
 
 REPO = "acme/tiny-GGUF"
 MODEL = seeded_bytes(3 * 1024 * 1024 + 5, 21)
@@ -251,7 +252,8 @@ BIG = seeded_bytes(6 * 1024 * 1024 + 5, 24)  # >= 4 MiB: 1 MiB segments, so a st
 
 def _start_cli(args: list[str], env: dict[str, str], **streams: Any) -> subprocess.Popen[bytes]:
     streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **streams}
-    return subprocess.Popen([sys.executable, "-m", "bootstrap", *args], env=env, cwd=str(REPO_ROOT), **streams)
+    return subprocess.Popen([sys.executable, "-m", "bootstrap", *args], env=env, cwd=str(REPO_ROOT),
+                            preexec_fn=sees_ctrl_c, **streams)
 
 
 def test_off_a_terminal_progress_is_a_few_plain_lines(env: dict[str, str], hub: LoopbackHub,

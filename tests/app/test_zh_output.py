@@ -9,8 +9,10 @@ fails on an ASCII colon right after Chinese text (zh uses the full-width ：).
 
 from __future__ import annotations
 
+import json
 import re
 import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -158,5 +160,53 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     text = "\n".join(outputs)
     print(text)  # what a Chinese user saw, for the report
     assert "    # 按请求开启思考模式：extra_body=" in text  # the snippet's comments are read: Chinese (its code is not)
-    found = leaks(text, literals=(str(bed.home.root),))
+    doctor_json = bed.run("doctor", "--json", env=env)
+    assert doctor_json.returncode == 0, doctor_json.stderr
+    found = leaks(text, literals=(str(bed.home.root), *hardware_names(doctor_json.stdout)))
     assert found == [], "\n".join(found)
+
+
+def hardware_names(doctor_json: str) -> tuple[str, ...]:
+    """What machines report about themselves, from this machine's ``doctor --json`` (and the recorded profiles
+    ``plan --hardware`` is given): CPU brand, GPU names, kernel release, paths. They are the machine's words, not
+    the kit's prose: a CPU whose brand is "Intel(R) Xeon(R) Processor" must not fail this test. Longest first, so
+    a name inside another is taken out with it."""
+    docs = [json.loads(doctor_json)]
+    docs += [json.loads(p.read_text(encoding="utf-8")) for p in (REPO_ROOT / "tests" / "data" / "hardware").glob(
+        "*.json")]
+    names = set()
+    for doc in docs:
+        os_info, cpu = doc.get("os", {}), doc.get("cpu", {})
+        names |= {os_info.get("release"), os_info.get("version"), cpu.get("brand"), doc.get("disk", {}).get("path"),
+                  doc.get("network", {}).get("ca_bundle")}
+        names |= {gpu.get("name") for gpu in doc.get("gpus", [])}
+        names |= {python.get("path") for python in doc.get("pythons", [])}
+    return tuple(sorted((n for n in names if isinstance(n, str) and n.strip()), key=len, reverse=True))
+
+
+def test_names_the_hardware_reports_are_not_leaks(zh_bed: tuple[InstallBed, dict[str, str]], tmp_path: Path) -> None:
+    """A machine whose CPU calls itself "Intel(R) Xeon(R) Processor" (the brand of the machine issue 24 ran on):
+    ``doctor`` in Chinese prints the brand as the machine states it, and the check takes it out as a name. The brand
+    is the machine's own ``/proc/cpuinfo`` with only that line changed, bind-mounted in a user and mount namespace
+    (the narrowest boundary: the file the CPU probe reads)."""
+    bed, env = zh_bed
+    brand = "Intel(R) Xeon(R) Processor"
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(re.sub(r"(?m)^(model name\s*:).*$", rf"\1 {brand}", Path("/proc/cpuinfo").read_text()))
+    mount = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+             'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"', "sh", str(fake)]
+    probe = subprocess.run([*mount, "grep", "-m1", "model name", "/proc/cpuinfo"], capture_output=True, text=True,
+                           check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"no user and mount namespace here: {probe.stderr.strip()}")
+    doctor = [*mount, *bed.command(), "doctor"]
+    shown = subprocess.run(doctor, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    as_json = subprocess.run([*doctor, "--json"], env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr + as_json.stderr
+    assert json.loads(as_json.stdout)["cpu"]["brand"] == brand
+    text = shown.stdout + shown.stderr
+    assert brand in text
+    assert any("Processor" in line for line in leaks(text))  # what the check used to report
+    assert leaks(text, literals=(str(bed.home.root), *hardware_names(as_json.stdout))) == []
+

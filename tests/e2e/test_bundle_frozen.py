@@ -58,8 +58,12 @@ def test_frozen_setup_makes_a_bundle_holding_itself_and_the_wheels(frozen_setup:
     setup = out / frozen_setup.name
     assert _sha(setup) == _sha(frozen_setup) and os.access(setup, os.X_OK)
     manifest = bundle_manifest.read_dir(out)
-    (entry,) = manifest.of_kind("setup")
-    assert (entry.path, entry.platform, entry.sha256) == (frozen_setup.name, "Linux", _sha(frozen_setup))
+    setups = {f.path: f for f in manifest.of_kind("setup")}
+    assert set(setups) == {frozen_setup.name, "install.sh", "payload/launch.py"}  # and the launchers beside it
+    entry = setups[frozen_setup.name]
+    assert (entry.platform, entry.sha256) == ("Linux", _sha(frozen_setup))
+    readme = (out / "README.txt").read_text(encoding="utf-8")  # the setup is what a Linux user is told to run
+    assert f'  Linux: in a terminal, run "<this folder>/{frozen_setup.name}"' in readme.splitlines()
     wheels = [f.path.rsplit("/", 1)[1] for f in manifest.of_kind("wheel")]
     assert any(n.startswith("qwenclientkit-") for n in wheels) and any(n.startswith("openai-") for n in wheels)
     assert not (out / PARTIAL).exists()

@@ -21,16 +21,17 @@ from bootstrap.fetch.partial import plan_segment_size
 from tests.support.download_fixtures import FILE, MIB, REPO, hf_mirror, remote, state_of
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT, sdk_env, seeded_bytes
+from tests.support.kill_harness import sees_ctrl_c
 
 SIZE = 32 * MIB - 777  # 1 MiB segments with 4 connections
 CONN = 4
 RATE = 1 * MIB  # per connection: the whole file takes ~8 s, so each kill lands mid-file
 
 # The child takes Ctrl-C as a terminal would deliver it, even when started from a shell that ignores SIGINT (a
-# background job without job control: the ignore would be inherited and the SIGINT trial would prove nothing).
+# background job without job control: the ignore would be inherited and the SIGINT trial would prove nothing):
+# it starts with SIGINT at its default (kill_harness.sees_ctrl_c), so Python raises KeyboardInterrupt.
 CHILD = """
-import json, signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
+import json, sys
 from pathlib import Path
 from bootstrap.fetch.download import FetchOptions, fetch_files
 from bootstrap.fetch.records import Mirror, RemoteFile
@@ -72,7 +73,7 @@ def test_kill_at_random_points_then_rerun(hub: LoopbackHub, tmp_path: Path):
     for sig in (signal.SIGKILL, signal.SIGKILL, signal.SIGINT, signal.SIGKILL):
         hub_before = len(hub.requests(origin="hub"))
         proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(spec)], env=env, cwd=REPO_ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sees_ctrl_c)  # fmt: skip
         deadline = time.monotonic() + 60
         while len(hub.requests(origin="hub")) == hub_before and proc.poll() is None:  # the resolve 302 is logged
             assert time.monotonic() < deadline, "the child never started downloading"

@@ -31,6 +31,19 @@ from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 
+
+def sees_ctrl_c() -> None:
+    """``preexec_fn`` for a child the test interrupts with SIGINT: SIGINT back to its default action.
+
+    A signal ignored by the parent stays ignored across ``exec`` (POSIX ``execve``), and Python keeps an ignored
+    SIGINT ignored instead of raising ``KeyboardInterrupt`` (``signal`` module docs). A test run from a background
+    job of a non-interactive shell (``cmd &``, ``trap "" INT``; CI runners do this) would then send a Ctrl-C the
+    child never sees, and the child would finish with exit 0. (``timeout`` hides this: it sets its own handler,
+    which ``exec`` resets to the default.)
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 FRESH = "fresh"
 UPGRADE = "upgrade"
 # Where an upgrade stops serving the previous model (checkpoints.POINTS order): before it, the old server must answer.

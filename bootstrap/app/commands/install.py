@@ -24,15 +24,16 @@ from bootstrap.core.input_checks import check_text
 from bootstrap.core.prompts import ask_yes_no
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
-from bootstrap.install.installer import InstallRequest, install
+from bootstrap.install.installer import CTX_AUTO, InstallRequest, install
 from bootstrap.install.proposal import Proposal
+from bootstrap.plan.context import AUTO, parse_ctx
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.speed import describe as describe_speed
 
-# answers-file key → (type, InstallRequest field or a CLI-only key)
+# answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
-                             "service": bool, "venv": bool, "verify": bool, "thinking": bool}
+                             "service": bool, "venv": bool, "verify": bool, "thinking": bool, "ctx": int}
 
 
 _KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
@@ -56,13 +57,29 @@ def read_answers(path: str) -> dict[str, Any]:
         kind = _ANSWERS.get(key)
         if kind is None:
             raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        if not _answer_ok(key, value, kind):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
     for key in _RELATIVE_TO_FILE:
         value = doc.get(key)
         if value and not is_url(value) and not Path(value).expanduser().is_absolute():
             doc[key] = str(Path(path).absolute().parent / value)
     return doc
+
+
+def _answer_ok(key: str, value: Any, kind: type) -> bool:
+    if key == "ctx" and isinstance(value, str) and value.strip().lower() == AUTO:
+        return True
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _ctx(given: str | None, answered: int | str | None) -> int | None:
+    """``--ctx N|auto`` wins over the answers file's ``ctx``; None: as recorded (a rerun keeps the choice), else the
+    plan's; ``CTX_AUTO``: the plan's again. Checked here (range, a number), before anything starts."""
+    value = answered if given is None else given
+    if value is None:
+        return None
+    ctx = parse_ctx(value)
+    return CTX_AUTO if ctx is None else ctx
 
 
 def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[InstallRequest, str | None]:
@@ -96,6 +113,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         wheels_dir=Path(wheels) if wheels else None, pip_index_url=settings.pip_index_url(), admin=is_admin(),
         hardware_file=Path(args.hardware) if getattr(args, "hardware", None) else None,
         thinking=_thinking(getattr(args, "thinking", None), answers.get("thinking")),
+        ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
     )
     return request, pick("home", None)
 

@@ -14,17 +14,15 @@ from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core import console
 from bootstrap.core.console import t
-from bootstrap.core.errors import UsageError
 from bootstrap.core.home import resolve_home
 from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
+from bootstrap.plan.context import check_range
 from bootstrap.plan.engine_variant import check_engine
 from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
 from bootstrap.plan.speed import describe as describe_speed
-
-MIN_CTX, MAX_CTX = 512, 1 << 20
 
 
 def hardware_for(path: str | None) -> HardwareProfile:
@@ -61,8 +59,8 @@ def print_plan(plan: Plan) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.ctx is not None and not MIN_CTX <= args.ctx <= MAX_CTX:
-        raise UsageError(t("plan.err_ctx", ctx=args.ctx, low=MIN_CTX, high=MAX_CTX))
+    if args.ctx is not None:
+        check_range(args.ctx)
     hardware = hardware_for(args.hardware)
     candidates, fallbacks = candidates_for(args.model)
     plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)

@@ -50,6 +50,7 @@ from bootstrap.core.messages import (
     launcher,
     logs,
     memory,
+    options,
     plan,
     pyenv,
     render,
@@ -64,7 +65,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus)
+                                  bundle_create, identity, logs, gpus, options)
 
 
 def _merge() -> dict[str, dict[str, str]]:

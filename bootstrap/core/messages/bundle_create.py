@@ -117,43 +117,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Put qwenclientkit-*.whl in the QWENKIT_WHEELS folder (python -m pip wheel --no-deps <checkout>).",
         "zh": "请把 qwenclientkit-*.whl 放进 QWENKIT_WHEELS 目录（python -m pip wheel --no-deps <源码目录>）。",
     },
-    "bcreate.no_setup": {
-        "en": "the bundle holds no setup program: target machines need qwenkit to install from it. Build one with "
-              "python build_installer.py and add it with --setup dist/QwenClientKit-Setup[.exe]",
-        "zh": "离线包中没有安装程序：目标机器需要 qwenkit 才能从中安装。请用 python build_installer.py 构建，"
-              "并用 --setup dist/QwenClientKit-Setup[.exe] 加入",
-    },
     "bcreate.stale_removed": {
         "en": "Removed {count} file(s) an earlier bundle left in payload/",
         "zh": "已删除旧离线包留在 payload/ 中的 {count} 个文件",
-    },
-    "bcreate.readme": {
-        "en": """QwenClientKit offline bundle
-=============================
-This folder installs a local OpenAI-compatible Qwen server with no network at all.
-
-Install: double-click the setup program in this folder, or run
-    qwenkit install --bundle <this folder>
-Check the copy: qwenkit bundle verify <this folder>
-    or, from this folder: sha256sum -c payload/SHA256SUMS
-Intranet: serve this folder as it is with any static web server, then on each machine
-    qwenkit install --bundle http://host/path/ --yes
-Linux: if the stick is mounted without exec permission, copy the setup to /tmp first and run it
-    with install --bundle <this folder>.
-Do not edit files in payload/: the install checks every byte against payload/manifest.json.""",
-        "zh": """QwenClientKit 离线安装包
-========================
-本目录可在完全不联网的情况下安装本地 OpenAI 兼容的 Qwen 服务。
-
-安装：双击本目录中的安装程序，或运行
-    qwenkit install --bundle <本目录>
-校验副本：qwenkit bundle verify <本目录>
-    或在本目录中运行：sha256sum -c payload/SHA256SUMS
-内网部署：用任意静态 Web 服务器原样发布本目录，然后在每台机器上运行
-    qwenkit install --bundle http://主机/路径/ --yes
-Linux：若 U 盘挂载时不允许执行程序，请先把安装程序复制到 /tmp，再用
-    install --bundle <本目录> 运行。
-请勿修改 payload/ 中的文件：安装时会按 payload/manifest.json 逐字节校验。""",
     },
     "bundle_create.summary": {
         "en": "Bundle ready in {path}: {files} files, {size}",
