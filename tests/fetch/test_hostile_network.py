@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bootstrap.catalog.models import RepoRef
+from bootstrap.core.errors import ExitCode, IntegrityError, SourceError
+from bootstrap.fetch import sources
+from bootstrap.fetch.records import ResolvedFile, Source
+from bootstrap.fetch.sources import resolve_files, sources_for
 from tests.support.hostile_sources import (
     BY_NAME,
     CASES,
@@ -143,3 +150,46 @@ def test_no_source_reachable_first_offers_the_offline_bundle(world: World) -> No
     single = run_cli(["download", "tiny", "--source", "hf"], env, KILL_S)
     assert single.rc == 4
     assert one_error(single.stderr)[1].startswith("hint: ways out: another source (--source modelscope")
+
+
+# ---- in process: what no hub answer can trigger today, guarded all the same ----------------------------------
+
+
+def test_a_resolver_that_raises_anything_is_one_bad_listing_line(world: World,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver failing on an answer nobody foresaw (here a KeyError) is "bad listing from <source>" (exit 5),
+    never a thread that dies and leaves the race waiting."""
+    def broken(source: Source, paths: object, session: object) -> list[ResolvedFile]:
+        raise KeyError("id")
+
+    monkeypatch.setitem(sources.RESOLVERS, "hf", broken)
+    for name, value in world.env().items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(IntegrityError) as info:
+        resolve_files([FILE], sources_for("hf", [RepoRef("hf", REPO)]))
+    assert re.fullmatch(r"bad listing from hf \(127\.0\.0\.1:\d+\): it could not be read \(KeyError: 'id'\)",
+                        info.value.message), info.value.message
+    assert info.value.exit_code == ExitCode.INTEGRITY
+
+
+def test_the_race_never_waits_past_its_deadline(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver stuck where no socket bound reaches (a DNS lookup, say): the race gives up after
+    ``RESOLVE_REQUESTS`` metadata deadlines (0.5 s each here) with one line, exit 4."""
+    stuck = threading.Event()
+
+    def hanging(source: Source, paths: object, session: object) -> list[ResolvedFile]:
+        stuck.wait(60)
+        return []
+
+    monkeypatch.setitem(sources.RESOLVERS, "hf", hanging)
+    monkeypatch.setitem(sources.RESOLVERS, "modelscope", hanging)
+    for name, value in world.env(QWENKIT_META_DEADLINE="0.5").items():
+        monkeypatch.setenv(name, value)
+    start = time.monotonic()
+    try:
+        with pytest.raises(SourceError) as info:
+            resolve_files([FILE], sources_for("auto", [RepoRef("hf", REPO), RepoRef("modelscope", REPO)]))
+    finally:
+        stuck.set()
+    assert time.monotonic() - start < 30
+    assert "no complete answer within 2 s" in info.value.message and info.value.exit_code == ExitCode.SOURCE
