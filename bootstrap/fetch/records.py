@@ -45,19 +45,9 @@ SMALL_FILE_LIMIT = 16 << 20
 MAX_JSON_BYTES = 16 << 20
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 
-# Exceptions meaning "the network or the server failed" (not "the file does not exist").
+# Exceptions meaning "the network or the server failed" (not "the file does not exist"). Every request of the
+# fetch stage goes through requests (``http_session``), whose errors are OSErrors too.
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (requests.RequestException, OSError)
-try:  # huggingface_hub >= 1.0 speaks httpx (2.x ships it as ``httpx2``); 0.36 uses requests.
-    import httpx2 as _httpx
-
-    TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
-except ImportError:  # pragma: no cover - depends on the installed huggingface_hub
-    try:
-        import httpx as _httpx  # type: ignore[no-redef]
-
-        TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
-    except ImportError:
-        pass
 
 
 @dataclass(frozen=True)
