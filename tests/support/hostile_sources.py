@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -147,31 +148,40 @@ def cli_env(hub: LoopbackHub, home: Path, catalog: Path, code: Path = REPO_ROOT,
     return env
 
 
+# Runs the CLI and writes its peak RSS (KiB) to argv[1]. The peak is read by this small launcher, not by the test
+# process: Linux keeps the old address space's high-water mark across exec (``exec_mmap``), so a child spawned
+# straight from a big pytest process would report that process's size as its own.
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.posix_spawn(sys.executable, [sys.executable, '-m', 'bootstrap', *sys.argv[2:]], os.environ)\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "with open(sys.argv[1], 'w') as out:\n"
+    "    out.write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def run_cli(argv: list[str], env: Mapping[str, str], timeout: float, code: Path = REPO_ROOT) -> Run:
     """``python -m bootstrap ARGV`` with ``code``'s ``bootstrap`` (it is the current folder: ``-m`` looks there
-    first); killed after ``timeout`` seconds (rc None). Output goes through files, and the child is reaped with
-    ``os.wait4`` so its own peak memory is known."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "bootstrap", *argv], env=dict(env), cwd=str(code),
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        rc: int | None = None
-        usage = None
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                rc = os.waitstatus_to_exitcode(status)
-                break
-            if time.monotonic() - start > timeout:
-                proc.kill()
-                _, _, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
-        seconds = time.monotonic() - start
-        proc.returncode = -9 if rc is None else rc  # reaped here: Popen must not wait for it again
-        err.seek(0)
-        text = err.read().decode("utf-8", "replace")
-    return Run(rc, text, seconds, int(usage.ru_maxrss) if usage is not None else 0)
+    first); killed after ``timeout`` seconds (rc None), with its own peak memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        with (Path(tmp) / "err").open("w+b") as err:
+            start = time.monotonic()
+            proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(peak), *argv], env=dict(env),
+                                    cwd=str(code), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
+            try:
+                rc: int | None = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                rc = None
+            seconds = time.monotonic() - start
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+        kib = int(peak.read_text() or 0) if peak.is_file() else 0
+    return Run(rc, text, seconds, kib)
 
 
 def arm(hub: LoopbackHub, case: Case) -> None:
