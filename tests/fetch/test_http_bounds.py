@@ -10,12 +10,15 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 
 from bootstrap.fetch import http_session
+from bootstrap.fetch.download import FetchOptions, fetch_files
 from bootstrap.fetch.http_session import BodyRefused, Budget, BudgetExceeded, bounded, read_capped, read_some
+from bootstrap.fetch.records import Mirror, RemoteFile
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import seeded_bytes
 
@@ -131,3 +134,19 @@ def test_a_deflate_stream_is_decoded_within_bounds() -> None:
     packed = zlib.compress(b" " * (8 << 20))
     decoder = zlib.decompressobj(zlib.MAX_WBITS)
     assert len(decoder.decompress(packed, 1000)) == 1000 and decoder.unconsumed_tail
+
+
+def test_a_download_request_past_its_deadline_is_resumed_not_failed(hub: LoopbackHub, tmp_path: Path) -> None:
+    """A request is closed at its deadline and the rest of its range asked for again: a slow but steady source
+    still delivers the whole file, every byte written once."""
+    data = seeded_bytes(3 << 20, 9)
+    hub.create_repo(REPO, {"m.gguf": data})
+    hub.inject("throttle", path_glob="m.gguf", rate=1 << 20, times=None)  # 3 s for the file, 1 s per request
+    entry = hub.entry(REPO, "m.gguf")
+    remote = RemoteFile("m.gguf", entry.size, entry.sha256,
+                        (Mirror("hf", hub.resolve_url(REPO, "m.gguf", hub.commit_of(REPO))),))
+    options = FetchOptions(connections=1, quiet=True, backoff_base=0.05, budget=Budget(1.0, 1024.0, 30.0))
+    [result] = fetch_files([(remote, tmp_path / "m.gguf")], tmp_path / "partial", options)
+    assert result.path.read_bytes() == data and result.bytes_downloaded == len(data)
+    hub.wait_idle()
+    assert len([r for r in hub.requests(origin="cdn", file_glob="m.gguf") if r.method == "GET"]) >= 2
