@@ -75,10 +75,10 @@ def _pin(session: requests.Session, source: Source) -> str | None:
     data = _get(session, source, "/revisions", {})
     if data is None:
         raise UsageError(t("sources.err_repo_not_found", repo=source.repo, source=source.name))
-    data = listing_field(source, "Data", data or {}, dict)
-    revision_map = listing_field(source, "Data.RevisionMap", data.get("RevisionMap") or {}, dict)
+    data = listing_field(source, "Data", _or(data, {}), dict)  # null stands for empty; any other type is wrong
+    revision_map = listing_field(source, "Data.RevisionMap", _or(data.get("RevisionMap"), {}), dict)
     for kind in ("Branches", "Tags"):
-        items = listing_field(source, f"Data.RevisionMap.{kind}", revision_map.get(kind) or [], list)
+        items = listing_field(source, f"Data.RevisionMap.{kind}", _or(revision_map.get(kind), []), list)
         for i, item in enumerate(items):
             item = listing_field(source, f"Data.RevisionMap.{kind}[{i}]", item, dict)
             if item.get("Revision") == revision:
@@ -130,6 +130,11 @@ def resolve_modelscope(source: Source, paths: Sequence[str], session: requests.S
         out.append(ResolvedFile(source.name, source.repo, path, file_revision, url, size, sha256,
                                 tuple(source.auth_headers().items())))
     return out
+
+
+def _or(value: Any, empty: Any) -> Any:
+    """``empty`` for a JSON null, else the value as it came (its type is checked by the caller)."""
+    return empty if value is None else value
 
 
 def _entry_commit(entry: dict[str, Any]) -> str | None:
