@@ -9,6 +9,9 @@ Cases (the real CLI in a fresh interpreter; stdin closed, output piped, so what 
 - ``blackholed-download``: Hugging Face's endpoint is a loopback port that accepts connections and never answers
   (packets dropped by a firewall look like this), ModelScope's is the loopback hub serving a 3 MiB model:
   ``download tiny`` with ``--source auto`` must succeed through ModelScope.
+- ``online-install`` / ``blackholed-install``: ``install --yes`` with both hubs answering (the loopback hub), and
+  with Hugging Face black-holed: how long the check table's network row (``network_row_s``, with whether each
+  source answers) and the proposal (``proposal_s``, what precedes the question) take to appear.
 
 ``first_s`` is when the first byte of output arrived (stdout or stderr; ``first`` is its first line), ``end_s`` when
 the process exited; ``last`` is the last line on stderr.
@@ -51,13 +54,20 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     first: list[float] = []
     said: list[str] = []
     chunks: dict[str, bytes] = {"out": b"", "err": b""}
+    network_row: list[float] = []  # when the check table's network row was printed (the install's, before its question)
+    proposal: list[float] = []  # when the proposal's last line ("install into") was: what precedes the question
 
     def pump(name: str, stream: Any) -> None:
         while data := stream.read1(4096):
+            now = time.monotonic() - start
             if not first:
-                first.append(time.monotonic() - start)
+                first.append(now)
                 said.append(data.decode("utf-8", "replace").strip().splitlines()[0][:120] if data.strip() else "")
             chunks[name] += data
+            if not network_row and b"\nnetwork " in b"\n" + chunks[name]:
+                network_row.append(now)
+            if not proposal and b"install into" in chunks[name]:
+                proposal.append(now)
 
     threads = [threading.Thread(target=pump, args=(n, s)) for n, s in (("out", proc.stdout), ("err", proc.stderr))]
     for t in threads:
@@ -68,8 +78,17 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
         t.join()
     err = chunks["err"].decode("utf-8", "replace").splitlines()
     last = next((ln for ln in reversed(err) if ln.strip()), "")
+    row = next((ln for ln in (chunks["out"] + chunks["err"]).decode("utf-8", "replace").splitlines()
+                if ln.startswith("network ")), "")
     return {"first_s": round(first[0], 2) if first else None, "end_s": round(end, 2), "rc": rc,
+            "network_row_s": round(network_row[0], 2) if network_row else None,
+            "proposal_s": round(proposal[0], 2) if proposal else None, "network_row": row[:160],
             "first": said[0] if said else "", "last": last[:200]}
+
+
+def _median(values: Any) -> float | None:
+    found = [v for v in values if v is not None]
+    return statistics.median(found) if found else None
 
 
 def _env(code: Path, home: Path, **extra: str) -> dict[str, str]:
@@ -85,6 +104,13 @@ def _cases(work: Path, hub: LoopbackHub, black_hole: str) -> dict[str, tuple[lis
     hubs = {"QWENKIT_HF_ENDPOINT": black_hole, "QWENKIT_MODELSCOPE_ENDPOINT": hub.endpoint,
             "QWENKIT_CATALOG": str(catalog), "NO_PROXY": "127.0.0.1,localhost"}
     cases = {"blackholed-download": (["download", "tiny"], hubs, False)}
+    # The install up to its proposal (the shipped catalog; the hub does not hold that repo, so it then ends): with
+    # both hubs answering, and with Hugging Face black-holed (the reachability probe waits its whole budget for it).
+    install = ["install", "--yes", "--no-service", "--no-venv"]
+    reachable = {"QWENKIT_HF_ENDPOINT": hub.endpoint, "QWENKIT_MODELSCOPE_ENDPOINT": hub.endpoint,
+                 "QWENKIT_ENGINE_URL": black_hole, "NO_PROXY": "127.0.0.1,localhost"}
+    cases["online-install"] = (install, reachable, False)
+    cases["blackholed-install"] = (install, {**reachable, "QWENKIT_HF_ENDPOINT": black_hole}, False)
     if netns_available():
         cases["offline-install"] = (["install", "--yes", "--no-service"], {}, True)
         cases["offline-download"] = (["download", "qwen3.5-4b"], {}, True)
@@ -117,8 +143,10 @@ def main() -> int:
         result["trees"][tree] = {
             name: {"first_s_median": statistics.median(s["first_s"] for s in runs if s["first_s"] is not None),
                    "end_s_median": statistics.median(s["end_s"] for s in runs),
+                   "proposal_s_median": _median(s["proposal_s"] for s in runs),
+                   "network_row_s_median": _median(s["network_row_s"] for s in runs),
                    "rcs": sorted({s["rc"] for s in runs}), "first": runs[-1]["first"], "last": runs[-1]["last"],
-                   "samples": runs}
+                   "network_row": runs[-1]["network_row"], "samples": runs}
             for name, runs in by_case.items()}
     print(json.dumps(result, ensure_ascii=False))
     return 0

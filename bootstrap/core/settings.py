@@ -145,6 +145,40 @@ def search_path(env: Mapping[str, str] = os.environ) -> str:
     return env.get("PATH", "")
 
 
+def _positive(env: Mapping[str, str], name: str) -> float | None:
+    """A positive finite number from ``name``; None when unset or not one (the caller's default then holds)."""
+    value = first_set(env, name)
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and 0 < number < float("inf") else None
+
+
+def min_rate(env: Mapping[str, str] = os.environ) -> float | None:
+    """``QWENKIT_MIN_RATE``: bytes per second a download connection must average over ``QWENKIT_RATE_WINDOW``, or it
+    is cut and retried (default ``fetch.http_session.MIN_RATE``, 1024)."""
+    return _positive(env, "QWENKIT_MIN_RATE")
+
+
+def rate_window(env: Mapping[str, str] = os.environ) -> float | None:
+    """``QWENKIT_RATE_WINDOW``: seconds over which that rate is averaged (default ``fetch.http_session.RATE_WINDOW``,
+    30)."""
+    return _positive(env, "QWENKIT_RATE_WINDOW")
+
+
+def segment_deadline(env: Mapping[str, str] = os.environ) -> float | None:
+    """``QWENKIT_SEGMENT_DEADLINE``: seconds one download request may last before it is closed and the rest asked
+    for again (default ``fetch.http_session.SEGMENT_DEADLINE``, 600)."""
+    return _positive(env, "QWENKIT_SEGMENT_DEADLINE")
+
+
+def meta_deadline(env: Mapping[str, str] = os.environ) -> float | None:
+    """``QWENKIT_META_DEADLINE``: seconds one metadata request (a listing, a manifest, a probe) may take in all
+    (default ``fetch.http_session.META_DEADLINE``, 30)."""
+    return _positive(env, "QWENKIT_META_DEADLINE")
+
+
 @contextmanager
 def overridden(values: Mapping[str, str]) -> Iterator[None]:
     """Set variables for the duration of one run, then restore them: an install from an offline bundle makes the

@@ -10,12 +10,10 @@ whose SHA-256 matches is renamed into place. Every response is checked against w
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import random
 import shutil
-import socket
 import threading
 import time
 from collections import Counter
@@ -40,7 +38,7 @@ from bootstrap.core.sizes import human_size
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
 from bootstrap.fetch.partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
-from bootstrap.fetch.records import RemoteFile, cause_text
+from bootstrap.fetch.records import RemoteFile, budget_text, cause_text
 
 CHUNK = 1 << 20  # read size: bounded memory per connection whatever the file size
 MAX_REDIRECTS = 5
@@ -64,6 +62,9 @@ class FetchOptions:
     max_attempts: int = 5  # per segment per mirror, then the mirror is dropped
     backoff_base: float = 1.0  # first retry delay (doubles, with jitter)
     backoff_cap: float = 30.0  # longest wait, also for a server's Retry-After
+    # Each request's deadline and minimum rate (None: ``http_session.download_budget()``, the QWENKIT_* overrides
+    # read when the download starts). A request cut by it is retried like a stall.
+    budget: http_session.Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class _FileDownload:
         self.options = options
         self.bar = bar
         self.mirrors = MirrorPool(remote.name, remote.mirrors)
+        self.budget = options.budget or http_session.download_budget()
         self.stop = threading.Event()
         self.single_stream = part.count == 1 or options.connections <= 1
         self.by_source: Counter[str] = Counter()  # bytes written this pass, per mirror source
@@ -216,11 +218,7 @@ class _FileDownload:
         with self._lock:
             responses = list(self._open)
         for resp in responses:
-            conn = getattr(resp.raw, "_connection", None)
-            sock = getattr(conn, "sock", None)
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            http_session.cut(getattr(getattr(resp.raw, "_connection", None), "sock", None))
 
     def _claim_segment(self) -> int | None:
         with self._lock:
@@ -305,16 +303,20 @@ class _FileDownload:
 
     # ---- one request --------------------------------------------------------------------------------
     def _transfer(self, st: MirrorState, first: int, last: int, *, whole_ok: bool) -> None:
-        resp = self._open_range(st, first, last)
-        with self._lock:
-            self._open.add(resp)
-        try:
-            start, end = self._check(resp, first, last, whole_ok=whole_ok)
-            self._pump(resp, start, end, st.mirror.source)
-        finally:
+        """One request, redirects included, held to ``self.budget`` (a deadline, a minimum rate): a source that
+        trickles is cut and the span retried, and counts as no progress (``_fetch``)."""
+        with http_session.bounded(self.budget) as watch:
+            resp = self._open_range(st, first, last)
             with self._lock:
-                self._open.discard(resp)
-            resp.close()
+                self._open.add(resp)
+            try:
+                start, end = self._check(resp, first, last, whole_ok=whole_ok)
+                self._pump(resp, start, end, st.mirror.source)
+                watch.raise_if_fired()  # a body the watchdog ended early
+            finally:
+                with self._lock:
+                    self._open.discard(resp)
+                resp.close()
 
     def _open_range(self, st: MirrorState, first: int, last: int) -> requests.Response:
         """GET with ``Range``, following redirects by hand so credentials never leave the mirror's origin."""
@@ -391,7 +393,7 @@ class _FileDownload:
         pos = start
         with part.part_path.open("r+b", buffering=0) as fh:
             at = -1
-            for chunk in resp.iter_content(CHUNK):
+            while chunk := http_session.read_some(resp, CHUNK):  # as bytes arrive: the watchdog sees each one
                 if self.stop.is_set():
                     raise _Stopped
                 view = memoryview(chunk)
@@ -441,6 +443,8 @@ def _reason(exc: BaseException) -> str:
     """A short technical reason for messages (requests' own texts run to several hundred characters)."""
     if isinstance(exc, _Retry):
         return exc.reason
+    if isinstance(exc, http_session.BudgetExceeded):
+        return budget_text(exc)
     if isinstance(exc, requests.ConnectTimeout):
         return cause_text(exc, http_session.CONNECT_TIMEOUT)[0]
     if isinstance(exc, (requests.ReadTimeout, TimeoutError)) or "Read timed out" in str(exc):

@@ -9,16 +9,18 @@ so the caller's auth headers reach the original host only, and https → http is
 
 from __future__ import annotations
 
+import http.client
 import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError
-from bootstrap.fetch.http_session import make_session
+from bootstrap.fetch.http_session import BudgetExceeded, bounded, download_budget, make_session, read_some, why_cut
 from bootstrap.fetch.records import cause_text
 from bootstrap.plan.gguf_header import GGUFHeader, GGUFHeaderError, NeedMoreData, parse_header
 
@@ -30,6 +32,8 @@ MAX_REDIRECTS = 10
 _CHUNK = 1 << 16
 _REDIRECTS = (301, 302, 303, 307, 308)
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+# What a failed request or body read raises: requests wraps the request, the body is read from urllib3 directly.
+_NETWORK_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 def _short(exc: BaseException) -> str:
     """A one-line description of a requests/urllib3 failure (their messages nest several lines of causes), named
@@ -61,7 +65,6 @@ class _PrefixFetcher:
         self.headers = dict(headers)
         self.file_size: int | None = None
         self._stream: requests.Response | None = None
-        self._chunks: Any = None
         self._pending = b""
 
     def close(self) -> None:
@@ -86,8 +89,8 @@ class _PrefixFetcher:
                 resp = self.session.get(url, headers=headers, stream=True, allow_redirects=False,
                                         timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
                                         auth=None if same else _no_auth)
-            except requests.RequestException as exc:
-                raise self._fail("gguf.http_failed", error=_short(exc)) from None
+            except _NETWORK_ERRORS as exc:
+                raise self._fail("gguf.http_failed", error=_short(why_cut(exc))) from None
             location = resp.headers.get("Location")
             if resp.status_code not in _REDIRECTS or not location:
                 return resp
@@ -102,18 +105,21 @@ class _PrefixFetcher:
         """Append body bytes from the open response until ``len(data) == want`` or the body ends."""
         try:
             while len(data) < want:
-                chunk = self._pending or next(self._chunks, b"")
+                chunk = self._pending or (read_some(self._stream, _CHUNK) if self._stream is not None else b"")
                 if not chunk:
-                    return
+                    break
                 take = want - len(data)
                 data += chunk[:take]
                 self._pending = chunk[take:]
-        except requests.RequestException as exc:
-            raise self._fail("gguf.http_failed", error=_short(exc)) from None
+        except _NETWORK_ERRORS as exc:
+            raise self._fail("gguf.http_failed", error=_short(why_cut(exc))) from None
+        cut = why_cut(EOFError()) if len(data) < want else None
+        if isinstance(cut, BudgetExceeded):  # the body ended early because the watchdog cut it
+            raise self._fail("gguf.http_failed", error=_short(cut))
 
     def _open(self, resp: requests.Response) -> None:
         self.close()
-        self._stream, self._chunks, self._pending = resp, resp.iter_content(_CHUNK), b""
+        self._stream, self._pending = resp, b""
 
     def fill(self, data: bytearray, want: int) -> None:
         """Extend ``data`` (a prefix of the file) to ``want`` bytes, or to the end of a shorter file."""
@@ -199,16 +205,22 @@ def read_remote_header(url: str, *, session: requests.Session | None = None,
     data = bytearray()
     want = min(INITIAL_FETCH, max_header_bytes)
     try:
-        while True:
-            fetcher.fill(data, want)
-            try:
-                return parse_header(data, file_size=fetcher.file_size, source=url)
-            except NeedMoreData as more:
-                if more.needed > max_header_bytes:
-                    raise GGUFHeaderError(t("gguf.header_too_large", source=url, needed=more.needed,
-                                            limit=max_header_bytes)) from None
-                want = min(max(2 * want, more.needed), max_header_bytes)
+        with bounded(download_budget()):  # every request of the read, together: a trickle never keeps a plan waiting
+            return _read_header(fetcher, data, want, url, max_header_bytes)
     finally:
         fetcher.close()
         if own:
             sess.close()
+
+
+def _read_header(fetcher: _PrefixFetcher, data: bytearray, want: int, url: str, max_header_bytes: int) -> GGUFHeader:
+    """Grow the prefix until the header parses (see ``read_remote_header``)."""
+    while True:
+        fetcher.fill(data, want)
+        try:
+            return parse_header(data, file_size=fetcher.file_size, source=url)
+        except NeedMoreData as more:
+            if more.needed > max_header_bytes:
+                raise GGUFHeaderError(t("gguf.header_too_large", source=url, needed=more.needed,
+                                        limit=max_header_bytes)) from None
+            want = min(max(2 * want, more.needed), max_header_bytes)

@@ -7,6 +7,7 @@ the sha256 the hub publishes, so the download engine can verify every byte and n
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -18,32 +19,35 @@ from urllib.parse import urlsplit
 import requests
 
 from bootstrap.core.console import t
-from bootstrap.core.errors import SourceError
+from bootstrap.core.errors import IntegrityError, SourceError
 from bootstrap.core.file_formats import parse_json
 from bootstrap.core.net_causes import cause_of
-from bootstrap.fetch.http_session import make_session
+from bootstrap.core.sizes import human_size
+from bootstrap.fetch.http_session import (
+    BodyRefused,
+    BudgetExceeded,
+    bounded,
+    make_session,
+    metadata_budget,
+    read_capped,
+    read_some,
+)
 
 # Metadata requests: connect fast or give up; a hub that answers slower than this is treated as unreachable.
+# Per socket operation; the whole request is bounded by ``http_session.META_DEADLINE``.
 API_TIMEOUT = (3.0, 15.0)
 # A regular (non-LFS) file has no published sha256; we fetch it to hash it ourselves, but only when small
 # (git-stored text: configs, templates). Model files are always LFS on both hubs.
 SMALL_FILE_LIMIT = 16 << 20
-MAX_JSON_BYTES = 64 << 20  # a listing larger than this is not a hub answering
+# A listing larger than this, on the wire or once inflated, is not a hub answering: the largest real ones
+# (huggingface.co model info with blobs for a repo of thousands of files, a ModelScope folder at its 3000-entry
+# cap) are a few MiB.
+MAX_JSON_BYTES = 16 << 20
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 
-# Exceptions meaning "the network or the server failed" (not "the file does not exist").
+# Exceptions meaning "the network or the server failed" (not "the file does not exist"). Every request of the
+# fetch stage goes through requests (``http_session``), whose errors are OSErrors too.
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (requests.RequestException, OSError)
-try:  # huggingface_hub >= 1.0 speaks httpx (2.x ships it as ``httpx2``); 0.36 uses requests.
-    import httpx2 as _httpx
-
-    TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
-except ImportError:  # pragma: no cover - depends on the installed huggingface_hub
-    try:
-        import httpx as _httpx  # type: ignore[no-redef]
-
-        TRANSPORT_ERRORS += (_httpx.HTTPError, _httpx.StreamError)
-    except ImportError:
-        pass
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ def host_of(url: str) -> str:
 def cause_text(exc: BaseException, seconds: float = API_TIMEOUT[0]) -> tuple[str, bool]:
     """What went wrong, in the user's words (``core.net_causes``), and whether it was TLS interception;
     ``seconds``: the timeout the failed request had, for a timeout."""
+    if isinstance(exc, BudgetExceeded):
+        return budget_text(exc), False
     cause = cause_of(exc)
     if cause.kind == "timeout":
         return t("sources.cause_timeout", seconds=f"{seconds:g}"), False
@@ -106,17 +112,74 @@ def cause_text(exc: BaseException, seconds: float = API_TIMEOUT[0]) -> tuple[str
     return t(f"sources.cause_{cause.kind}"), cause.kind == "tls"
 
 
-def unreachable(source: Source, exc: BaseException, url: str | None = None) -> SourceError:
+def budget_text(exc: BudgetExceeded) -> str:
+    """Why a bounded request was cut, in the user's words: past its deadline, or below its minimum rate."""
+    budget = exc.budget
+    if exc.kind == "slow" and budget.min_rate is not None:
+        return t("sources.cause_slow", rate=human_size(int(budget.min_rate)), seconds=f"{budget.window:g}")
+    return t("sources.cause_deadline", seconds=f"{budget.deadline or 0:g}")
+
+
+class SourceUnreachable(SourceError):
+    """``SourceError`` for a source that did not answer usefully, with the cause's kind (``core.net_causes``:
+    "dns", "timeout", "refused", "unreachable", "tls", "http", "other"), so a failure of every source can tell
+    "this machine has no network" (the way out is a bundle or a proxy) from "this source is down"."""
+
+    def __init__(self, message: str, hint: str | None, cause: str) -> None:
+        super().__init__(message, hint)
+        self.cause = cause
+
+
+# Causes that mean "nothing got through from here": no network, a firewall, a missing proxy.
+NO_NETWORK_CAUSES = frozenset({"dns", "timeout", "refused", "unreachable"})
+
+
+def unreachable(source: Source, exc: BaseException, url: str | None = None) -> SourceUnreachable:
     """The one error for "this source did not answer usefully" (exit 4; a rerun retries): one line naming the
     source, its host and the cause, and a hint with the ways out (another source, a mirror, a proxy, a bundle)."""
     return unreachable_named(source.name, url or source.endpoint, exc)
 
 
-def unreachable_named(name: str, url: str, exc: BaseException) -> SourceError:
+def unreachable_named(name: str, url: str, exc: BaseException) -> SourceUnreachable:
     """``unreachable`` for a source known by name and one of its URLs (the probe's ranged read)."""
     cause, tls = cause_text(exc)
-    return SourceError(t("sources.err_unreachable", source=name, host=host_of(url), cause=cause),
-                       t("sources.hint_tls" if tls else "sources.hint_unreachable"))
+    kind = "other" if isinstance(exc, BudgetExceeded) else cause_of(exc).kind
+    return SourceUnreachable(t("sources.err_unreachable", source=name, host=host_of(url), cause=cause),
+                             t("sources.hint_tls" if tls else "sources.hint_unreachable"), kind)
+
+
+def bad_listing(source: Source, what: str, url: str | None = None) -> IntegrityError:
+    """The one error for "this source answered, but not with a listing we can trust" (exit 5): a field of the
+    wrong type or value, a body past its cap, or a resolver that failed on it. Nothing is downloaded from it."""
+    return IntegrityError(t("sources.err_bad_listing", source=source.name, host=host_of(url or source.endpoint),
+                            what=what), t("sources.hint_bad_listing"))
+
+
+def shown_value(value: Any, limit: int = 40) -> str:
+    """A listing value as a message shows it: JSON, on one line, cut at ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def listing_size(source: Source, field: str, value: Any) -> int:
+    """A byte count from a listing: a non-negative integer (not a bool, a float or text), else a bad listing."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise bad_listing(source, t("sources.listing_size", field=field, value=shown_value(value)))
+
+
+def listing_sha256(source: Source, field: str, value: Any) -> str:
+    """A sha256 from a listing: 64 hex digits (either case), else a bad listing."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        return value.lower()
+    raise bad_listing(source, t("sources.listing_sha256", field=field, value=shown_value(value)))
+
+
+def listing_field(source: Source, field: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """A listing value of the JSON type ``kind`` (dict, list, str…), else a bad listing naming the field."""
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    raise bad_listing(source, t("sources.listing_shape", field=field, value=shown_value(value)))
 
 
 @contextmanager
@@ -128,20 +191,34 @@ def transport_guard(source: Source) -> Iterator[None]:
         raise unreachable(source, exc) from exc
 
 
+@contextmanager
+def metadata_get(session: requests.Session, source: Source, url: str,
+                 **kwargs: Any) -> Iterator[requests.Response]:
+    """``GET url`` as one metadata request of ``source``, bounded as a whole (``http_session.metadata_budget``:
+    connect, headers and body together); network failures and the deadline become ``unreachable``."""
+    with transport_guard(source), bounded(metadata_budget()), session.get(
+            url, timeout=API_TIMEOUT, stream=True, **kwargs) as response:
+        yield response
+
+
 def read_json(response: requests.Response, source: Source) -> Any:
-    """The JSON body of a metadata answer, bounded in size; anything else means this is not a hub."""
+    """The JSON body of a metadata answer, bounded in size on the wire and once inflated (a listing past the cap
+    is a bad listing, exit 5); a body that is not JSON means this is not a hub answering (a captive portal: 4)."""
     try:
-        length = int(response.headers.get("Content-Length") or 0)
-    except ValueError:
-        length = 0
-    if length > MAX_JSON_BYTES:
-        raise unreachable(source, ValueError(f"{length} B of metadata"))
-    body = bytearray()
-    for chunk in response.iter_content(1 << 16):
-        body += chunk
-        if len(body) > MAX_JSON_BYTES:
-            raise unreachable(source, ValueError("metadata too large"))
-    return parse_json(bytes(body), lambda detail: unreachable(source, ValueError(detail)))
+        body = read_capped(response, MAX_JSON_BYTES)
+    except BodyRefused as exc:
+        raise refused_listing(source, exc, response.url) from exc
+    return parse_json(body, lambda detail: unreachable(source, ValueError(detail)))
+
+
+def refused_listing(source: Source, exc: BodyRefused, url: str | None = None) -> IntegrityError:
+    """``bad_listing`` for a body ``read_capped`` refused: too large, inflating past the cap, or an encoding."""
+    limit = human_size(exc.limit)
+    if exc.kind == "size":
+        return bad_listing(source, t("sources.listing_too_large", limit=limit), url)
+    if exc.kind == "inflated":
+        return bad_listing(source, t("sources.listing_inflates", limit=limit, encoding=exc.encoding), url)
+    return bad_listing(source, t("sources.listing_encoding", encoding=exc.encoding), url)
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -157,12 +234,14 @@ def hash_small_file(session: requests.Session, source: Source, url: str, size: i
     """
     if size > SMALL_FILE_LIMIT:
         raise unreachable(source, ValueError(f"no sha256 published for a {size} B file"))
-    with transport_guard(source), session.get(url, headers=source.auth_headers(), timeout=API_TIMEOUT,
-                                              stream=True) as response:
+    with metadata_get(session, source, url, headers=source.auth_headers()) as response:
         if response.status_code != 200:
             raise unreachable(source, ValueError(f"HTTP {response.status_code} for {url}"))
+        if (response.headers.get("Content-Encoding") or "identity").strip().lower() not in ("", "identity"):
+            raise bad_listing(source, t("sources.listing_encoding", encoding=response.headers["Content-Encoding"]),
+                              url)  # the bytes we hash must be the file's
         data = bytearray()
-        for chunk in response.iter_content(1 << 16):
+        while chunk := read_some(response, 1 << 16):
             data += chunk
             if len(data) > size:
                 break

@@ -22,7 +22,16 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
 from bootstrap.core.progress import Progress
 from bootstrap.fetch.download import FetchOptions, fetch_files, holds
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, RemoteFile, ResolvedFile, Source, transport_guard
+from bootstrap.fetch.http_session import BodyRefused, BudgetExceeded, bounded, metadata_budget, read_capped
+from bootstrap.fetch.records import (
+    API_TIMEOUT,
+    TRANSPORT_ERRORS,
+    RemoteFile,
+    ResolvedFile,
+    Source,
+    budget_text,
+    transport_guard,
+)
 from bootstrap.fetch.verified_copy import copy_verified
 
 MANIFEST = bundle_manifest.MANIFEST
@@ -123,22 +132,21 @@ def fetch_any(jobs: Sequence[tuple[RemoteFile, Path]], partial_dir: Path, option
 
 
 def _get(session: requests.Session, url: str) -> bytes | None:
-    """A small document over HTTP, bounded; ``None`` on 404."""
+    """A small document over HTTP, bounded in time (``http_session.metadata_budget``) and in size on the wire and
+    once inflated; ``None`` on 404."""
     try:
-        with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
+        with bounded(metadata_budget()), session.get(url, timeout=API_TIMEOUT, stream=True) as response:
             if response.status_code == 404:
                 return None
             if response.status_code != 200:
                 raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
                                   t("bundle.hint_http"))
-            body = b""
-            for chunk in response.iter_content(64 << 10):
-                body += chunk
-                if len(body) > bundle_manifest.MAX_MANIFEST_BYTES:
-                    raise bundle_manifest.damaged(url, "too large")
-            return body
+            return read_capped(response, bundle_manifest.MAX_MANIFEST_BYTES)
+    except BodyRefused as exc:
+        raise bundle_manifest.damaged(url, "too large" if exc.kind != "encoding" else exc.encoding) from exc
     except TRANSPORT_ERRORS as exc:
-        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        detail = budget_text(exc) if isinstance(exc, BudgetExceeded) else \
+            (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         raise SourceError(t("bundle.err_http", url=url, detail=detail), t("bundle.hint_http")) from exc
 
 

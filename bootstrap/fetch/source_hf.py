@@ -1,52 +1,48 @@
 """Hugging Face resolver: any HF-compatible endpoint (huggingface.co, hf-mirror style mirrors, an intranet proxy).
 
-One ``model_info(revision, files_metadata=True)`` call (``GET /api/models/{repo}/revision/{rev}?blobs=true``) returns
-the commit the revision points to *and* every file's size and LFS sha256 from that same commit, so the metadata is
-consistent by construction. Download URLs are then built on the commit (``/{repo}/resolve/{commit}/{path}``), not
-on the branch: a push to ``main`` during an install cannot mix revisions (huggingface_hub #4815).
-The sha256 is ``siblings[].lfs.sha256``, never an ETag (a CDN/Xet ETag is 64-hex but not the sha256:
-docs/hubs.md, "Where a file's SHA-256 comes from").
+One model-info request (``GET /api/models/{repo}/revision/{rev}?blobs=true``, what huggingface_hub's
+``model_info(revision, files_metadata=True)`` sends) returns the commit the revision points to *and* every file's
+size and LFS sha256 from that same commit, so the metadata is consistent by construction. Download URLs are then
+built on the commit (``/{repo}/resolve/{commit}/{path}``), not on the branch: a push to ``main`` during an install
+cannot mix revisions (huggingface_hub #4815). The sha256 is ``siblings[].lfs.sha256``, never an ETag (a CDN/Xet
+ETag is 64-hex but not the sha256: docs/hubs.md, "Where a file's SHA-256 comes from").
+
+Why our own request and not ``HfApi.model_info``: the SDK reads the whole answer, decompressed, with a timeout per
+read only, so a trickled answer never ends and a gzip bomb is inflated whole before anything is checked. Here the
+request is bounded as a whole, the body capped before and after inflation (``records.metadata_get``,
+``records.read_json``), and every field we use is checked for its type before it is used. Errors are told apart as
+huggingface_hub's ``hf_raise_for_status`` does (``utils/_http.py``): the ``X-Error-Code`` header
+(``RepoNotFound``, ``RevisionNotFound``, ``GatedRepo``), and a 401 that is not "Invalid credentials" meaning
+"no such repo, or private".
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import quote
 
 import requests
-from huggingface_hub import HfApi
-from huggingface_hub import constants as hf_constants
-from huggingface_hub.errors import (
-    GatedRepoError,
-    HfHubHTTPError,
-    HFValidationError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.utils import get_session
 
 from bootstrap.core.console import t
-from bootstrap.core.errors import SourceError, UsageError
-from bootstrap.core.hashing import is_sha256
+from bootstrap.core.errors import UsageError
 from bootstrap.fetch.records import (
-    API_TIMEOUT,
     COMMIT_RE,
-    TRANSPORT_ERRORS,
     ResolvedFile,
     Source,
+    bad_listing,
     hash_small_file,
+    listing_field,
+    listing_sha256,
+    listing_size,
+    metadata_get,
+    read_json,
     unreachable,
 )
 
 DEFAULT_REVISION = "main"
-
-# huggingface_hub >= 2.x builds its User-Agent by asking huggingface.co for a list of AI-agent harnesses
-# (``utils/_detect_agent.py`` ``_fetch_registry``: ``GET {HF_ENDPOINT or huggingface.co}/api/agent-harnesses``, 3 s
-# timeout, once a day) unless telemetry is off (``utils/_headers.py`` ``_http_user_agent`` reads
-# ``constants.HF_HUB_DISABLE_TELEMETRY`` per call). That request goes to huggingface.co even when the endpoint in use
-# is a mirror, and costs its whole timeout where huggingface.co is black-holed: off, as ``HF_HUB_DISABLE_TELEMETRY=1``.
-hf_constants.HF_HUB_DISABLE_TELEMETRY = True
+_BAD_AUTH_TEXT = "Invalid credentials in Authorization header"  # huggingface_hub ``hf_raise_for_status``
+_DISABLED = "Access to this resource is disabled."
 
 
 def resolve_url(endpoint: str, repo: str, commit: str, path: str) -> str:
@@ -54,49 +50,58 @@ def resolve_url(endpoint: str, repo: str, commit: str, path: str) -> str:
     return f"{endpoint}/{repo}/resolve/{commit}/{quote(path)}"
 
 
-def _api_timeout() -> object:
-    """``API_TIMEOUT`` as the hub client takes it: connect and read apart, so a black-holed endpoint costs the
-    short connect budget, not the read one. huggingface_hub >= 1.0 passes ``timeout`` to httpx
-    (``httpx.Timeout(read, connect=…)``); 0.x to requests (a ``(connect, read)`` tuple)."""
-    client = type(get_session()).__module__.partition(".")[0]
-    if client in ("httpx", "httpx2"):
-        timeout_type = importlib.import_module(client).Timeout
-        return timeout_type(API_TIMEOUT[1], connect=API_TIMEOUT[0])
-    return API_TIMEOUT
+def info_url(endpoint: str, repo: str, revision: str) -> str:
+    """``{endpoint}/api/models/{repo}/revision/{revision}`` (the revision quoted whole, slashes too, as the SDK
+    quotes it): the model-info route that answers for one revision."""
+    return f"{endpoint}/api/models/{quote(repo)}/revision/{quote(revision, safe='')}"
 
 
-def _model_info(source: Source) -> object:
-    """``model_info`` with every failure mapped to our exit codes (2: your input, 4: the source)."""
-    api = HfApi(endpoint=source.endpoint, token=source.token or False, library_name="qwenclientkit")
+def _model_info(source: Source, session: requests.Session) -> dict[str, Any]:
+    """The model-info answer, with every failure mapped to our exit codes (2: your input, 4: the source, 5: an
+    answer that is not a listing)."""
     revision = source.revision or DEFAULT_REVISION
-    try:
-        # timeout is required: huggingface_hub 2.x's shared client has none, a stalled mirror would hang.
-        return api.model_info(source.repo, revision=revision, files_metadata=True, timeout=_api_timeout())  # type: ignore[arg-type]
-    except GatedRepoError as exc:  # before RepositoryNotFoundError: it is a subclass
-        raise UsageError(t("sources.err_gated", repo=source.repo, source=source.name),
-                         t("sources.hint_gated")) from exc
-    except RepositoryNotFoundError as exc:
-        raise UsageError(t("sources.err_repo_not_found", repo=source.repo, source=source.name)) from exc
-    except RevisionNotFoundError as exc:
+    url = info_url(source.endpoint, source.repo, revision)
+    with metadata_get(session, source, url, params={"blobs": "true"}, headers=source.auth_headers()) as response:
+        status = response.status_code
+        if status != 200:
+            _raise_for(source, response, revision)
+        info = read_json(response, source)
+    return listing_field(source, "model info", info, dict)
+
+
+def _raise_for(source: Source, response: requests.Response, revision: str) -> None:
+    """The error a non-200 model-info answer means (huggingface_hub ``hf_raise_for_status``, same order)."""
+    code = response.headers.get("X-Error-Code")
+    message = response.headers.get("X-Error-Message")
+    if code == "RevisionNotFound":
         raise UsageError(t("sources.err_revision_not_found", repo=source.repo, revision=revision,
-                           source=source.name)) from exc
-    except HFValidationError as exc:
-        raise UsageError(t("sources.err_repo_not_found", repo=source.repo, source=source.name)) from exc
-    except HfHubHTTPError as exc:  # 5xx, 429, a proxy's 403…: the source failed, not the request
-        raise unreachable(source, exc) from exc
-    except TRANSPORT_ERRORS as exc:  # after the HTTP errors above: HfHubHTTPError is an OSError too
-        raise unreachable(source, exc) from exc
-    except (ValueError, KeyError, TypeError) as exc:  # a 200 that is not the HF API (a captive portal, a web page)
-        raise unreachable(source, exc) from exc
+                           source=source.name))
+    if code == "GatedRepo":
+        raise UsageError(t("sources.err_gated", repo=source.repo, source=source.name), t("sources.hint_gated"))
+    if code == "RepoNotFound" or message == _DISABLED or (response.status_code == 401 and message != _BAD_AUTH_TEXT):
+        raise UsageError(t("sources.err_repo_not_found", repo=source.repo, source=source.name))
+    # 5xx, 429, a proxy's 403, a mirror without this API (404 without a code): the source failed, not the request
+    raise unreachable(source, requests.HTTPError(f"HTTP {response.status_code}", response=response), response.url)
+
+
+def _siblings(source: Source, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``siblings`` by file name; each entry an object with a text ``rfilename``, else a bad listing."""
+    listed = listing_field(source, "siblings", info.get("siblings", []), list)
+    out: dict[str, dict[str, Any]] = {}
+    for i, item in enumerate(listed):
+        entry = listing_field(source, f"siblings[{i}]", item, dict)
+        out[listing_field(source, f"siblings[{i}].rfilename", entry.get("rfilename"), str)] = entry
+    return out
 
 
 def resolve_hf(source: Source, paths: Sequence[str], session: requests.Session) -> list[ResolvedFile]:
     """Resolve ``paths`` of ``source.repo`` at ``source.revision`` (default ``main``) on an HF-compatible endpoint."""
-    info = _model_info(source)
-    commit = str(getattr(info, "sha", "") or "")
-    if not COMMIT_RE.match(commit):
-        raise unreachable(source, ValueError(f"no commit in the answer for {source.repo}"))
-    siblings = {s.rfilename: s for s in (getattr(info, "siblings", None) or [])}
+    info = _model_info(source, session)
+    commit = info.get("sha")
+    if not isinstance(commit, str) or not COMMIT_RE.match(commit):
+        raise bad_listing(source, t("sources.listing_missing", field="sha") if commit is None else
+                          t("sources.listing_shape", field="sha", value=str(commit)[:40]))
+    siblings = _siblings(source, info)
     out = []
     for path in paths:
         sibling = siblings.get(path)
@@ -104,17 +109,17 @@ def resolve_hf(source: Source, paths: Sequence[str], session: requests.Session) 
             raise UsageError(t("sources.err_file_not_found", repo=source.repo, path=path, source=source.name),
                              t("sources.hint_file_not_found", available=_ggufs(siblings)))
         url = resolve_url(source.endpoint, source.repo, commit, path)
-        lfs = sibling.lfs
-        size = lfs.size if lfs is not None else sibling.size
-        if size is None:
-            raise unreachable(source, ValueError(f"no size listed for {path}"))
+        lfs = sibling.get("lfs")
         if lfs is not None:
-            sha256 = str(lfs.sha256).lower()
-            if not is_sha256(sha256):
-                raise SourceError(t("sources.err_bad_listing", source=source.name, path=path))
+            lfs = listing_field(source, f"{path}: lfs", lfs, dict)
+            size = listing_size(source, f"{path}: lfs.size", lfs.get("size"))
+            sha256 = listing_sha256(source, f"{path}: lfs.sha256", lfs.get("sha256"))
         else:
-            sha256 = hash_small_file(session, source, url, int(size), sibling.blob_id)
-        out.append(ResolvedFile(source.name, source.repo, path, commit, url, int(size), sha256,
+            size = listing_size(source, f"{path}: size", sibling.get("size"))
+            blob = sibling.get("blobId")
+            blob = listing_field(source, f"{path}: blobId", blob, str) if blob is not None else None
+            sha256 = hash_small_file(session, source, url, size, blob)
+        out.append(ResolvedFile(source.name, source.repo, path, commit, url, size, sha256,
                                 tuple(source.auth_headers().items())))
     return out
 

@@ -24,16 +24,17 @@ import requests
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError, UsageError
-from bootstrap.core.hashing import is_sha256
 from bootstrap.fetch.records import (
-    API_TIMEOUT,
     COMMIT_RE,
     ResolvedFile,
     Source,
     hash_small_file,
+    listing_field,
+    listing_sha256,
+    listing_size,
+    metadata_get,
     read_json,
     retry_after,
-    transport_guard,
     unreachable,
 )
 
@@ -50,8 +51,7 @@ def _get(session: requests.Session, source: Source, route: str, params: dict[str
     """``Data`` of one API answer; ``None`` for a 404 (the caller names what was missing). One retry on 429/5xx."""
     url = f"{source.endpoint}/api/v1/models/{source.repo}{route}"
     for attempt in range(2):
-        with transport_guard(source), session.get(url, params=params, headers=source.auth_headers(),
-                                                  timeout=API_TIMEOUT, stream=True) as response:
+        with metadata_get(session, source, url, params=params, headers=source.auth_headers()) as response:
             status = response.status_code
             if status == 404:
                 return None
@@ -75,11 +75,15 @@ def _pin(session: requests.Session, source: Source) -> str | None:
     data = _get(session, source, "/revisions", {})
     if data is None:
         raise UsageError(t("sources.err_repo_not_found", repo=source.repo, source=source.name))
-    revision_map = (data or {}).get("RevisionMap") or {}
-    for item in (revision_map.get("Branches") or []) + (revision_map.get("Tags") or []):
-        if isinstance(item, dict) and item.get("Revision") == revision:
-            commit = str(item.get("CommitId") or "")
-            return commit if COMMIT_RE.match(commit) else None
+    data = listing_field(source, "Data", _or(data, {}), dict)  # null stands for empty; any other type is wrong
+    revision_map = listing_field(source, "Data.RevisionMap", _or(data.get("RevisionMap"), {}), dict)
+    for kind in ("Branches", "Tags"):
+        items = listing_field(source, f"Data.RevisionMap.{kind}", _or(revision_map.get(kind), []), list)
+        for i, item in enumerate(items):
+            item = listing_field(source, f"Data.RevisionMap.{kind}[{i}]", item, dict)
+            if item.get("Revision") == revision:
+                commit = str(item.get("CommitId") or "")
+                return commit if COMMIT_RE.match(commit) else None
     raise UsageError(t("sources.err_revision_not_found", repo=source.repo, revision=revision, source=source.name))
 
 
@@ -90,10 +94,9 @@ def _list_dir(session: requests.Session, source: Source, revision: str, director
     data = _get(session, source, "/repo/files", params)
     if data is None:
         return []
-    files = data.get("Files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise unreachable(source, ValueError("listing without Files"))
-    return [f for f in files if isinstance(f, dict)]
+    data = listing_field(source, "Data", data, dict)
+    files = listing_field(source, "Data.Files", data.get("Files"), list)
+    return [listing_field(source, f"Data.Files[{i}]", f, dict) for i, f in enumerate(files)]
 
 
 def resolve_modelscope(source: Source, paths: Sequence[str], session: requests.Session) -> list[ResolvedFile]:
@@ -118,17 +121,20 @@ def resolve_modelscope(source: Source, paths: Sequence[str], session: requests.S
         # bytes listed); failing both, the branch name is used and the sha256 check still guards the bytes.
         file_revision = commit or _entry_commit(entry) or listing_revision
         url = download_url(source.endpoint, source.repo, file_revision, path)
-        size = entry.get("Size")
-        if not isinstance(size, int) or size < 0:
-            raise SourceError(t("sources.err_bad_listing", source=source.name, path=path))
-        sha256 = str(entry.get("Sha256") or "").lower()
-        if not sha256:
+        size = listing_size(source, f"{path}: Size", entry.get("Size"))
+        listed = entry.get("Sha256")
+        if listed in (None, ""):
             sha256 = hash_small_file(session, source, url, size, None)
-        elif not is_sha256(sha256):
-            raise SourceError(t("sources.err_bad_listing", source=source.name, path=path))
+        else:
+            sha256 = listing_sha256(source, f"{path}: Sha256", listed)
         out.append(ResolvedFile(source.name, source.repo, path, file_revision, url, size, sha256,
                                 tuple(source.auth_headers().items())))
     return out
+
+
+def _or(value: Any, empty: Any) -> Any:
+    """``empty`` for a JSON null, else the value as it came (its type is checked by the caller)."""
+    return empty if value is None else value
 
 
 def _entry_commit(entry: dict[str, Any]) -> str | None:

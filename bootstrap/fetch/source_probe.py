@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import requests
 
 from bootstrap.core.errors import QwenKitError
+from bootstrap.fetch.http_session import Budget, BudgetExceeded, bounded, read_some
 from bootstrap.fetch.source_bundle import local_path
 
 PROBE_BYTES = 256 << 10
 PROBE_TIMEOUT = (3.0, 5.0)  # connect, read (seconds)
-PROBE_DEADLINE = 8.0  # a read slower than this is cut and extrapolated
+PROBE_DEADLINE = 8.0  # the whole read, connect included: a read slower than this is cut and extrapolated
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def timed_read(session: requests.Session, url: str, headers: dict[str, str], siz
     """Seconds to read the first ``min(size, PROBE_BYTES)`` bytes of ``url``; raises on any failure.
 
     A read cut by ``PROBE_DEADLINE`` is extrapolated to the full probe length, so a trickling source still ranks
-    last instead of failing.
+    last instead of failing; one that sent no byte by then fails (``BudgetExceeded``).
     """
     if size <= 0:
         return 0.0  # nothing to read (a ranged request for it would be answered 416)
@@ -52,14 +53,16 @@ def timed_read(session: requests.Session, url: str, headers: dict[str, str], siz
             got = len(fh.read(want))
         return time.monotonic() - start if got == want else _fail(url, got, want)
     got = 0
-    with session.get(url, headers={**headers, "Range": f"bytes=0-{want - 1}"}, timeout=PROBE_TIMEOUT,
-                     stream=True) as response:
-        if response.status_code not in (200, 206):
-            raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
-        for chunk in response.iter_content(16 << 10):
-            got += len(chunk)
-            if got >= want or time.monotonic() - start > PROBE_DEADLINE:
-                break
+    try:  # bounded as a whole: a source trickling bytes would otherwise keep each 16 KiB read waiting for days
+        with bounded(Budget(PROBE_DEADLINE)), session.get(url, headers={**headers, "Range": f"bytes=0-{want - 1}"},
+                                                          timeout=PROBE_TIMEOUT, stream=True) as response:
+            if response.status_code not in (200, 206):
+                raise requests.HTTPError(f"HTTP {response.status_code}", response=response)
+            while got < want and (chunk := read_some(response, 16 << 10)):
+                got += len(chunk)
+    except BudgetExceeded:
+        if got == 0:
+            raise
     elapsed = time.monotonic() - start
     if got == 0:
         return _fail(url, got, want)

@@ -25,13 +25,17 @@ from bootstrap.catalog.source_names import SOURCE_NAMES
 from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import IntegrityError, QwenKitError, SourceError, UsageError
+from bootstrap.fetch.http_session import Budget, BudgetExceeded, bounded, metadata_budget
 from bootstrap.fetch.records import (
     API_TIMEOUT,
+    NO_NETWORK_CAUSES,
     TRANSPORT_ERRORS,
     Mirror,
     RemoteFile,
     ResolvedFile,
     Source,
+    SourceUnreachable,
+    bad_listing,
     new_session,
     unreachable_named,
 )
@@ -56,6 +60,10 @@ class Resolution:
 # ``--source auto`` waits for every source at most this long once one has answered: a black-holed hub costs
 # seconds, and one that answers later is dropped (a rerun, or ``--source``, still reaches it).
 RACE_BUDGET = 3.0
+# However many requests a resolver makes (ModelScope: the revisions, one listing per folder, a retry after a 429),
+# none waits longer than this for all of them: each request has ``http_session.META_DEADLINE``, and a source still
+# resolving after this many of them is dropped as timed out. No wait in the race is unbounded.
+RESOLVE_REQUESTS = 4
 CHINA_ZONES = ("Asia/Shanghai", "Asia/Chongqing", "Asia/Chungking", "Asia/Urumqi", "Asia/Harbin", "PRC")
 
 
@@ -93,7 +101,8 @@ def _has_manifest(root: str, session: requests.Session) -> bool:
     if not is_url(root):
         return (Path(root) / MANIFEST).is_file()
     try:
-        with session.get(manifest_url(root), timeout=API_TIMEOUT, stream=True) as response:
+        with bounded(metadata_budget()), session.get(manifest_url(root), timeout=API_TIMEOUT,
+                                                     stream=True) as response:
             return response.status_code == 200
     except TRANSPORT_ERRORS:
         return False
@@ -142,28 +151,48 @@ def _resolve_one(source: Source, paths: Sequence[str],
         files = RESOLVERS[source.kind](source, paths, session)
     except QwenKitError as exc:
         return [], SourceOutcome(source.name, error=exc)
+    except Exception as exc:  # a resolver that trips on an answer we did not foresee: said, never a silent thread
+        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc).strip() else '-'}"[:160]
+        return [], SourceOutcome(source.name, error=bad_listing(source, t("sources.listing_error", detail=detail)))
     return files, SourceOutcome(source.name, time.monotonic() - start)
+
+
+def resolve_deadline() -> float:
+    """Seconds the race waits for any source at most: ``RESOLVE_REQUESTS`` metadata requests' deadlines."""
+    deadline = metadata_budget().deadline
+    return RESOLVE_REQUESTS * (deadline if deadline is not None else 30.0)
 
 
 def _race(sources: Sequence[Source], paths: Sequence[str],
           session: requests.Session) -> list[tuple[list[ResolvedFile], SourceOutcome]]:
     """Resolve on every source at once; once one has answered, the others get until ``RACE_BUDGET`` seconds after
-    the start, then count as timed out. Daemon threads: a source still hanging never holds the process open."""
+    the start, then count as timed out; none is waited for past ``resolve_deadline()``. Daemon threads: a source
+    still hanging never holds the process open, and each thread answers whatever happens to it."""
     answers: queue.Queue[tuple[int, tuple[list[ResolvedFile], SourceOutcome]]] = queue.Queue()
+
+    def answer(i: int, source: Source) -> None:
+        result: tuple[list[ResolvedFile], SourceOutcome] = ([], SourceOutcome(
+            source.name, error=bad_listing(source, t("sources.listing_error", detail="stopped"))))
+        try:
+            result = _resolve_one(source, paths, session)
+        finally:
+            answers.put((i, result))
+
     for i, source in enumerate(sources):
-        threading.Thread(target=lambda i=i, s=source: answers.put((i, _resolve_one(s, paths, session))),
-                         name=f"resolve-{source.name}", daemon=True).start()
+        threading.Thread(target=answer, args=(i, source), name=f"resolve-{source.name}", daemon=True).start()
     start = time.monotonic()
+    limit = resolve_deadline()
     results: dict[int, tuple[list[ResolvedFile], SourceOutcome]] = {}
     answered = False
     while len(results) < len(sources):
+        until = start + (min(RACE_BUDGET, limit) if answered else limit)
         try:
-            i, result = answers.get(timeout=max(0.0, start + RACE_BUDGET - time.monotonic()) if answered else None)
+            i, result = answers.get(timeout=max(0.0, until - time.monotonic()))
         except queue.Empty:
             break
         results[i] = result
         answered = answered or result[1].error is None
-    late = TimeoutError("timed out")
+    late: BaseException = TimeoutError("timed out") if answered else BudgetExceeded("deadline", Budget(limit))
     return [results.get(i) or ([], SourceOutcome(s.name, error=unreachable_named(s.name, s.endpoint, late)))
             for i, s in enumerate(sources)]
 
@@ -171,13 +200,17 @@ def _race(sources: Sequence[Source], paths: Sequence[str],
 def _read_one(outcome: SourceOutcome, first: ResolvedFile, session: requests.Session) -> SourceOutcome:
     try:
         seconds = timed_read(session, first.url, dict(first.headers), first.size)
-    except TRANSPORT_ERRORS as exc:
+    except Exception as exc:  # whatever stopped the read, this source is not usable now
         return replace(outcome, error=unreachable_named(outcome.source, first.url, exc))
     return replace(outcome, read_seconds=seconds)
 
 
 def _first_failure(outcomes: Sequence[SourceOutcome]) -> QwenKitError:
-    """Nothing resolved: your input (not found, exit 2) outranks integrity (5), which outranks the network (4)."""
+    """Nothing resolved: your input (not found, exit 2) outranks integrity (5), which outranks the network (4).
+
+    When every source failed for want of a network (DNS, no route, refused, timed out), the hint leads with what
+    works without one (an offline bundle, a proxy): "another source" is what just failed.
+    """
     errors = [o.error for o in outcomes if o.error is not None]
     for kind in (UsageError, IntegrityError):
         for error in errors:
@@ -186,8 +219,9 @@ def _first_failure(outcomes: Sequence[SourceOutcome]) -> QwenKitError:
     if len(errors) == 1:
         return errors[0]
     tls = any(e.hint == t("sources.hint_tls") for e in errors)
-    return SourceError(t("sources.err_all_failed", details=console.join_items(e.message for e in errors)),
-                       t("sources.hint_tls" if tls else "sources.hint_unreachable"))
+    offline = all(isinstance(e, SourceUnreachable) and e.cause in NO_NETWORK_CAUSES for e in errors)
+    hint = "sources.hint_tls" if tls else "sources.hint_offline" if offline else "sources.hint_unreachable"
+    return SourceError(t("sources.err_all_failed", details=console.join_items(e.message for e in errors)), t(hint))
 
 
 def _agrees(expected: ModelFile | None, resolved: ResolvedFile) -> bool:

@@ -182,8 +182,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     from bootstrap.install.proposal import make_proposal
     from bootstrap.plan.planner import choose
 
-    # detect
-    hardware = _hardware(home, request)
+    # detect (with whether any source answers, for the check shown before the question; not for a bundle)
+    hardware = _hardware(home, request, reach=bundle is None and is_hub_source(source))
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
@@ -268,14 +268,15 @@ def _refused_before(home: Home, fetch_plan: FetchPlan, *, upgrade: bool) -> None
                        t("switch.hint_refused_upgrade" if upgrade else "switch.hint_refused_first"))
 
 
-def _hardware(home: Home, request: InstallRequest) -> HardwareProfile:
+def _hardware(home: Home, request: InstallRequest, *, reach: bool = False) -> HardwareProfile:
     """This machine; with ``--hardware``, its memory, GPUs and CPU as the file states them (the OS, Pythons, disk
-    and network stay this machine's: the engine and venv are installed here)."""
+    and network stay this machine's: the engine and venv are installed here). ``reach``: also whether each hub
+    answers (bounded: ``detect.probes.network.REACH_BUDGET``)."""
     from bootstrap.detect.hardware import load_profile
     from bootstrap.detect.profile import detect
     from bootstrap.plan.engine_variant import check_engine
 
-    found = detect(home.root, engine=check_engine)
+    found = detect(home.root, engine=check_engine, reach=reach)
     if request.hardware_file is None:
         return found
     given = load_profile(request.hardware_file)

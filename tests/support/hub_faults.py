@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import threading
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +28,24 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
     "short_length": {"missing": 1},  # Content-Length `missing` bytes short; body truncated to it
     "no_commit_header": {},  # drop X-Repo-Commit from resolve responses
     "mutate": {"after": 0, "cut": True},  # after `after` bytes of the file, commit new same-size bytes
+    # Hostile sources (issue 24): a body that trickles `bytes` every `every` seconds from `offset` on (the file
+    # offset on byte routes, the body offset on listings), so no read ever times out and yet nothing arrives.
+    "trickle": {"bytes": 1, "every": 5.0, "offset": 0},
+    # A listing answered ``Content-Encoding: gzip`` whose body inflates to `inflated` bytes: whitespace, then the
+    # real answer (valid JSON: a client that inflates it whole gets its listing, after holding all of it).
+    "gzip_bomb": {"inflated": 300 << 20},
+    # A listing with fields replaced (`set`: {"a.b.*.c": value}, `*` = every element) or removed (`drop`).
+    "malformed": {"set": {}, "drop": []},
 }
 
 # Kinds that only make sense on a request carrying a Range header; they are not consumed otherwise.
 RANGE_ONLY = frozenset({"ignore_range", "range_200", "wrong_offset"})
+# Kinds that act on any response body, a file's or a listing's.
+BODY_KINDS = frozenset({"trickle"})
+# Kinds that rewrite a listing (a 200 JSON answer of an API route) and so only match API routes.
+API_KINDS = frozenset({"gzip_bomb", "malformed"})
 # Kinds that act on the bytes of a file and so only match byte routes.
-BYTE_KINDS = frozenset(FAULT_KINDS) - {"status", "stall", "no_commit_header"}
+BYTE_KINDS = frozenset(FAULT_KINDS) - {"status", "stall", "no_commit_header"} - BODY_KINDS - API_KINDS
 SCOPES = ("file", "api", "any")
 ORIGINS = ("hub", "cdn")
 
@@ -65,12 +78,12 @@ class Fault:
             return False
         if self.kind in RANGE_ONLY and not ranged:
             return False
-        if self.kind in BYTE_KINDS and method != "GET":
+        if self.kind in BYTE_KINDS | BODY_KINDS and method != "GET":
             return False
         if self.kind == "no_commit_header" and origin != "hub":
             return False
         if key is not None and self.scope in ("file", "any"):
-            return fnmatch.fnmatchcase(key, self.path_glob)
+            return self.kind not in API_KINDS and fnmatch.fnmatchcase(key, self.path_glob)
         if key is None and self.scope in ("api", "any") and self.kind not in BYTE_KINDS:
             return fnmatch.fnmatchcase(api_path, self.path_glob)
         return False
@@ -129,13 +142,16 @@ class FaultRegistry:
         *,
         path_glob: str = "*",
         times: int | None = 1,
-        scope: str = "file",
+        scope: str | None = None,
         method: str | None = None,
         origin: str | None = None,
         **params: Any,
     ) -> FaultHandle:
+        """``scope`` defaults to "api" for the kinds that rewrite listings, else "file"."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(FAULT_KINDS)}")
+        if scope is None:
+            scope = "api" if kind in API_KINDS else "file"
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}")
         if origin is not None and origin not in ORIGINS:
@@ -177,12 +193,12 @@ class FaultRegistry:
         """Faults this request gets, one per kind (first armed wins); each claimed fault's hits += 1.
 
         ``mutate`` is not counted here: it counts a hit only when it fires (see :meth:`note_served`).
-        ``body=False`` (a redirect, an error) leaves byte faults armed for the response carrying the bytes.
+        ``body=False`` (a redirect, an error) leaves byte and body faults armed for the response carrying the bytes.
         """
         out: dict[str, Fault] = {}
         with self._lock:
             for f in self._faults:
-                if f.kind in out or (not body and f.kind in BYTE_KINDS):
+                if f.kind in out or (not body and f.kind in BYTE_KINDS | BODY_KINDS):
                     continue
                 if f.matches(key=key, api_path=api_path, method=method, origin=origin, ranged=ranged):
                     out[f.kind] = f
@@ -200,3 +216,68 @@ class FaultRegistry:
                 fault.hits += 1
                 return True
             return False
+
+
+# ---- listing rewrites (``malformed``, ``gzip_bomb``) ---------------------------------------------------------
+
+
+def _targets(node: Any, parts: list[str]) -> list[tuple[Any, str | int]]:
+    """(container, key) pairs a dotted path names in ``node``; ``*`` is every element of a list or object."""
+    if not parts:
+        return []
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        keys: list[str | int] = list(range(len(node))) if isinstance(node, list) else list(node) \
+            if isinstance(node, dict) else []
+    elif isinstance(node, list):
+        keys = [int(head)] if head.lstrip("-").isdigit() and -len(node) <= int(head) < len(node) else []
+    elif isinstance(node, dict):
+        keys = [head]
+    else:
+        keys = []
+    if not rest:
+        return [(node, k) for k in keys]
+    found: list[tuple[Any, str | int]] = []
+    for k in keys:  # a path through a missing key names nothing (an LFS field of a plain git file)
+        found += _targets(node.get(k) if isinstance(node, dict) else node[k], rest)  # type: ignore[index]
+    return found
+
+
+def malform(answer: Any, set_fields: dict[str, Any], drop: list[str]) -> Any:
+    """``answer`` (a decoded listing) with the fields of ``set`` replaced and those of ``drop`` removed; a path
+    names nested keys with dots (``siblings.*.lfs.size``, ``Data.RevisionMap``), ``""`` the whole answer."""
+    if "" in set_fields:
+        return set_fields[""]
+    for path, value in set_fields.items():
+        for container, key in _targets(answer, path.split(".")):
+            container[key] = value
+    for path in drop:
+        for container, key in _targets(answer, path.split(".")):
+            if isinstance(container, dict):
+                container.pop(key, None)
+    return answer
+
+
+_BOMBS: dict[int, tuple[Any, bytes]] = {}
+_BOMBS_LOCK = threading.Lock()
+
+
+def gzip_bomb(inflated: int, answer: bytes) -> bytes:
+    """One gzip member that inflates to ``inflated`` spaces, then ``answer`` (JSON allows leading whitespace).
+
+    The compressor state after the spaces is kept per size, so each answer costs a copy, not 300 MiB of
+    compression (level 6: about 300 KiB on the wire for 300 MiB).
+    """
+    with _BOMBS_LOCK:
+        if inflated not in _BOMBS:
+            packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            head = bytearray()
+            block = b" " * (1 << 20)
+            left = inflated
+            while left:
+                head += packer.compress(block[: min(left, len(block))])
+                left -= min(left, len(block))
+            _BOMBS[inflated] = (packer, bytes(head))
+        packer, head = _BOMBS[inflated]
+        tail = packer.copy()
+    return head + tail.compress(answer) + tail.flush()

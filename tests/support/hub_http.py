@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from tests.support.hub_faults import Fault
+from tests.support.hub_faults import Fault, gzip_bomb, malform
 
 if TYPE_CHECKING:
     from tests.support.hub import LoopbackHub
@@ -206,12 +206,40 @@ class BaseHandler(BaseHTTPRequestHandler):
     def _send(self, status: int, headers: Mapping[str, str | int], body: bytes = b"") -> None:
         self._start(status, {**headers, "Content-Length": len(body)})
         if self.method != "HEAD" and body:
+            trickle = self.faults.get("trickle")
+            if trickle is not None:
+                self._trickle(body, 0, trickle)
+                return
             self.wfile.write(body)
             self.sent += len(body)
 
     def _json(self, status: int, obj: Any, headers: Mapping[str, str | int] | None = None) -> None:
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        malformed = self.faults.get("malformed") if status == 200 else None
+        if malformed is not None:
+            obj = malform(obj, dict(malformed.params["set"]), list(malformed.params["drop"]))
         body = json.dumps(obj).encode()
-        self._send(status, {"Content-Type": "application/json", **(headers or {})}, body)
+        bomb = self.faults.get("gzip_bomb") if status == 200 else None
+        if bomb is not None:
+            body = gzip_bomb(int(bomb.params["inflated"]), body)
+            headers["Content-Encoding"] = "gzip"
+        self._send(status, headers, body)
+
+    def _trickle(self, body: bytes, start: int, fault: Fault) -> None:
+        """Send ``body`` (its first byte is at offset ``start`` of what the fault counts) at once up to the fault's
+        ``offset``, then ``bytes`` every ``every`` seconds, until done or the hub stops."""
+        step, every = max(1, int(fault.params["bytes"])), float(fault.params["every"])
+        at = max(0, min(len(body), int(fault.params["offset"]) - start))
+        if at:
+            self.wfile.write(body[:at])
+            self.sent += at
+        while at < len(body):
+            self.wfile.flush()
+            if self.hub._stopping.wait(every):
+                raise Aborted
+            self.wfile.write(body[at : at + step])
+            self.sent += len(body[at : at + step])
+            at += step
 
     def _claim(self, key: str | None, *, body: bool = True) -> bool:
         """Take this request's faults; answer stall/status here. False when the request is answered.
@@ -342,6 +370,11 @@ class BaseHandler(BaseHTTPRequestHandler):
                 cut_at, rst = min(int(f[kind].params["after"]), length - 1), kind == "reset"
                 break
         mutate = f.get("mutate")
+        if "trickle" in f:  # a hostile source: no other fault applies
+            with blob.open("rb") as fh:
+                fh.seek(first)
+                self._trickle(fh.read(length), first, f["trickle"])
+            return
         with blob.open("rb") as fh:
             if corrupt is None and rate is None and cut_at is None and mutate is None:
                 self.sent += self.connection.sendfile(fh, first, length)

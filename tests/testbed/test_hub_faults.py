@@ -516,6 +516,77 @@ def test_mutate_without_cut_serves_whole_old_body(hub: LoopbackHub, repo: str, h
     assert sha256(http.get(hub.resolve_url(REPO, "config.json"), timeout=TIMEOUT).content) != sha256(SMALL)
 
 
+def test_trickle_sends_the_body_a_few_bytes_at_a_time(hub: LoopbackHub, repo: str) -> None:
+    """Up to ``offset`` at once, then ``bytes`` every ``every`` seconds: each read returns, none completes."""
+    url = hub.resolve_url(REPO, "config.json")
+    hub.inject("trickle", path_glob="config.json", bytes=2, every=0.2, offset=4_990)
+    u = urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=TIMEOUT) as sock:
+        sock.sendall(f"GET {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\n\r\n".encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += sock.recv(65536)
+        body = buf.split(b"\r\n\r\n", 1)[1]
+        while len(body) < 4_990:
+            body += sock.recv(65536)
+        t0 = time.monotonic()
+        while len(body) < 5_000:  # the last 10 bytes: 5 sends of 2 bytes, 0.2 s apart
+            body += sock.recv(65536)
+        took = time.monotonic() - t0
+    assert body == SMALL
+    assert 0.7 <= took < 5
+
+
+def test_trickle_on_a_listing_and_on_the_cdn(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
+    hub.inject("trickle", scope="api", path_glob="/api/models/*", bytes=64, every=0.05)
+    t0 = time.monotonic()
+    r = http.get(f"{hub.endpoint}/api/models/{REPO}", timeout=TIMEOUT)
+    took = time.monotonic() - t0
+    assert r.json()["sha"] == repo
+    assert took >= 0.8 * (len(r.content) // 64) * 0.05  # one wait of 50 ms per 64 bytes after the first
+    url = hub.resolve_url(REPO, "weights/big.bin")
+    h = hub.inject("trickle", path_glob="weights/big.bin", bytes=1000, every=0.05, offset=100_000)
+    r = http.get(url, headers={"Range": "bytes=99000-102999"}, timeout=TIMEOUT)  # the 302 leaves it armed
+    assert r.content == BIG[99_000:103_000] and h.hits == 1
+    hub.wait_idle()
+    assert [rec.status for rec in hub.requests(file_glob="weights/big.bin")][-2:] == [302, 206]
+
+
+def test_gzip_bomb_inflates_to_the_real_listing(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
+    """``Content-Encoding: gzip`` despite ``Accept-Encoding: identity``; small on the wire, huge inflated."""
+    import zlib
+
+    hub.inject("gzip_bomb", path_glob="/api/v1/models/*", inflated=8 << 20)
+    r = http.get(f"{hub.endpoint}/api/v1/models/{REPO}/revisions", headers={"Accept-Encoding": "identity"},
+                 timeout=TIMEOUT, stream=True)
+    assert r.headers["Content-Encoding"] == "gzip"
+    wire = r.raw.read(decode_content=False)
+    assert len(wire) < 64_000 and int(r.headers["Content-Length"]) == len(wire)
+    inflated = zlib.decompress(wire, 16 + zlib.MAX_WBITS)
+    assert len(inflated) > 8 << 20 and inflated[: 8 << 20].strip() == b""
+    assert json.loads(inflated)["Data"]["RevisionMap"]["Branches"][0]["CommitId"] == repo
+    assert "Content-Encoding" not in http.get(f"{hub.endpoint}/api/v1/models/{REPO}/revisions",
+                                              timeout=TIMEOUT).headers  # consumed: the next answer is clean
+
+
+def test_malformed_sets_and_drops_fields(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
+    hub.inject("malformed", path_glob=f"/api/models/{REPO}*", set={"siblings.*.lfs.size": "abc"}, drop=["sha"])
+    info = http.get(f"{hub.endpoint}/api/models/{REPO}?blobs=true", timeout=TIMEOUT).json()
+    assert "sha" not in info
+    assert [s["lfs"]["size"] for s in info["siblings"] if "lfs" in s] == ["abc", "abc"]
+    assert http.get(f"{hub.endpoint}/api/models/{REPO}?blobs=true", timeout=TIMEOUT).json()["sha"] == repo
+    hub.inject("malformed", path_glob="*/revisions", set={"Data.RevisionMap.Branches": {"a": 1}})
+    data = http.get(f"{hub.endpoint}/api/v1/models/{REPO}/revisions", timeout=TIMEOUT).json()["Data"]
+    assert data["RevisionMap"]["Branches"] == {"a": 1}
+    hub.inject("malformed", path_glob="*/revisions", set={"Data": [1, 2, 3]})
+    assert http.get(f"{hub.endpoint}/api/v1/models/{REPO}/revisions", timeout=TIMEOUT).json()["Data"] == [1, 2, 3]
+    hub.inject("malformed", path_glob="*/repo/files", set={"Data.Files.0.Size": -5})
+    files = http.get(f"{hub.endpoint}/api/v1/models/{REPO}/repo/files", timeout=TIMEOUT).json()["Data"]["Files"]
+    assert files[0]["Size"] == -5 and files[1]["Size"] >= 0
+    with pytest.raises(ValueError, match="takes"):
+        hub.inject("malformed", size=3)
+
+
 def test_fault_validation_and_times(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
     with pytest.raises(ValueError, match="unknown fault kind"):
         hub.inject("explode")

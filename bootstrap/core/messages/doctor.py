@@ -89,11 +89,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     "doctor.reach_tls": {"en": "{name} TLS intercepted (certificate verify failed)",
                          "zh": "{name} 的 TLS 被拦截（证书校验失败）"},
     "doctor.reach_error": {"en": "{name} failed", "zh": "{name} 出错"},
-    "doctor.net_hint_no_source": {"en": "No download source answers: try --source modelscope, a mirror "
-                                        "(QWENKIT_HF_MIRRORS or HF_ENDPOINT), a proxy (HTTPS_PROXY) or an offline "
-                                        "bundle (--bundle).",
-                                  "zh": "没有可访问的下载源：可尝试 --source modelscope、镜像（QWENKIT_HF_MIRRORS 或 "
-                                        "HF_ENDPOINT）、代理（HTTPS_PROXY）或离线安装包（--bundle）。"},
+    "doctor.net_hint_no_source": {"en": "No download source answers from here: install from an offline bundle "
+                                        "(--bundle DIR, made with 'qwenkit bundle create' on a connected machine), "
+                                        "or set HTTPS_PROXY if this network needs a proxy.",
+                                  "zh": "本机连不上任何下载源：请使用离线安装包（--bundle 目录，在联网的机器上用 "
+                                        "'qwenkit bundle create' 制作），如果本网络需要代理，请设置 HTTPS_PROXY。"},
     # engine variant reasons
     "doctor.variant_win_cuda13": {"en": "NVIDIA driver {driver} supports the CUDA 13 build.",
                                   "zh": "NVIDIA 驱动 {driver} 支持 CUDA 13 构建。"},

@@ -75,9 +75,61 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "GGUF files in that folder of the repo: {available}",
         "zh": "仓库该目录中的 GGUF 文件：{available}",
     },
+    "sources.cause_deadline": {
+        "en": "no complete answer within {seconds} s (it answers too slowly)",
+        "zh": "{seconds} 秒内未收到完整应答（应答过慢）",
+    },
+    "sources.cause_slow": {
+        "en": "slower than {rate}/s for {seconds} s",
+        "zh": "连续 {seconds} 秒低于 {rate}/秒",
+    },
+    "sources.hint_offline": {
+        "en": "no download source answers from this machine: install from an offline bundle (--bundle DIR, made "
+              "with 'qwenkit bundle create' on a connected machine), or set HTTPS_PROXY if this network needs a proxy",
+        "zh": "本机连不上任何下载源：请使用离线安装包（--bundle 目录，在联网的机器上用 'qwenkit bundle create' 制作），"
+              "如果本网络需要代理，请设置 HTTPS_PROXY",
+    },
     "sources.err_bad_listing": {
-        "en": "{source} listed {path} without a usable size or sha256",
-        "zh": "{source} 列出的 {path} 缺少有效的大小或 sha256",
+        "en": "bad listing from {source} ({host}): {what}",
+        "zh": "{source}（{host}）返回的文件列表无效：{what}",
+    },
+    "sources.hint_bad_listing": {
+        "en": "nothing was downloaded from it; another source (--source), a mirror (QWENKIT_HF_MIRRORS) or an offline "
+              "bundle (--bundle) avoids it. If it persists, the source or a proxy in between is broken",
+        "zh": "未从该下载源下载任何内容；可换一个下载源（--source）、使用镜像（QWENKIT_HF_MIRRORS）或离线安装包"
+              "（--bundle）。如果问题持续，说明下载源或中间的代理有故障",
+    },
+    "sources.listing_size": {
+        "en": "{field} is {value}, not a size in bytes",
+        "zh": "{field} 为 {value}，不是以字节计的大小",
+    },
+    "sources.listing_sha256": {
+        "en": "{field} is {value}, not a sha256",
+        "zh": "{field} 为 {value}，不是 sha256",
+    },
+    "sources.listing_shape": {
+        "en": "unexpected {field}: {value}",
+        "zh": "{field} 的内容不符合预期：{value}",
+    },
+    "sources.listing_missing": {
+        "en": "no {field} in it",
+        "zh": "其中没有 {field}",
+    },
+    "sources.listing_too_large": {
+        "en": "larger than {limit}",
+        "zh": "超过 {limit}",
+    },
+    "sources.listing_inflates": {
+        "en": "it inflates past {limit} (Content-Encoding {encoding})",
+        "zh": "解压后超过 {limit}（Content-Encoding {encoding}）",
+    },
+    "sources.listing_encoding": {
+        "en": "Content-Encoding {encoding} cannot be read within bounds",
+        "zh": "无法在限制内读取 Content-Encoding {encoding}",
+    },
+    "sources.listing_error": {
+        "en": "it could not be read ({detail})",
+        "zh": "无法解析（{detail}）",
     },
     "sources.err_listing_capped": {
         "en": "{source} listed only {count} entries of {repo}/{directory} (its listing limit); the file may be "

@@ -48,9 +48,11 @@ class Readings:
 
 
 def read_all(home: Path, env: Mapping[str, str], reach: bool = False) -> Readings:
-    """Read this machine (``reach``: also whether each download source answers, for ``doctor``), RAM bandwidth
-    with the plan's thread count included (< 1 s). AMD/Intel GPUs: sysfs on Linux, the registry on Windows; the
-    installed engine's ``--list-devices`` corrects them later (``tune/devices.py``)."""
+    """Read this machine (``reach``: also whether each download source answers, for ``doctor`` and an install's
+    check before its question; probed while the rest is read), RAM bandwidth with the plan's thread count included
+    (< 1 s). AMD/Intel GPUs: sysfs on Linux, the registry on Windows; the installed engine's ``--list-devices``
+    corrects them later (``tune/devices.py``)."""
+    network_readings = network.read_network_later(env, reach)  # first: its answers come in during the rest
     os_readings = system.read_os()
     sysctl = apple.read_sysctl() if os_readings.system == "Darwin" else {}
     cpu_readings = cpu.read_cpu(sysctl or None)
@@ -58,7 +60,7 @@ def read_all(home: Path, env: Mapping[str, str], reach: bool = False) -> Reading
     return Readings(os=os_readings, cpu=cpu_readings, memory=memory.read_memory(threads),
                     disk=disk.read_disk(home), nvml=nvidia.read_nvml(), sysctl=sysctl,
                     pythons=tuple(pythons.read_pythons(os_readings.system, env)),
-                    network=network.read_network(env, reach),
+                    network=network_readings(),
                     drm=drm.read_drm() if os_readings.system == "Linux" else (),
                     adapters=display_adapters.read_display_adapters() if os_readings.system == "Windows" else ())
 

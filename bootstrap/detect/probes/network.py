@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -74,11 +74,19 @@ def truststore_usable() -> bool:
 
 def read_network(env: Mapping[str, str], reach: bool = False) -> NetworkReadings:
     """The proxy/CA variables and truststore; with ``reach`` also each source's reachability (``read_reach``)."""
+    return read_network_later(env, reach)()
+
+
+def read_network_later(env: Mapping[str, str], reach: bool = False) -> Callable[[], NetworkReadings]:
+    """``read_network``, started now and collected by calling the result: the reachability probe's requests go
+    out at once and the caller probes the rest of the machine meanwhile (``probes.read_all``), so an install that
+    is told whether any source answers before it asks to continue waits for it only as long as the slowest
+    source takes beyond the other probes (at most ``REACH_BUDGET``)."""
     keys = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "SSL_CERT_FILE",
             "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
     usable = truststore_usable()
-    return NetworkReadings(env={k: env[k] for k in keys if k in env}, truststore=usable,
-                           reach=read_reach(env, usable) if reach else ())
+    found = start_reach(env, usable) if reach else tuple
+    return lambda: NetworkReadings(env={k: env[k] for k in keys if k in env}, truststore=usable, reach=found())
 
 
 def source_endpoints(env: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -142,6 +150,11 @@ def _reach_one(name: str, url: str, env: Mapping[str, str], context: ssl.SSLCont
 def read_reach(env: Mapping[str, str], use_truststore: bool = True) -> tuple[SourceReach, ...]:
     """Probe every source at once; one still silent after ``REACH_BUDGET`` seconds is a ``timeout`` (its daemon
     thread is left behind, never waited for)."""
+    return start_reach(env, use_truststore)()
+
+
+def start_reach(env: Mapping[str, str], use_truststore: bool = True) -> Callable[[], tuple[SourceReach, ...]]:
+    """``read_reach`` started now; calling the result waits for it, until ``REACH_BUDGET`` after the start."""
     targets = source_endpoints(env)
     try:
         context = _tls_context(env, use_truststore)
@@ -153,7 +166,11 @@ def read_reach(env: Mapping[str, str], use_truststore: bool = True) -> tuple[Sou
     deadline = time.monotonic() + REACH_BUDGET
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    return tuple(found.get(i) or SourceReach(n, urlsplit(u).netloc.rpartition("@")[2], "timeout")
-                 for i, (n, u) in enumerate(targets))
+
+    def result() -> tuple[SourceReach, ...]:
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return tuple(dict(found).get(i) or SourceReach(n, urlsplit(u).netloc.rpartition("@")[2], "timeout")
+                     for i, (n, u) in enumerate(targets))
+
+    return result
