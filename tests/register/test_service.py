@@ -519,11 +519,13 @@ def test_command_end_to_end(real_install: tuple[Home, LaunchSpec], tmp_path: Pat
     before = files_under(home.root)
     assert _run("install", home, spec, tmp_path) == 0
     try:
-        err = capsys.readouterr().err
-        assert "No service manager here" in err and f"Server started (script): {spec.openai_base_url}" in err
+        shown = capsys.readouterr()
+        # the warning on stderr, the result on stdout
+        assert "No service manager here" in shown.err
+        assert f"Server started (script): {spec.openai_base_url}" in shown.out
         _wait(lambda: _health(f"{spec.base_url}/health") == 200, "/health 200")
         assert _run("status", home, spec, tmp_path) == 0
-        assert "manager: script, installed: yes, active: yes, enabled: no (pid " in capsys.readouterr().err
+        assert "manager: script, installed: yes, active: yes, enabled: no (pid " in capsys.readouterr().out
         assert _run("stop", home, spec, tmp_path) == 0
         assert _health(f"{spec.base_url}/health") == 0
     finally:

@@ -61,7 +61,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec) -> None:
     if isinstance(manager, FallbackManager):
         console.warn(t("service.no_manager", script=manager.home.run_sh))
     manager.start()
-    console.info(t("service.started", manager=manager_label(manager.name), url=spec.client_openai_url))
+    console.out(t("service.started", manager=manager_label(manager.name), url=spec.client_openai_url))
 
 
 def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec, probe: HostProbe | None = None,
@@ -77,20 +77,20 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
             raise _nothing_installed(home)
         if action == "install":
             install_service(manager, spec)
-            console.info(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
+            console.out(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
         _start(manager, spec)
     elif action == "stop":
         manager.stop()
-        console.info(t("service.stopped", manager=manager_label(manager.name)))
+        console.out(t("service.stopped", manager=manager_label(manager.name)))
     elif action == "status":
         if spec is None and recorded_manager(home) is None:
             raise _nothing_installed(home)
         status = manager.status()
-        console.info(t("service.status_line", manager=manager_label(status.manager),
+        console.out(t("service.status_line", manager=manager_label(status.manager),
                        installed=_yes_no(status.installed), active=_yes_no(status.active),
                        enabled=_yes_no(status.enabled),
                        detail=console.aside(status.detail) if status.detail else ""))
     elif action == "uninstall":
         uninstall_service(manager)
-        console.info(t("service.uninstalled", manager=manager_label(manager.name)))
+        console.out(t("service.uninstalled", manager=manager_label(manager.name)))
     return 0

@@ -10,7 +10,7 @@ import argparse
 from dataclasses import asdict
 
 from bootstrap.core import console
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import out, t, warn
 from bootstrap.core.errors import ExitCode
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.install.status import StatusReport, collect
@@ -37,22 +37,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(report: StatusReport) -> None:
     spec, state = report.spec, report.state
-    info(t("status.title", home=report.home.root))
-    info(t("status.line_model", model=state.model_id, quant=state.quant))
-    info(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
-    info(t("status.line_endpoint", endpoint=spec.client_openai_url))
-    info(t("status.line_key", path=spec.api_key_file))
+    out(t("status.title", home=report.home.root))
+    out(t("status.line_model", model=state.model_id, quant=state.quant))
+    out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
+    out(t("status.line_endpoint", endpoint=spec.client_openai_url))
+    out(t("status.line_key", path=spec.api_key_file))
     if report.service is not None:
-        info(t("status.line_service", detail=report.service.get("detail", "")))
-    info(t("status.line_scripts", script=report.start_script))
+        out(t("status.line_service", detail=report.service.get("detail", "")))
+    out(t("status.line_scripts", script=report.start_script))
     if report.web_page is not None:
         for line in web_page_lines(report.web_page, str(spec.api_key_file)):
-            info(line)
+            out(line)
     for line in thinking_lines(spec.thinking):
-        info(line)
-    speed, slow = speed_lines(state.speed) if state.speed is not None else ([], [])
+        out(line)
+    # A measurement is about a server that answers: above a stopped one's error it would be stale news.
+    speed, slow = speed_lines(state.speed) if state.speed is not None and report.healthy else ([], [])
     for line in speed:
-        info(line)
+        out(line)
     for warning in [*report.warnings, *slow]:
         warn(warning)
     for note in _fallback_notes(state):
@@ -60,7 +61,7 @@ def _print(report: StatusReport) -> None:
     if report.last_failure is not None:
         warn(t("failure.status_last", when=report.last_failure.when, message=report.last_failure.message))
     if report.healthy:
-        console.ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
+        console.out_ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
     else:
         console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                       t("status.hint_unhealthy", script=report.start_script, logs=report.home.logs_dir))

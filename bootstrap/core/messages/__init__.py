@@ -47,6 +47,7 @@ from bootstrap.core.messages import (
     install,
     launcher,
     memory,
+    output,
     plan,
     pyenv,
     render,
@@ -61,7 +62,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create)
+                                  bundle_create, output)
 
 
 def _merge() -> dict[str, dict[str, str]]:
