@@ -10,6 +10,7 @@ stderr; and the terminal's own failures are never an internal error:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -167,3 +168,14 @@ def test_installed_status_greps_and_install_report_is_output(make_bed: Callable[
     # and into a closed pipe with 2>&1 (`status 2>&1 | head -1` once head is done): quiet, 141
     closed = _into_closed_pipe(["status"], bed.env(), both=True)
     assert closed.returncode == OUTPUT_CLOSED_EXIT
+
+    # A slow measurement is news about a running server: warned while it runs, not above a stopped one's error.
+    state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
+    state["speed"]["verdict"] = "slow"
+    bed.home.state_file.write_text(json.dumps(state), encoding="utf-8")
+    assert "warning: the server generates" in bed.run("status").stderr
+    assert bed.run("service", "stop").returncode == 0
+    stopped = bed.run("status")
+    assert stopped.returncode == ExitCode.SERVER
+    assert stopped.stderr.splitlines()[0].startswith("error: "), stopped.stderr  # the error first, nothing stale
+    assert "tokens/s" not in stopped.stderr + stopped.stdout
