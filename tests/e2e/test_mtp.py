@@ -98,4 +98,4 @@ def test_the_install_measures_the_head_and_keeps_it_off_when_it_does_not_pay(
                              json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}).json()
     assert reply["choices"][0]["message"] and "draft_n" not in reply["timings"]
     shown = bed.run("status")
-    assert shown.returncode == 0 and "turned off" in shown.stderr, shown.stderr
+    assert shown.returncode == 0 and "turned off" in shown.stdout, shown.stderr  # status: the output

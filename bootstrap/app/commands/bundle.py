@@ -48,8 +48,9 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report.to_json())
     raise_for(report)
-    out_ok(t("bundle_create.verify_ok", where=report.where, files=report.checked_files,
-         size=human_size(report.checked_bytes, 2)))
+    if not args.json:  # --json: the document is the whole of stdout
+        out_ok(t("bundle_create.verify_ok", where=report.where, files=report.checked_files,
+                 size=human_size(report.checked_bytes, 2)))
     return 0
 
 
