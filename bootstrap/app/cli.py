@@ -121,6 +121,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise usage_error(message)
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """``--help`` and ``--version`` (stdout) or the help after a missing command (stderr), through the console:
+        ``qwenkit --help | head -1`` ends as quietly as any other output cut short."""
+        if message:
+            (console.info if file is sys.stderr else console.out)(message.rstrip("\n"))
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command-line contract (DESIGN.md §2), one helper per command, in the order of ``--help``."""
@@ -184,6 +190,7 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--verify", action="store_true", help=t("arg.verify"))
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
     install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
+    install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
 
 
 def _add_status(sub: Subcommands) -> None:
@@ -210,7 +217,7 @@ def _add_bundle(sub: Subcommands) -> None:
     bundle = _command(sub, "bundle")
     actions = bundle.add_subparsers(dest="bundle_action", metavar="ACTION", required=True, parser_class=_Parser,
                                     help=t("arg.bundle_action"))
-    create = actions.add_parser("create", help=t("cmd.bundle"))
+    create = actions.add_parser("create", help=t("cmd.bundle_create"), description=t("cmd.bundle_create"))
     create.add_argument("models", nargs="*", metavar="MODEL", help=t("arg.bundle_models"))
     create.add_argument("--out", required=True, metavar="DIR", help=t("arg.out"))
     create.add_argument("--platform", action="append", metavar="P", help=t("arg.platform"))
@@ -220,7 +227,7 @@ def _add_bundle(sub: Subcommands) -> None:
     create.add_argument("--reuse", action="append", metavar="DIR", help=t("arg.bundle_reuse"))
     create.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
     create.add_argument("--home", metavar="DIR", help=t("arg.home"))
-    verify = actions.add_parser("verify", help=t("cmd.bundle"))
+    verify = actions.add_parser("verify", help=t("cmd.bundle_verify"), description=t("cmd.bundle_verify"))
     verify.add_argument("dir", metavar="DIR|URL", help=t("arg.dir"))
     verify.add_argument("--json", action="store_true", help=t("cli.json"))
 
@@ -248,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             raise UsageError(t("err.no_command"), t("hint.usage"))
         return dispatch(args)
+    except console.OutputClosed:  # the reader of stdout stopped reading (| head): nothing to say, nobody to say it to
+        return console.OUTPUT_CLOSED_EXIT
     except QwenKitError as exc:
         if debug:
             traceback.print_exc()

@@ -98,7 +98,8 @@ def _pause(code: int) -> None:
     if code != 0:
         console.info(t("setup.failed", code=code))
     console.info(t("setup.pause"))
-    with contextlib.suppress(EOFError, KeyboardInterrupt):  # no console input (redirected) or Ctrl-C: just close
+    # no console input (redirected, or none at all) or Ctrl-C: just close
+    with contextlib.suppress(EOFError, KeyboardInterrupt, RuntimeError, OSError):
         input()
 
 

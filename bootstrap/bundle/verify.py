@@ -80,7 +80,7 @@ def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem |
     if size != entry.size:
         progress.skip(entry.size)
         return problem(entry.path, "size", expected=entry.size, actual=size)
-    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0)
+    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0, "check")
     try:
         read, actual = _hash_local(path, bar)
     finally:
@@ -93,7 +93,7 @@ def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem |
 
 def _check_url(base: str, entry: BundleFile, session: requests.Session, progress: Progress) -> Problem | None:
     url = f"{base}/{quote(entry.path)}"
-    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0)
+    bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0, "check")
     digest = hashlib.sha256()
     read = 0
     try:

@@ -31,7 +31,7 @@ _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _PATH_BAD = re.compile("[\x00-\x1f\x7f\\\\:]")  # control characters, backslash, drive colon
 _TOP_KEYS = frozenset({"schema", "default_model", "models"})
 _MODEL_KEYS = frozenset({"id", "title", "architecture", "repos", "quants", "default_quant", "mmproj", "fallbacks",
-                         "thinking_default", "shape", "sampling", "sampling_thinking", "server_args",
+                         "thinking_default", "thinks", "shape", "sampling", "sampling_thinking", "server_args",
                          "mtp_variant"})
 _REPO_KEYS = frozenset({"hub", "repo", "revision"})
 _FILE_KEYS = frozenset({"file", "size", "size_exact", "sha256", "sha256_hint"})
@@ -137,6 +137,10 @@ class CatalogModel:
     # The id of the same model's files with an MTP head (a separate entry: another repo). The planner prefers them
     # where the head can draft on the GPU, and this entry's files everywhere else.
     mtp_variant: str | None = None
+    # The model has a thinking mode (its chat template reads ``enable_thinking``): only then do the plan, the report
+    # and ``status`` speak of thinking. Catalog key ``thinks``; by default, when the entry gives thinking-mode
+    # sampling or thinks by default.
+    thinks: bool = False
 
     def quant(self, name: str | None) -> Quant:
         """The named quant (case-insensitive), or the default one."""
@@ -307,6 +311,8 @@ def _model(fields: _Fields) -> CatalogModel:
         sampling_thinking=_sampling(fields.sub("sampling_thinking")),
         server_args=_strings(fields, "server_args"),
         mtp_variant=fields.get("mtp_variant", str, None),
+        thinks=fields.get("thinks", bool, fields.sub("sampling_thinking") is not None
+                          or fields.get("thinking_default", bool, False)),
     )
 
 

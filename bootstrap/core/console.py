@@ -1,13 +1,30 @@
-"""One voice for every message: language choice (zh / en), stderr output, colour, and JSON on stdout.
+"""One voice for every message: language choice (zh / en), the two output streams, colour, and JSON.
 
-Human text goes to stderr so ``--json`` output on stdout stays one clean document (DESIGN.md §2).
+Two streams, as git, pip and uv use them (DESIGN.md §2): a command's primary output — the ``models`` and ``doctor``
+tables, the plan, ``status``, the install report — goes to stdout (``out``, ``out_ok``), so ``| less``, ``| grep``
+and ``> file`` get it; progress, warnings, errors and questions go to stderr (``info``, ``ok``, ``warn``,
+``error``). ``--json`` prints one document on stdout and nothing else there (``emit_json``). ``detail`` lines are
+the technical ones (a pip command line, a tuning verdict, the engine's own log) that only ``--verbose`` shows.
+
+The streams can fail under us; none of that is a bug (exit 1):
+
+- stdout closed by its reader (``qwenkit models | head -1``, EPIPE): ``OutputClosed`` ends the command quietly
+  with ``OUTPUT_CLOSED_EXIT`` (``cli.main``), as git does when ``head`` stops reading;
+- stdout refusing the bytes (``> /dev/full``, a closed descriptor): a one-line error on stderr, exit 3 for a full
+  disk, else 2 (``OutputFailed``), never exit 0 with the output lost;
+- stderr gone: its lines are dropped, the command goes on (diagnostics lost do not change the result).
+
+After a failed write the descriptor is pointed at the null device, so the bytes left in Python's buffer do not fail
+again at exit ("Exception ignored … BrokenPipeError", exit 120).
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import locale
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import PurePath
@@ -15,11 +32,29 @@ from typing import Any, TextIO
 
 from bootstrap.core import settings
 from bootstrap.core.display_text import shown
+from bootstrap.core.errors import ExitCode, QwenKitError
 from bootstrap.core.messages import MESSAGES
 
 ERROR_LIMIT = 4000  # characters of an error line: its fields are bounded already, this bounds the whole line
 # Windows LANGIDs whose primary language is Chinese have 0x04 in their low 10 bits (zh-CN 0x0804, zh-TW 0x0404…).
 _LANG_CHINESE = 0x04
+# The status a shell reports for a program that its reader stopped reading (128 + SIGPIPE), as git and coreutils
+# end there (killed by SIGPIPE): not 0, since the output was cut short, and none of the other failures.
+OUTPUT_CLOSED_EXIT = int(ExitCode.OUTPUT_CLOSED)
+# errno of a write to a pipe whose reader is gone: EPIPE; Windows reports EINVAL for the same (a closed pipe handle).
+_CLOSED = {errno.EPIPE} | ({errno.EINVAL} if sys.platform == "win32" else set())
+
+
+class OutputClosed(Exception):
+    """Whoever read stdout stopped reading (``| head``): the command ends here, quietly (``cli.main``)."""
+
+
+class OutputFailed(QwenKitError):
+    """stdout refused the bytes (a full disk behind ``>``, a closed descriptor): the output is lost, so say so."""
+
+    def __init__(self, message: str, hint: str | None, code: ExitCode) -> None:
+        super().__init__(message, hint)
+        self.exit_code = code
 
 
 def language_from(hint: str | None, windows_langid: int | None = None) -> str:
@@ -101,19 +136,96 @@ def label(key: str) -> str:
     return t(key) + ("：" if language() == "zh" else ": ")
 
 
-def _colour(stream: TextIO, code: str, text: str) -> str:
+def _colour(stream: TextIO | None, code: str, text: str) -> str:
     if settings.no_color() or not getattr(stream, "isatty", lambda: False)():
         return text
     return f"\033[{code}m{text}\033[0m"
 
 
-def _write(line: str, stream: TextIO | None = None) -> None:
-    stream = stream or sys.stderr
+_verbose = False
+
+
+def set_verbose(on: bool) -> None:
+    """``--verbose``: show ``detail`` lines (the technical ones) too."""
+    global _verbose
+    _verbose = on
+
+
+def verbose() -> bool:
+    return _verbose
+
+
+def _detach(stream: TextIO) -> None:
+    """Point a failed stream's descriptor at the null device: what is left in its buffer goes nowhere, quietly."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):
+        return
+    try:
+        os.dup2(null, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+
+
+def _print(line: str, stream: TextIO) -> None:
     try:
         print(line, file=stream, flush=True)
     except UnicodeEncodeError:  # a legacy console code page that cannot show Chinese
         encoding = getattr(stream, "encoding", None) or "ascii"
         print(line.encode(encoding, "replace").decode(encoding), file=stream, flush=True)
+
+
+def _write(line: str, stream: TextIO | None = None) -> None:
+    """A line on stderr (``stream``: another text stream, a test's); a failing stderr drops the line."""
+    stream = stream or sys.stderr
+    if stream is None:  # started with stderr closed
+        return
+    try:
+        _print(line, stream)
+    except (OSError, ValueError):  # EPIPE, EIO, a closed file: the messages are lost, the command goes on
+        _detach(stream)
+
+
+def _write_out(line: str) -> None:
+    """A line of primary output on stdout; a reader gone ends the command, any other failure is an error."""
+    stream = sys.stdout
+    if stream is None:  # started with stdout closed (``>&-``)
+        raise _failed(OSError(errno.EBADF, os.strerror(errno.EBADF)))
+    try:
+        _print(line, stream)
+    except OSError as exc:
+        _detach(stream)
+        if exc.errno in _CLOSED:
+            raise OutputClosed from exc
+        raise _failed(exc) from exc
+    except ValueError as exc:  # "I/O operation on closed file"
+        raise _failed(OSError(errno.EBADF, str(exc))) from exc
+
+
+def _failed(exc: OSError) -> OutputFailed:
+    full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+    reason = t("fs.reason_enospc") if full else (exc.strerror or type(exc).__name__)
+    return OutputFailed(t("console.err_output", reason=reason), t("console.hint_output"),
+                        ExitCode.UNSUPPORTED if full else ExitCode.USAGE)
+
+
+def out(text: str = "") -> None:
+    """A line of the command's primary output (stdout): a table row, a plan line, a status line, the report."""
+    _write_out(text)
+
+
+def out_ok(text: str) -> None:
+    """The primary output's verdict line when it is a success (green on a terminal)."""
+    _write_out(_colour(sys.stdout, "32", text))
+
+
+def detail(text: str) -> None:
+    """A technical line (stderr) shown only with ``--verbose``: a command line, a tuning verdict, an engine log."""
+    if _verbose:
+        _write(text)
 
 
 def info(text: str) -> None:
@@ -141,4 +253,4 @@ def error(message: str, hint: str | None = None) -> None:
 
 def emit_json(document: Any) -> None:
     """The single JSON document of a ``--json`` run, on stdout."""
-    print(json.dumps(document, ensure_ascii=False, indent=2), file=sys.stdout, flush=True)
+    _write_out(json.dumps(document, ensure_ascii=False, indent=2))

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     INTEGRITY = 5  # checksum mismatch, tampered bundle
     SERVER = 6  # server or service failed to start or verify
     INTERRUPTED = 130  # Ctrl-C / SIGINT
+    OUTPUT_CLOSED = 141  # stdout's reader stopped reading (| head): 128 + SIGPIPE, as a shell reports git there
 
 
 class QwenKitError(Exception):

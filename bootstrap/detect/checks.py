@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bootstrap.core.console import join_items, join_sentences, t
+from bootstrap.core.console import aside, join_items, join_sentences, t
 from bootstrap.core.sizes import GIB, gib_text
 from bootstrap.detect.hardware import Check, GpuInfo, HardwareProfile
 
@@ -80,7 +80,7 @@ def check_gpu(p: HardwareProfile) -> Check:
             parts.append(t("doctor.gpu_unified", name=g.name, total=gib_text(g.vram_total_bytes)))
         else:
             parts.append(_other_gpu(g))
-    return _check("gpu", "ok", "; ".join(parts))
+    return _check("gpu", "ok", join_items(parts))
 
 
 def _other_gpu(g: GpuInfo) -> str:
@@ -101,7 +101,7 @@ def _other_gpu(g: GpuInfo) -> str:
 def check_python(p: HardwareProfile) -> Check:
     if not p.pythons:
         return _check("python", "warn", t("doctor.python_none"), t("doctor.python_hint_none"))
-    listed = ", ".join(f"{py.version} ({py.path})" for py in p.pythons[:3])
+    listed = join_items(f"{py.version}{aside(str(py.path))}" for py in p.pythons[:3])  # （）； in Chinese
     more = len(p.pythons) - 3
     return _check("python", "ok", listed + (t("doctor.python_more", count=more) if more > 0 else ""))
 

@@ -34,7 +34,6 @@ from bootstrap.core.errors import IntegrityError, SourceError, UnsupportedMachin
 from bootstrap.core.fs_errors import NO_SPACE
 from bootstrap.core.hashing import sha256_file
 from bootstrap.core.progress import FileProgress, Progress
-from bootstrap.core.sizes import human_size
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
 from bootstrap.fetch.partial import PartFile, PrefixHasher, StateFlusher, resumable_bytes
@@ -488,8 +487,7 @@ def _fetch_one(
         raise SourceError(t("fetch.no_source", name=remote.name))
     part = PartFile(partial_dir, remote.sha256, remote.size, options.connections)
     have = part.have_bytes()
-    if have:  # say so: a rerun that starts at 40 % is not a download that began fast
-        progress.note(t("fetch.resuming", name=remote.name, done=human_size(have), size=human_size(remote.size)))
+    # ``have`` > 0: the progress says what is left of what (a rerun that starts at 40 % is not a fast download)
     bar = progress.file(remote.name, remote.size, have)
     job = _FileDownload(remote, part, session, options, bar)
     mismatches: Counter[str] = Counter()
@@ -560,7 +558,7 @@ def fetch_files(
     if todo:
         partial_dir.mkdir(parents=True, exist_ok=True)
         _check_disk([(r, d) for _, r, d in todo], partial_dir)
-        progress = Progress(sum(r.size for _, r, _ in todo), quiet=options.quiet)
+        progress = Progress(sum(r.size for _, r, _ in todo), quiet=options.quiet, files=len(todo))
         session = http_session.make_session(max(1, options.connections))
         try:
             for idx, remote, dest in todo:

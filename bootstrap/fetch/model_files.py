@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from bootstrap.catalog.model_ref import CatalogRef, HubFileRef, parse_model_ref
 from bootstrap.catalog.models import ModelFile, RepoRef, load_catalog
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import detail, t, warn
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home
 
@@ -69,11 +69,11 @@ def destinations(paths: list[str], repo: str, dest: Path | None, home: Home) -> 
 
 
 def report_resolution(resolution: Resolution) -> None:
-    """Which sources were measured, which dropped and why (stderr)."""
+    """Which sources were measured (``--verbose``), which dropped and why (stderr)."""
     measured = [o for o in resolution.outcomes if o.error is None and o.read_seconds is not None]
     if len(measured) > 1:
         for o in measured:
-            info(t("sources.probe", source=o.source, millis=round(o.score * 1000)))
+            detail(t("sources.probe", source=o.source, millis=round(o.score * 1000)))
     for o in resolution.outcomes:
         if o.error is not None:
             warn(t("sources.dropped", source=o.source, reason=o.error.message))

@@ -92,7 +92,7 @@ def place_from_bundle(src: Path, dest: Path, size: int, sha256: str, work_dir: P
             progress.skip(size)
         return False
     # Small files (wheels) count toward the total only: forty bars for forty wheels would bury the messages.
-    bar = progress.file(dest.name, size, 0) if progress is not None and size >= OWN_BAR_BYTES else None
+    bar = progress.file(dest.name, size, 0, "copy") if progress is not None and size >= OWN_BAR_BYTES else None
     update = bar.update if bar is not None else progress.skip if progress is not None else None
     try:
         copy_verified(src, dest, size, sha256, work_dir, progress=update)

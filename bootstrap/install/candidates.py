@@ -57,7 +57,8 @@ def _hub_candidate(ref: HubFileRef, source: str) -> Candidate:
                                probe=False)
     first = resolution.files[0][0]
     name = ref.path.rpartition("/")[2]
-    return Candidate(name, name, "file", ref.path, first.size, _profile_of(first), facts="remote-header")
+    profile = _profile_of(first)
+    return Candidate(name, name, "file", ref.path, first.size, profile, thinks=profile.thinks, facts="remote-header")
 
 
 def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto", thinking: bool | None = None
@@ -88,7 +89,7 @@ def candidates_for(ref: ModelRef, models_dir: Path | None, source: str = "auto",
 
 
 def _thinking(candidate: Candidate, thinking: bool | None) -> Candidate:
-    return candidate if thinking is None else dataclasses.replace(candidate, thinking_default=thinking)
+    return candidate if thinking is None else dataclasses.replace(candidate, thinking_default=thinking, thinks=True)
 
 
 def _catalog_candidates(entry: CatalogModel, quant: str | None, models_dir: Path | None,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bootstrap.core.checkpoints import checkpoint
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import detail, info, t, warn
 from bootstrap.core.home import Home
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.fetch.download import FetchOptions
@@ -48,7 +48,7 @@ from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
 from bootstrap.verify.chat import VerifyReport, print_report
-from bootstrap.verify.speed_check import print_speed
+from bootstrap.verify.speed_check import speed_lines
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,10 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
                         previous=previous, switch=serving.switch, speed=serving.speed)
     _commit(home, state, serving.journal)
-    print_report(serving.report)
-    if serving.speed is not None:
-        print_speed(serving.speed)
+    speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
+    print_report(serving.report, speed)
+    for warning in slow:
+        warn(warning)
     if serving.switch is not None:
         info(t("switch.gap", gap=f"{serving.switch.gap_s:.1f}", load=f"{serving.switch.load_s:.1f}"))
     return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name)
@@ -186,7 +187,7 @@ def _tune(plan: Plan, files: Sequence[PlacedFile], hardware: HardwareProfile, op
     mmproj = _mmproj(files)
     tuned = tune(working.installed.fit_params, _model(files).bytes_at, _flags(plan, options, working), hardware,
                  mmproj=None if mmproj is None else mmproj.bytes_at)
-    info(tuned.reason)
+    detail(tuned.reason)  # "kept the plan: …": how llama.cpp's fit compared, for --verbose
     checkpoint("tuned")
     return tuned
 

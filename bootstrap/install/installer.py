@@ -30,7 +30,7 @@ from bootstrap.catalog.model_ref import wanted_model
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import info, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
@@ -493,7 +493,7 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     spec = launch_spec(state, home)
     health = check_health(spec, read_api_key(home))
     if health.state == "ok":
-        info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
+        out(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))  # the result
         return InstallOutcome("unchanged", state)
     if health.state == "stranger":
         raise ServerError(health.detail, foreign_hint(spec))
@@ -521,7 +521,7 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
         if not (isinstance(exc, EngineFailed) and exc.hint):
             exc.hint = t("install.hint_start_failed")
         raise
-    info(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
+    out(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))
     return InstallOutcome("restarted", state)
 
 

@@ -25,7 +25,7 @@ from bootstrap.catalog.engine_pins import EngineAsset, EnginePins, assets_for, l
 from bootstrap.core import settings
 from bootstrap.core.atomic_file import fsync_dir, write_atomic
 from bootstrap.core.checkpoints import checkpoint
-from bootstrap.core.console import info, t
+from bootstrap.core.console import detail, info, t
 from bootstrap.core.errors import IntegrityError, SourceError
 from bootstrap.core.fs_errors import mapped, os_error
 from bootstrap.core.hashing import is_sha256
@@ -294,6 +294,7 @@ def install_engine(home: Home, variant: str, *, pins: EnginePins | None = None,
         raise
     _drop_downloads(downloads, [r.name for r in remotes])
     if not options.quiet:
-        info(t("engine.installed", variant=variant, build=pins.build, path=str(final), version=version_line))
+        info(t("engine.installed", variant=variant, build=pins.build, path=str(final)))
+        detail(t("engine.version_said", version=version_line))  # --verbose: the engine's own words
     return installed_from(final, pins, variant, marker, reused=False)
 

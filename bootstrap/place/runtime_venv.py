@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bootstrap import __version__
-from bootstrap.core import settings
+from bootstrap.core import console, settings
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.checkpoints import checkpoint
 from bootstrap.core.console import info, t, warn
@@ -42,6 +42,7 @@ from bootstrap.core.file_formats import read_record
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_captured, run_command
+from bootstrap.core.progress import Ticker
 from bootstrap.core.resources import resource_dir
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.detect.hardware import PythonInfo
@@ -295,8 +296,10 @@ def last_error(lines: Sequence[str]) -> str | None:
     return rest[-1] if rest else None
 
 
-# pip lines worth showing a person: one per package fetched, the final summary, and problems. The rest ("Processing
-# <wheel>", "Requirement already satisfied", "Looking in links") goes to the log only (~40 lines for openai + kit).
+# pip lines worth showing with --verbose: one per package fetched, the final summary, and problems. The rest
+# ("Processing <wheel>", "Requirement already satisfied", "Looking in links") goes to the log only (~40 lines for
+# openai + kit). Without --verbose one line says what pip is at (rewritten in place on a terminal): a failure names
+# pip's own error, and the log keeps every line.
 _SHOWN_PIP_LINES = ("Collecting ", "Downloading ", "Successfully installed", "ERROR", "WARNING", "error:")
 
 
@@ -305,12 +308,14 @@ def _shown(line: str) -> bool:
 
 
 def _run_pip(home: Home, argv: list[str], env: dict[str, str], *, quiet: bool) -> tuple[int, list[str]]:
-    """Run pip, echo its progress lines that matter (unless quiet) and log them all; the exit status and the last
-    lines."""
+    """Run pip and log every line; the lines that matter are shown with ``--verbose``, else one line says what pip
+    is at (none when quiet). The exit status and the last lines."""
     _log(home, _stamp_line(argv))
     tail: deque[str] = deque(maxlen=_PIP_TAIL)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           env=env, text=True, encoding="utf-8", errors="replace", bufsize=1) as proc:
+        ticker = Ticker() if not quiet and not console.verbose() else None
+        collected = 0
         try:
             assert proc.stdout is not None
             with open(home.logs_dir / LOG_NAME, "a", encoding="utf-8") as log:
@@ -318,12 +323,22 @@ def _run_pip(home: Home, argv: list[str], env: dict[str, str], *, quiet: bool) -
                     line = line.rstrip("\r\n")
                     log.write(line + "\n")
                     tail.append(line)
-                    if not quiet and _shown(line):
-                        info(f"  {line.strip()}")
+                    if quiet or not _shown(line):
+                        continue
+                    if ticker is not None:
+                        if line.strip().startswith("Collecting "):
+                            collected += 1
+                            name = line.split()[1]
+                            ticker.tick(lambda name=name, n=collected: t("pyenv.pip_at", name=name, count=n))
+                    else:
+                        console.detail(f"  {line.strip()}")
             proc.wait()
         except BaseException:
             proc.kill()
             raise
+        finally:
+            if ticker is not None:
+                ticker.close(clear=True)  # "Python environment ready" follows
     return proc.returncode, list(tail)
 
 

@@ -154,7 +154,8 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
                 reference = (profile, header.data_offset + profile.total_weight_bytes + profile.mtp_bytes)
                 break
     mmproj = model.mmproj.size or 0 if model.mmproj else 0
-    thinks = model.thinking_default if thinking is None else thinking
+    on = model.thinking_default if thinking is None else thinking
+    thinks = model.thinks or thinking is not None  # --thinking on|off names a mode the user knows the model has
     out = []
     for q in quants:
         size = q.file.size or (reference[1] if reference else 0)
@@ -163,7 +164,7 @@ def catalog_candidates(model: CatalogModel, quant: str | None, models_dir: Path 
         else:
             profile = profile_from_shape(model, size)
         out.append(Candidate(model.id, model.title, q.name, q.file.path, size, profile, mmproj,
-                             thinks, _sampling_pairs(model, thinks),
+                             on, thinks, _sampling_pairs(model, on),
                              facts="header" if reference is not None else "catalog"))
     return out
 
@@ -174,7 +175,7 @@ def file_candidate(path: Path) -> Candidate:
     profile = model_profile(header)
     name = header.metadata.get("general.name") or path.stem
     size = path.stat().st_size
-    return Candidate(path.stem, str(name), _file_type(header), str(path), size, profile)
+    return Candidate(path.stem, str(name), _file_type(header), str(path), size, profile, thinks=profile.thinks)
 
 
 # general.file_type → label: llama.cpp's enum llama_ftype (include/llama.h, b11434); 4-6 and 33-35 were removed.

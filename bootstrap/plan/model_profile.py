@@ -99,6 +99,8 @@ class ModelProfile:
     # The MTP head's blocks with their real bytes (``--spec-type draft-mtp`` loads them); empty when the file has
     # no usable head, whatever ``nextn_predict_layers`` says (see ``_mtp_blocks``).
     mtp_layers: tuple[LayerWeights, ...] = ()
+    # The chat template has a thinking switch (``template_thinks``): llama-server's ``--reasoning`` means something.
+    thinks: bool = False
 
     @property
     def has_mtp(self) -> bool:
@@ -309,5 +311,17 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         total_weight_bytes=total, is_moe=n_expert > 0 and any(lw.expert_bytes for lw in layers),
         n_ff=n_ff, n_ff_exp=n_ff_exp, ssm_conv_dim=conv_dim, ssm_v_heads=v_heads, output_repack=output_rp,
         mtp_layers=_mtp_blocks(header, n_layer, n_layer_all, nextn),
+        thinks=template_thinks(header.metadata.get("tokenizer.chat_template")),
     )
+
+
+# What a chat template with a thinking mode says: Qwen3's reads ``enable_thinking`` (the switch llama-server's
+# ``--reasoning`` sets, llama.cpp ``common/arg.cpp``) and writes ``<think>``; a template with neither, or a base
+# model with none, has no thinking to turn on or off.
+_THINKING_MARKS = ("enable_thinking", "<think>")
+
+
+def template_thinks(template: object) -> bool:
+    """Whether a GGUF's ``tokenizer.chat_template`` has a thinking mode."""
+    return isinstance(template, str) and any(mark in template for mark in _THINKING_MARKS)
 

@@ -57,6 +57,9 @@ class Candidate:
     profile: ModelProfile
     mmproj_bytes: int = 0
     thinking_default: bool = False
+    # The model has a thinking mode (catalog, chat template, or the user named one): only then is ``--reasoning``
+    # passed and thinking spoken of in the plan, the report and ``status``.
+    thinks: bool = False
     sampling: tuple[tuple[str, float], ...] = ()
     facts: str = "header"  # where the profile came from: "header", "remote-header" or "catalog"
     # A file offered for its MTP head (a catalog "-MTP" repo): chosen only when the plan turns the head on, else
@@ -402,7 +405,9 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
     if settings.mmproj_bytes and not settings.mmproj_on_gpu:
         args.append("--no-mmproj-offload")
     # We placed everything ourselves; llama.cpp's fit would otherwise log an abort for our explicit -ngl.
-    args += ["--fit", "off", "--jinja", "--reasoning", "on" if candidate.thinking_default else "off"]
+    args += ["--fit", "off", "--jinja"]
+    if candidate.thinks:
+        args += ["--reasoning", "on" if candidate.thinking_default else "off"]
     if settings.mtp_draft and profile.has_mtp:
         args += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(settings.mtp_draft)]
     if hardware.cpu.flags.amx:
@@ -450,8 +455,9 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
                           t("plan.why_mmproj_gpu" if settings.mmproj_on_gpu else "plan.why_mmproj_cpu")))
     if profile.has_mtp:
         out.append(_mtp_reason(settings, est, budget))
-    out.append(Reason("thinking", "on" if candidate.thinking_default else "off",
-                      t("plan.why_thinking_on" if candidate.thinking_default else "plan.why_thinking_off")))
+    if candidate.thinks:
+        out.append(Reason("thinking", "on" if candidate.thinking_default else "off",
+                          t("plan.why_thinking_on" if candidate.thinking_default else "plan.why_thinking_off")))
     return out
 
 
@@ -493,7 +499,7 @@ def _predict_speed(candidate: Candidate, settings: LaunchSettings, hardware: Har
     gpu = _main_gpu(hardware) if uses_gpu(variant) and budget.gpu_bytes > 0 else None
     return predict(candidate.profile, settings, hardware, threads, gpu_vendor=gpu.vendor if gpu else None,
                    gpu_bandwidth=gpu.memory_bandwidth_bytes_per_s if gpu else None,
-                   thinking=candidate.thinking_default)
+                   thinking=candidate.thinking_default if candidate.thinks else None)
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:

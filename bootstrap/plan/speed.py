@@ -111,7 +111,8 @@ class SpeedPrediction:
     prompt_high: float
     context_fill: int
     cpu_default: bool  # the CPU bandwidth is the stated default, not a measurement
-    thinking: bool = False  # the server thinks by default: same tokens/s, many more tokens per answer
+    thinking: bool | None = False  # the server thinks by default: same tokens/s, many more tokens per answer;
+    # None: the model has no thinking mode (nothing to say about it)
     inputs: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def prompt_flops_per_token(p: ModelProfile, prompt_tokens: int) -> float:
 def predict(profile: ModelProfile, settings: LaunchSettings, hardware: HardwareProfile, threads: int, *,
             gpu_vendor: str | None = None, gpu_bandwidth: int | None = None,
             context_fill: int = DEFAULT_CONTEXT_FILL, prompt_tokens: int = 2048,
-            thinking: bool = False) -> SpeedPrediction:
+            thinking: bool | None = False) -> SpeedPrediction:
     """Tokens/s for ``profile`` placed by ``settings``; ``gpu_vendor``/``gpu_bandwidth``: the GPU the placement
     uses (None when it runs on the CPU only)."""
     fill = max(1, min(context_fill, settings.ctx))
@@ -299,9 +300,10 @@ def _tps(value: float) -> str:
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
-def describe(prediction: SpeedPrediction) -> list[str]:
+def describe(prediction: SpeedPrediction, *, thinking: bool = True) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, the assumption when the RAM
-    bandwidth was not measured, and what thinking does to an answer's length."""
+    bandwidth was not measured, and (``thinking``, for a model that has a thinking mode) what thinking does to an
+    answer's length."""
     p = prediction
     lines = [t("plan.speed_tps", tps=_tps(p.decode_tps), low=_tps(p.decode_low), high=_tps(p.decode_high),
                prompt=_tps(p.prompt_tps), prompt_low=_tps(p.prompt_low), prompt_high=_tps(p.prompt_high),
@@ -309,5 +311,6 @@ def describe(prediction: SpeedPrediction) -> list[str]:
     if p.cpu_default:
         lines.append(t("plan.speed_default_ram", memory=t("plan.speed_default_memory"),
                        gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))
-    lines.append(t("plan.speed_thinking_on" if p.thinking else "plan.speed_thinking_off"))
+    if thinking and p.thinking is not None:
+        lines.append(t("plan.speed_thinking_on" if p.thinking else "plan.speed_thinking_off"))
     return lines

@@ -17,14 +17,14 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from bootstrap.core.console import info, t
+from bootstrap.core.console import info, out, t, verbose
 from bootstrap.core.errors import ServerError
 from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
@@ -127,9 +127,11 @@ def wait_healthy(base_url: str, *, timeout: float, process: subprocess.Popen[Any
 
 
 def _loading_line(elapsed: float, log_path: Path | None, said: str) -> str:
-    """"loading the model... 20 s (load_tensors: …)": what the server last logged, else what ``/health`` said."""
-    detail = _one_line(last_log_line(log_path), LOADING_DETAIL) if log_path is not None else ""
-    detail = detail or _one_line(said, LOADING_DETAIL)
+    """"loading the model... 20 s": with ``--verbose`` what the server last logged (``load_tensors: …``); otherwise
+    only what ``/health`` said when it is not the usual "Loading model" (the engine's own log is not for people)."""
+    detail = _one_line(last_log_line(log_path), LOADING_DETAIL) if log_path is not None and verbose() else ""
+    if not detail and said.strip().rstrip(".").lower() != "loading model":
+        detail = _one_line(said, LOADING_DETAIL)
     key = "verify.loading_detail" if detail else "verify.loading"
     return t(key, seconds=int(elapsed), detail=detail)
 
@@ -288,7 +290,7 @@ def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: 
     python_exe = home_python(spec)
     python = render_template("snippet-python.txt.j2", base_url=spec.client_openai_url, system=spec.system,
                              key_file=str(spec.api_key_file), alias=spec.alias, prompt=prompt, max_tokens=max_tokens,
-                             python=None if python_exe is None else str(python_exe),
+                             python=None if python_exe is None else str(python_exe), thinks=spec.thinking is not None,
                              notes={"save_as": t("verify.note_save_as"), "thinking": t("verify.note_thinking"),
                                     "reasoning": t("verify.note_reasoning")})
     return curl.strip(), python.rstrip()
@@ -347,37 +349,35 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
     )
 
 
-def print_report(report: VerifyReport) -> None:
-    """The human report on stderr: where to connect, where the key is, how fast, and how to try it."""
-    info(t("verify.report_title"))
-    info(t("verify.report_endpoint", url=report.endpoint))
-    info(t("verify.report_model", model=report.model))
-    info(t("verify.report_key", path=report.api_key_file))
-    info(t("verify.report_speed", first=report.first_token_s, tps=report.tokens_per_s))
+def print_report(report: VerifyReport, speed: Sequence[str] = ()) -> None:
+    """The human report, the install's output (stdout): where to connect, where the key is, how fast (``speed``:
+    the measured lines of ``speed_check.speed_lines``), how to try it, and (for a model that thinks) how thinking
+    is switched; its blocks apart by one blank line."""
+    head = [t("verify.report_title"), t("verify.report_endpoint", url=report.endpoint),
+            t("verify.report_model", model=report.model), t("verify.report_key", path=report.api_key_file),
+            t("verify.report_speed", first=report.first_token_s, tps=report.tokens_per_s)]
+    head += speed
     if report.reply:
-        info(t("verify.report_reply", reply=report.reply))
-    info("")
-    info(t("verify.report_curl"))
-    info(report.curl)
-    info("")
-    info(t("verify.report_python"))
-    info(report.python)
+        head.append(t("verify.report_reply", reply=report.reply))
+    blocks = [head, [t("verify.report_curl"), report.curl], [t("verify.report_python"), report.python]]
     if report.agent:
-        info("")
-        info(t("verify.report_agent"))
-        info(report.agent)
-    info("")
+        blocks.append([t("verify.report_agent"), report.agent])
     if report.web_page is not None:
-        for line in web_page_lines(report.web_page, report.api_key_file):
-            info(line)
-        info("")
-    for line in thinking_lines(report.thinking):
-        info(line)
+        blocks.append(web_page_lines(report.web_page, report.api_key_file))
+    blocks.append(thinking_lines(report.thinking))
+    for n, block in enumerate(b for b in blocks if b):
+        if n:
+            out("")
+        for line in block:
+            out(line)
 
 
 def thinking_lines(thinking: bool | None) -> list[str]:
     """Whether the server thinks by default, and how a client turns it on or off per request: the request's
     ``chat_template_kwargs`` (llama.cpp ``tools/server/README.md``), the reasoning in ``reasoning_content``
-    (``--reasoning-format`` auto = deepseek, llama.cpp ``common/arg.cpp``)."""
-    state = {True: "verify.thinking_on", False: "verify.thinking_off", None: "verify.thinking_template"}[thinking]
+    (``--reasoning-format`` auto = deepseek, llama.cpp ``common/arg.cpp``). Nothing for ``None``: a server started
+    without ``--reasoning`` serves a model with no thinking mode (``planner.Candidate.thinks``)."""
+    if thinking is None:
+        return []
+    state = "verify.thinking_on" if thinking else "verify.thinking_off"
     return [t(state), t("verify.thinking_per_request"), t("verify.thinking_default")]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import join_items, t, warn
 from bootstrap.core.errors import ServerError
 from bootstrap.detect.probes.contention import (
     ContentionReadings,
@@ -102,7 +102,7 @@ def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
     if check.verdict == "slow":
         rng = predicted_range(check.predicted, "decode")
         low = _tps(rng[1]) if rng is not None else "?"
-        causes = "; ".join(t(f"speed.cause_{c}") for c in check.causes) or t("speed.cause_unknown")
+        causes = join_items(t(f"speed.cause_{c}") for c in check.causes) or t("speed.cause_unknown")
         warnings.append(t("speed.slow", measured=_tps(m.decode_tps), low=low, causes=causes))
     return lines, warnings
 
@@ -110,12 +110,3 @@ def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
 def _acceptance(sample: SpeedSample) -> str:
     rate = sample.acceptance
     return t("speed.no_drafts") if rate is None else f"{rate:.0%}"
-
-
-def print_speed(check: SpeedCheck) -> None:
-    """The report's speed lines (after ``chat.print_report``), a slow result as a warning."""
-    lines, warnings = speed_lines(check)
-    for line in lines:
-        info(line)
-    for warning in warnings:
-        warn(warning)

@@ -190,7 +190,7 @@ def _fields(text: str) -> list[str]:
 
 
 def test_exit_codes_match_design() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 130]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 130, 141]  # 141: stdout's reader gone (| head)
     cases = {UsageError: 2, UnsupportedMachine: 3, SourceError: 4, IntegrityError: 5,
              ServerError: 6, QwenKitError: 1}
     for cls, code in cases.items():

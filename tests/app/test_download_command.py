@@ -96,13 +96,15 @@ def test_hub_file_placed_verified_and_reused(env: dict[str, str], hub: LoopbackH
     assert proc.returncode == 0, proc.stderr
     placed = dest / "tiny-Q4_K_M.gguf"
     assert sha256(placed.read_bytes()) == sha256(MODEL)
-    assert str(placed) in proc.stderr and sha256(MODEL)[:12] in proc.stderr and "from hf" in proc.stderr
+    # the final path is the command's output (stdout: '$(qwenkit download …)' and '> list.txt' get it)
+    assert str(placed) in proc.stdout and sha256(MODEL)[:12] in proc.stdout and "from hf" in proc.stdout
+    assert str(placed) not in proc.stderr
     assert list((dest / ".qwenkit-partial").iterdir()) == []  # partials sat beside the destination, now gone
     served = hub.bytes_served("tiny-Q4_K_M.gguf")
 
     again = run_cli(["download", f"hf:{REPO}/tiny-Q4_K_M.gguf", "--dest", str(dest)], env)
     assert again.returncode == 0, again.stderr
-    assert "already present" in again.stderr
+    assert "already present" in again.stdout and str(placed) in again.stdout
     assert hub.bytes_served("tiny-Q4_K_M.gguf") == served  # not one byte downloaded again
 
 
@@ -181,7 +183,7 @@ def test_bundle_directory_copies_verified(env: dict[str, str], tmp_path: Path, h
     dest = tmp_path / "out"
     assert cli.main(["download", f"hf:{REPO}/tiny-Q4_K_M.gguf", "--source", str(bundle), "--dest", str(dest)]) == 0
     assert sha256((dest / "tiny-Q4_K_M.gguf").read_bytes()) == sha256(MODEL)
-    assert "from bundle" in capsys.readouterr().err and hub.bytes_served() == 0
+    assert "from bundle" in capsys.readouterr().out and hub.bytes_served() == 0  # the result: stdout
     bad = make_bundle(tmp_path / "bad", tamper=True)
     assert cli.main(["download", f"hf:{REPO}/tiny-Q4_K_M.gguf", "--source", str(bad), "--dest",
                      str(tmp_path / "out2")]) == ExitCode.INTEGRITY
@@ -302,6 +304,7 @@ def test_on_a_terminal_progress_is_a_bar(env: dict[str, str], hub: LoopbackHub, 
     text = seen.decode(errors="replace")
     assert "\r" in text and "big.gguf" in text and "%|" in text  # tqdm's bar, redrawn in place
     assert "downloading 6.0 MiB" not in text  # the plain lines are for pipes and logs only
+    assert "6.0 MiB / 6.0 MiB" in text and "MB" not in text.replace("MiB", "")  # the plan's units, not tqdm's SI
 
 
 def test_ctrl_c_is_interrupted_and_the_rerun_resumes(env: dict[str, str], hub: LoopbackHub, tmp_path: Path) -> None:
@@ -322,6 +325,10 @@ def test_ctrl_c_is_interrupted_and_the_rerun_resumes(env: dict[str, str], hub: L
     throttle.remove()
     again = run_cli(args, env)
     assert again.returncode == 0, again.stderr
-    resumed = [line for line in again.stderr.splitlines() if "resuming at" in line]
-    assert len(resumed) == 1 and re.fullmatch(r"big\.gguf: resuming at \d+\.\d MiB of 6\.0 MiB \(.*\)", resumed[0])
+    resumed = [line for line in again.stderr.splitlines() if "resuming" in line]
+    # one story: what is left of what total, and what the earlier run kept (they add up)
+    found = re.fullmatch(r"big\.gguf: resuming the download, (\d+\.\d) MiB left of 6\.0 MiB "
+                         r"\((\d+\.\d) MiB kept from an earlier run\)", resumed[0]) if len(resumed) == 1 else None
+    assert found is not None, again.stderr
+    assert abs(float(found[1]) + float(found[2]) - 6.0) <= 0.1
     assert sha256((tmp_path / "out" / "big.gguf").read_bytes()) == sha256(BIG)

@@ -1,4 +1,5 @@
-"""The install confirmation screen shows the predicted tokens/s (plan/speed.py) before anything is downloaded."""
+"""The install confirmation screen shows the predicted tokens/s (plan/speed.py) before anything is downloaded, and
+speaks of thinking once, only for a model that has a thinking mode."""
 
 from __future__ import annotations
 
@@ -16,12 +17,19 @@ from tests.support.paths import TEST_DATA
 
 
 @pytest.mark.usefixtures("english")
-def test_the_proposal_shows_tokens_per_second(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("thinking", [True, None])
+def test_the_proposal_shows_tokens_per_second(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              thinking: bool | None) -> None:
     hardware = load_profile(TEST_DATA / "hardware" / "rtx3070_8gb_32gb.json")
     plan = choose(catalog_candidates(load_catalog().model(None), None, tmp_path), hardware)
     parts = (Part("model", "download", plan.file_size),)
     show_proposal(Proposal(hardware=hardware, plan=plan, previous=None, parts=parts, port=8080, port_asked=8080,
-                           manager="script", thinking=True, ctx=plan.settings.ctx), tmp_path)
-    err = capsys.readouterr().err
+                           manager="script", thinking=thinking, ctx=plan.settings.ctx), tmp_path)
+    captured = capsys.readouterr()
+    err = captured.err
+    assert captured.out == ""  # a question's screen: stderr, not the command's output
     assert "tokens/s" in err and f"{plan.speed.decode_tps:.0f} tokens/s" in err
-    assert "Thinking" in err
+    # thinking: one row for a model that has the mode (not the speed paragraph's line again), none for one without
+    assert sum("hinking" in line for line in err.splitlines()) == (1 if thinking else 0), err
+    if thinking:
+        assert "  thinking       on by default (change: 'qwenkit install --thinking off')" in err

@@ -4,7 +4,9 @@ subprocess under ``LANG=zh_CN.UTF-8``, the test bed's engine, model and loopback
 What is checked is the text a person reads (stderr, and stdout without ``--json``). A line fails on any ASCII word of
 three or more letters left after taking out what is not prose: quoted literals ('qwenkit install', a typo'd value),
 URLs, paths and file names, options (``--port``), environment variables, and the short allow-list below. It also
-fails on an ASCII colon right after Chinese text (zh uses the full-width ：).
+fails on the half-width punctuation Chinese does not use: an ASCII colon right after Chinese text, an ASCII ``(``,
+``)``, ``,`` or ``;`` touching it (zh uses ：（），；), a space between two Chinese characters, and a hint line that
+does not end as a Chinese sentence does (。！？).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap.catalog.models import load_catalog
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_ID, InstallBed
 
@@ -64,6 +67,10 @@ _NOT_OURS = re.compile(r"^(?:\$ qwenkit |llama-server |  回复内容)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _ASCII_COLON_AFTER_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]:")
+_HALF_WIDTH_BY_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef] ?[(),;]|[(),;] ?[\u4e00-\u9fff]")
+_SPACE_IN_CJK = re.compile(r"[\u4e00-\u9fff] [\u4e00-\u9fff]")
+_HINT = "提示："  # console.label("label.hint") in Chinese
+_SENTENCE_END = ("。", "！", "？")
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -80,9 +87,28 @@ def _prose_lines(text: str) -> list[str]:
     return lines
 
 
+def _punctuation(line: str, literals: tuple[str, ...]) -> list[str]:
+    """Half-width punctuation in Chinese prose (quoted literals and ``literals`` — a home named by the user — are
+    not prose), and a hint that is not a finished sentence."""
+    prose = line
+    for literal in sorted(literals, key=len, reverse=True):  # "Qwen3.6-35B-A3B (MTP)" before "Qwen3.6-35B-A3B"
+        prose = prose.replace(literal, "_")
+    prose = _NOT_PROSE[0].sub("_", prose)
+    problems = []
+    if _ASCII_COLON_AFTER_CJK.search(line):
+        problems.append("':' after Chinese")
+    if _HALF_WIDTH_BY_CJK.search(prose):
+        problems.append("half-width (),; by Chinese")
+    if _SPACE_IN_CJK.search(prose):
+        problems.append("a space between Chinese characters")
+    if line.startswith(_HINT) and not line.rstrip().endswith(_SENTENCE_END):
+        problems.append("a hint without 。")
+    return problems
+
+
 def leaks(text: str, literals: tuple[str, ...] = ()) -> list[str]:
-    """Each line with English prose left in it, or an ASCII colon after Chinese text; ``literals`` (a home whose
-    name has spaces) are taken out first."""
+    """Each line with English prose left in it, or half-width punctuation in Chinese (``_punctuation``);
+    ``literals`` (a home whose name has spaces) are taken out first."""
     found = []
     for line in _prose_lines(text):
         rest = line
@@ -91,8 +117,9 @@ def leaks(text: str, literals: tuple[str, ...] = ()) -> list[str]:
         for pattern in _NOT_PROSE:
             rest = pattern.sub(" ", rest)
         words = [w for w in _WORD.findall(rest) if w not in ALLOWED and w not in COMMAND_WORDS]
-        if words or _ASCII_COLON_AFTER_CJK.search(line):
-            found.append(f"{line!r} -> {words}")
+        problems = _punctuation(line, literals)
+        if words or problems:
+            found.append(f"{line!r} -> {words + problems}")
     return found
 
 
@@ -101,6 +128,15 @@ def test_the_checker_catches_english_and_ascii_colons() -> None:
     assert leaks("  内存          内存 0.1 / 9.5 GiB；不使用 GPU") == []
     assert leaks("运行 'qwenkit install --verify' 重新校验 /tmp/x y/state.json") == []
     assert leaks("服务状态：not running") and leaks("错误: 未知命令") and leaks("  variant   ubuntu-x64")
+
+
+def test_the_checker_catches_half_width_punctuation_and_unfinished_hints() -> None:
+    assert leaks("方案：Tiny chat Q8_0，运行于处理器（CPU）") == []
+    assert leaks("提示：请运行 'qwenkit install --yes'。") == []
+    assert leaks("已删除：state.json, run_qwen.sh") == []  # a list of file names may use ASCII commas
+    assert leaks("方案：Tiny chat Q8_0，运行于 处理器（CPU）")  # a space between two Chinese characters
+    assert leaks("内存不足(需要 2.0 GiB)") and leaks("已删除：引擎,模型") and leaks("失败;请重试")
+    assert leaks("提示：请运行 qwenkit install")  # a hint without 。
 
 
 @pytest.fixture
@@ -148,7 +184,8 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         _text(bed, env, "install", "--answers", str(tmp_path / "missing.toml"), codes=(2,)),
         _text(bed, {**env, "QWENKIT_HF_ENDPOINT": dead, "QWENKIT_MODELSCOPE_ENDPOINT": dead},
               "download", MODEL_ID, "--dest", str(tmp_path / "dl"), codes=(4,)),
-        _text(bed, env, "install", "--yes", "--no-service", "--no-venv"),
+        # --thinking on: the tiny model has no thinking mode of its own; named, its lines and snippet comments show
+        _text(bed, env, "install", "--yes", "--no-service", "--no-venv", "--thinking", "on"),
         _text(bed, env, "status"),
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "service", "stop"),
@@ -162,7 +199,10 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     assert "    # 按请求开启思考模式：extra_body=" in text  # the snippet's comments are read: Chinese (its code is not)
     doctor_json = bed.run("doctor", "--json", env=env)
     assert doctor_json.returncode == 0, doctor_json.stderr
-    found = leaks(text, literals=(str(bed.home.root), *hardware_names(doctor_json.stdout)))
+    # names are not prose: the home (a space and Chinese in it), the catalog's titles ("Qwen3.6-35B-A3B (MTP)") and
+    # what the machine reports about itself (CPU brand, GPU names, paths)
+    titles = tuple(m.title for m in load_catalog(REPO_ROOT / "payload" / "catalog.toml").models)
+    found = leaks(text, literals=(str(bed.home.root), *titles, *hardware_names(doctor_json.stdout)))
     assert found == [], "\n".join(found)
 
 

@@ -298,7 +298,7 @@ def test_kill_mid_download_then_rerun_resumes(bed: Bed, tmp_path: Path) -> None:
     rerun = qwenkit(bed, "bundle", "create", "--out", str(out), "gemma-3-270m", "--platform", "linux-x64-cpu",
                     "--python", PY)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"Bundle ready in {out}" in rerun.stderr and "  model: 1 file(s), 241.39 MiB" in rerun.stderr
+    assert f"Bundle ready in {out}" in rerun.stdout and "  model: 1 file(s), 241.39 MiB" in rerun.stdout  # output
     bed.hub.wait_idle()
     manifest = bundle_manifest.read_dir(out)
     assert manifest.by_path()[f"payload/models/{GEMMA_REPO}/{GEMMA_FILE}"].sha256 == sha
@@ -365,7 +365,7 @@ def test_reuse_from_an_install_home_hard_links(bed: Bed, bundle: tuple[Path, Cre
     if importlib.util.find_spec("bootstrap.bundle.verify") is None:
         return
     intact = qwenkit(bed, "bundle", "verify", str(out))
-    assert intact.returncode == 0 and "is intact" in intact.stderr, intact.stderr
+    assert intact.returncode == 0 and "is intact" in intact.stdout, intact.stderr  # the verdict: the output
     with (out / "README.txt").open("ab") as fh:  # a careless edit after the bundle was made
         fh.write(b"edited\n")
     (out / "payload" / "models" / "stray.gguf").write_bytes(b"not listed")

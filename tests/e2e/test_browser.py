@@ -95,9 +95,9 @@ def test_the_chat_page_answers_in_a_real_browser(gemma_bed: InstallBed, browser:
     installed = gemma_bed.install("--no-venv", "--port", str(port))
     assert installed.returncode == 0, installed.stderr
     url = f"http://127.0.0.1:{port}/"
-    assert f"Chat in a browser: {url}" in installed.stderr
+    assert f"Chat in a browser: {url}" in installed.stdout
     status = gemma_bed.run("status")
-    assert status.returncode == 0 and f"Chat in a browser: {url}" in status.stderr, status.stderr
+    assert status.returncode == 0 and f"Chat in a browser: {url}" in status.stdout, status.stderr
     key = gemma_bed.home.api_key_file.read_text(encoding="utf-8").strip()
 
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
@@ -131,8 +131,8 @@ def test_a_build_without_the_page_is_never_offered(make_bed: Callable[..., Insta
     installed = bed.install("--no-venv", "--port", str(free_port()))
     assert installed.returncode == 0, installed.stderr
     reason = "this llama-server build has no web page; use the API"
-    assert f"No chat page in the browser: {reason}" in installed.stderr
-    assert "Chat in a browser" not in installed.stderr
+    assert f"No chat page in the browser: {reason}" in installed.stdout
+    assert "Chat in a browser" not in installed.stdout
     # $BROWSER: a script that records what it is given; it must never run.
     handed = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"

@@ -135,9 +135,9 @@ def test_install_with_no_network_at_all(made: Made, tmp_path: Path) -> None:
     assert install["rc"] == 0, install["stderr"][-3000:]
     if offline.mode.startswith("netns"):
         assert out["interfaces"] == ["lo"]  # nothing but loopback in the namespace
-    assert "Installing from the bundle" in install["stderr"] and "The server answers" in install["stderr"]
+    assert "Installing from the bundle" in install["stderr"] and "The server answers" in install["stdout"]
     assert out["chat"]["status"] == 200 and out["chat"]["content"].strip()
-    assert out["rerun"]["rc"] == 0 and "Up to date" in out["rerun"]["stderr"], out["rerun"]["stderr"][-2000:]
+    assert out["rerun"]["rc"] == 0 and "Up to date" in out["rerun"]["stdout"], out["rerun"]["stderr"][-2000:]
     assert "not reachable now" in out["rerun"]["stderr"]
     assert out["chat_after_rerun"]["status"] == 200
     assert offline.attempts() == []  # not one connection or lookup beyond loopback
@@ -205,7 +205,7 @@ def test_the_setup_of_a_newer_bundle_upgrades_in_place(made: Made, tmp_path: Pat
                               env=env, capture_output=True, text=True, timeout=900, check=False,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert f"a new revision of {MODEL_FILE}" in proc.stderr and "upgraded" in proc.stderr.lower()
+        assert f"a new revision of {MODEL_FILE}" in proc.stderr and "upgraded" in proc.stdout.lower()
         state = json.loads(home.state_file.read_text(encoding="utf-8"))
         assert state["request"]["source"] == str(newer) and state["engine"] == engine_before
         assert [f["sha256"] for f in state["files"]] == [_sha(new_model)]
@@ -234,7 +234,7 @@ def test_with_the_drive_gone_a_change_asks_for_it(made: Made, tmp_path: Path) ->
             assert _chat(home).status_code == 200
         finally:
             FallbackManager(home).stop()
-    assert same.returncode == 0 and "Up to date" in same.stderr
+    assert same.returncode == 0 and "Up to date" in same.stdout
     assert other.returncode == ExitCode.USAGE and "not reachable now" in other.stderr
     assert "Plug the drive in" in other.stderr and home.state_file.read_bytes() == before
 

@@ -70,7 +70,7 @@ def test_frozen_setup_makes_a_bundle_holding_itself_and_the_wheels(frozen_setup:
     assert not list(temp.glob("qwenkit-pip-*"))  # the throwaway venv is gone
 
     verified = _run(setup, "bundle", "verify", str(out), env=clean_env())  # the copy in the bundle checks it
-    assert verified.returncode == 0 and "is intact" in verified.stderr, verified.stderr[-3000:]
+    assert verified.returncode == 0 and "is intact" in verified.stdout, verified.stderr[-3000:]
     venv_line = next(line for line in made.stderr.splitlines() if "temporary pip environment" in line)
     print(f"\nfrozen bundle: {len(manifest.files)} files, {len(wheels)} wheels; setup {setup.stat().st_size} bytes; "
           f"{venv_line.strip()}")

@@ -39,7 +39,7 @@ def test_install_puts_qwenkit_in_the_users_bin_and_uninstall_takes_it_away(bed: 
     add = (f"qwenkit is in {bin_dir}, which your shell does not search yet; add it to PATH with: "
            """echo 'export PATH="$HOME/.local/bin:$PATH"' >> ~/.bashrc""")
     assert installed.stderr.count(add) == 1
-    assert installed.stderr.rstrip().splitlines()[-1].endswith(f"Rerun '{launcher} install' any time to upgrade.")
+    assert installed.stdout.rstrip().splitlines()[-1].endswith(f"Rerun '{launcher} install' any time to upgrade.")
     record = json.loads(bed.home.state_file.read_text(encoding="utf-8"))["launcher"]
     assert record["path"] == str(launcher) and record["path_entry"] is None
     assert record["target"] == str(bed.home.venv_dir / "bin" / "qwenkit")

@@ -578,7 +578,7 @@ def test_a_refused_newer_bundle_leaves_the_home_and_its_records_as_they_were(wor
         good.rename(tmp_path / "unplugged")
         proc = qwenkit(["install", "--yes", "--no-service", "--no-venv"], env)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "Up to date" in proc.stderr and serving(home)
+        assert "Up to date" in proc.stdout and serving(home)
     finally:
         FallbackManager(home).stop()
 
@@ -655,9 +655,9 @@ def test_a_wildcard_host_warns_and_shows_the_address_clients_use(world: World, t
                          r"\(every network interface\)", proc.stderr)
         address = lan_address() or "127.0.0.1"
         url = f"http://{address}:{port}/v1"
-        assert f"endpoint     {url}" in proc.stderr or url in proc.stderr
-        assert f"{url}/chat/completions" in proc.stderr  # the curl snippet
-        assert f'base_url="{url}"' in proc.stderr  # the OpenAI snippet
+        assert f"endpoint     {url}" in proc.stdout  # the report: the install's output
+        assert f"{url}/chat/completions" in proc.stdout  # the curl snippet
+        assert f'base_url="{url}"' in proc.stdout  # the OpenAI snippet
         status = qwenkit(["status", "--json"], env)
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
@@ -708,7 +708,7 @@ def test_a_key_others_can_read_is_reported_and_repaired_by_a_rerun(world: World)
     assert any(re.search(r"/secrets can be read by other users", w) for w in warnings), warnings
     rerun = qwenkit(["install", "--yes", "--no-service", "--no-venv"], env)
     assert rerun.returncode == 0, rerun.stderr
-    assert "Up to date" in rerun.stderr and "permissions are now owner-only (0600)" in rerun.stderr
+    assert "Up to date" in rerun.stdout and "permissions are now owner-only (0600)" in rerun.stderr
     assert stat.S_IMODE(home.api_key_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.secrets_dir.stat().st_mode) == 0o700
     after = qwenkit(["status", "--json"], env)

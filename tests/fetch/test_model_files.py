@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.catalog.models import ModelFile, RepoRef, load_catalog
+from bootstrap.core import console
 from bootstrap.core.errors import SourceError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.fetch.model_files import PARTIAL_SUBDIR, destinations, report_resolution, wanted_files
@@ -89,9 +90,12 @@ def resolved(source: str) -> ResolvedFile:
     return ResolvedFile(source, REPO, "m.gguf", "0" * 40, f"http://127.0.0.1:9/{source}", 10, "ab" * 32)
 
 
-def test_the_report_shows_measurements_drops_and_notes(capsys: pytest.CaptureFixture[str]) -> None:
-    """Measured times only when there was a choice (more than one source), every dropped source with its reason,
-    and every note; all on stderr."""
+@pytest.mark.parametrize("verbose", [True, False])
+def test_the_report_shows_measurements_drops_and_notes(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch, verbose: bool) -> None:
+    """Measured times only when there was a choice (more than one source) and only with ``--verbose`` (a technical
+    line), every dropped source with its reason, and every note; all on stderr."""
+    monkeypatch.setattr(console, "_verbose", verbose)
     resolution = Resolution(
         files=((resolved("hf"), resolved("modelscope")),),
         outcomes=(SourceOutcome("hf", 0.010, 0.0304), SourceOutcome("modelscope", 0.2, 0.3),
@@ -101,7 +105,7 @@ def test_the_report_shows_measurements_drops_and_notes(capsys: pytest.CaptureFix
     report_resolution(resolution)
     out, err = capsys.readouterr()
     assert out == ""
-    assert "source hf: 40 ms" in err and "source modelscope: 500 ms" in err
+    assert ("source hf: 40 ms" in err and "source modelscope: 500 ms" in err) is verbose
     assert "source mirror:x skipped: connection refused" in err
     assert "source modelscope lists another file" in err
     single = Resolution(files=((resolved("hf"),),), outcomes=(SourceOutcome("hf", 0.01, 0.02),))

@@ -81,7 +81,7 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     port = str(free_port())
     first = bed.install("--no-venv", "--port", port)
     assert first.returncode == 0, first.stderr
-    assert "The server answers" in first.stderr and _chat(bed).status_code == 200
+    assert "The server answers" in first.stdout and _chat(bed).status_code == 200
     rev1_sha = bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
     assert _model_sha(bed) == rev1_sha
     state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
@@ -151,8 +151,8 @@ def test_thinking_is_set_recorded_kept_and_changed(bed: InstallBed) -> None:
     assert state["request"]["thinking"] is True
     args = state["server"]["args"]
     assert args[args.index("--reasoning") + 1] == "on"  # through engine_flags like every flag
-    assert "Thinking: on by default" in first.stderr and '"enable_thinking": True' in first.stderr
-    assert "reasoning_content" in first.stderr
+    assert "Thinking: on by default" in first.stdout and '"enable_thinking": True' in first.stdout
+    assert "reasoning_content" in first.stdout
     # A rerun without --thinking keeps it: nothing to do.
     again = bed.install("--no-venv", "--port", port)
     assert again.returncode == 0, again.stderr
@@ -160,7 +160,7 @@ def test_thinking_is_set_recorded_kept_and_changed(bed: InstallBed) -> None:
     assert json.loads(bed.home.state_file.read_text(encoding="utf-8"))["request"]["thinking"] is True
     status = bed.run("status", "--json")
     assert json.loads(status.stdout)["thinking"] is True
-    assert "Thinking: on by default" in bed.run("status").stderr
+    assert "Thinking: on by default" in bed.run("status").stdout
     # --thinking off is a change: the server is redeployed with --reasoning off.
     off = bed.install("--no-venv", "--port", port, "--thinking", "off")
     assert off.returncode == 0, off.stderr
@@ -262,7 +262,7 @@ def test_kill_right_after_the_commit_still_deletes_the_old_files(bed: InstallBed
         new_name)
     rerun = bed.install("--no-venv")
     assert rerun.returncode == 0, rerun.stderr
-    assert "Up to date" in rerun.stderr  # the commit had happened: only the deletions were left
+    assert "Up to date" in rerun.stdout  # the commit had happened: only the deletions were left
     assert not old.exists() and (bed.home.models_dir / MODEL_REPO / new_name).is_file()
     assert not (bed.home.root / "cache" / "swap.json").exists()
     assert _chat(bed).status_code == 200
@@ -327,7 +327,7 @@ def test_a_new_engine_pin_upgrades_only_the_engine(bed: InstallBed, engine_asset
     assert state["engine"]["build"] == 10500 and state["engine"]["dir"] == "engine/b10500-ubuntu-x64"
     assert not old_engine.exists() and [p.name for p in bed.home.engines_dir.iterdir()] == ["b10500-ubuntu-x64"]
     assert _chat(bed).status_code == 200
-    assert "Up to date" in bed.install("--no-venv").stderr
+    assert "Up to date" in bed.install("--no-venv").stdout
 
 
 def test_a_gpu_out_of_memory_replan_keeps_the_mtp_file_in_place(tmp_path: Path) -> None:

@@ -119,11 +119,11 @@ def test_removes_only_our_entries_and_never_follows_links(home: Home, outside: P
     assert (home.root / "notes.txt").read_text(encoding="utf-8") == "the user's own file\n"
     assert (home.root / "my-data" / "a.csv").read_text(encoding="utf-8") == "1,2\n"
     assert snapshot(outside) == before_outside
-    err = capsys.readouterr().err
-    assert f"Freed {human_size(ours)} ({ours:,} bytes)." in err
+    out = capsys.readouterr().out  # what went and what was freed: the command's output
+    assert f"Freed {human_size(ours)} ({ours:,} bytes)." in out
     assert (f"Removed from {home.root}: state.json, run_qwen.sh, run_qwen.bat, service/, run/, engine/, venv/, "
-            "secrets/, cache/, logs/, .state.json.x1y2.tmp, models/\n") in err
-    assert f"{home.root} is kept: it still holds files that are not QwenClientKit's: my-data, notes.txt" in err
+            "secrets/, cache/, logs/, .state.json.x1y2.tmp, models/\n") in out
+    assert f"{home.root} is kept: it still holds files that are not QwenClientKit's: my-data, notes.txt" in out
 
 
 def test_the_stage_deletes_and_reports_without_asking(home: Home, outside: Path) -> None:
@@ -151,10 +151,10 @@ def test_keep_models_leaves_the_models_and_says_where(home: Home, outside: Path,
 
     assert sorted(os.listdir(home.root)) == [".lock", "models"]
     assert snapshot(home.models_dir) == models_before
-    err = capsys.readouterr().err
-    assert f"Models kept in {home.models_dir} (5.9 KiB)." in err
-    assert "models/" not in err.split("Removed from", 1)[1].splitlines()[0]
-    assert "is kept" not in err  # the models are ours, not a foreign file keeping the home
+    out = capsys.readouterr().out
+    assert f"Models kept in {home.models_dir} (5.9 KiB)." in out
+    assert "models/" not in out.split("Removed from", 1)[1].splitlines()[0]
+    assert "is kept" not in out  # the models are ours, not a foreign file keeping the home
 
 
 def test_a_home_holding_only_our_entries_is_removed(home: Home, outside: Path,
@@ -162,7 +162,7 @@ def test_a_home_holding_only_our_entries_is_removed(home: Home, outside: Path,
     build_installed(home, outside)
     assert uninstall.run(args()) == 0
     assert not home.root.exists()
-    assert f"Removed the empty folder {home.root}." in capsys.readouterr().err
+    assert f"Removed the empty folder {home.root}." in capsys.readouterr().out
     assert (outside / "keep.txt").read_text(encoding="utf-8") == "mine\n"
 
 
@@ -224,15 +224,15 @@ def test_a_folder_without_our_marker_is_not_touched(home: Home, capsys: pytest.C
     assert uninstall.run(args()) == 0
     assert snapshot(home.root) == before
     assert not home.lock_file.exists()
-    err = capsys.readouterr().err
-    assert f"Nothing installed in {home.root}." in err
-    assert "has no state.json or .lock of QwenClientKit" in err
+    out = capsys.readouterr().out
+    assert f"Nothing installed in {home.root}." in out
+    assert "has no state.json or .lock of QwenClientKit" in out
 
 
 def test_a_missing_home_is_nothing_installed_and_not_created(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     assert uninstall.run(args()) == 0
     assert not home.root.exists()
-    assert f"Nothing installed in {home.root}." in capsys.readouterr().err
+    assert f"Nothing installed in {home.root}." in capsys.readouterr().out
 
 
 def test_a_running_start_script_server_is_stopped_first(home: Home, outside: Path) -> None:
@@ -307,5 +307,5 @@ def test_a_second_run_finds_nothing(home: Home, outside: Path, capsys: pytest.Ca
     assert uninstall.run(args()) == 0
     capsys.readouterr()
     assert uninstall.run(args()) == 0
-    assert f"Nothing installed in {home.root}." in capsys.readouterr().err
+    assert f"Nothing installed in {home.root}." in capsys.readouterr().out
     assert sorted(os.listdir(home.root)) == [".lock", "notes.txt"]

@@ -198,6 +198,34 @@ def test_plan_for_a_local_file_drives_the_real_server(llama_server: Path, make_t
     assert reply["usage"]["completion_tokens"] >= 1
 
 
+# The part of Qwen3's chat template that switches thinking (its GGUFs carry it as tokenizer.chat_template).
+THINKING_TEMPLATE = (
+    "{%- for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n"
+    "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{%- endif %}"
+    "{%- endif %}"
+)
+
+
+def test_thinking_is_planned_only_for_a_model_that_thinks(models_dir: Path, make_tiny_model) -> None:
+    """--reasoning and the thinking reason for a model with a thinking mode (the catalog says so, or the GGUF's chat
+    template has the switch); nothing for one without (a plain template, a base model)."""
+    hardware = machine("no_gpu_16gb")
+    plain = choose([file_candidate(make_tiny_model("llama"))], hardware)
+    assert "--reasoning" not in plain.args and "thinking" not in {r.topic for r in plain.reasons}
+    assert plain.speed.thinking is None
+    thinks = choose([file_candidate(make_tiny_model("llama", chat_template=THINKING_TEMPLATE))], hardware)
+    assert thinks.args[thinks.args.index("--reasoning") + 1] == "off" and thinks.speed.thinking is False
+    assert {r.topic: r.value for r in thinks.reasons}["thinking"] == "off"
+    catalog = load_catalog()
+    for model in catalog.models:  # every shipped entry is a Qwen3.5/3.6 with a thinking mode, sampling tables or not
+        assert model.thinks, model.id
+        plan = choose(catalog_candidates(model, None, models_dir), machine("rtx4090_24gb"))
+        assert "--reasoning" in plan.args, model.id
+    named = dataclasses.replace(file_candidate(make_tiny_model("llama")), thinks=True, thinking_default=True)
+    assert "--reasoning" in choose([named], hardware).args  # install --thinking on names a mode the user knows of
+
+
 def run_plan(*args: str, lang: str = "en_US.UTF-8", home: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LANG": lang, "LC_ALL": lang, "QWENKIT_LANG": ""}
     if home is not None:
@@ -217,8 +245,9 @@ def test_plan_command_json_and_human(tmp_path: Path) -> None:
     assert doc["memory"]["gpu_bytes"] <= doc["memory"]["gpu_budget_bytes"]
     assert doc["args"][:2] == ["-c", str(doc["settings"]["ctx"])]
     human = run_plan("--hardware", hw, lang="zh_CN.UTF-8", home=tmp_path)
-    assert human.returncode == 0 and human.stdout == ""
-    assert "方案：Qwen3.6-35B-A3B" in human.stderr and "llama-server -m " in human.stderr
+    # the plan is the command's output (stdout, so '| less' and '> plan.txt' get it); stderr only its warnings
+    assert human.returncode == 0 and "方案：Qwen3.6-35B-A3B" in human.stdout and "llama-server -m " in human.stdout
+    assert "方案" not in human.stderr and "llama-server -m " not in human.stderr
 
 
 @pytest.mark.parametrize(("args", "code", "text"), [

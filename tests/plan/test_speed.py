@@ -176,7 +176,14 @@ def test_plan_text_shows_tokens_per_second(tmp_path: Path) -> None:
                            str(HARDWARE / "rtx3070_8gb_32gb.json")], capture_output=True, text=True, timeout=120,
                           env=env, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert "tokens/s" in proc.stderr and "Thinking" in proc.stderr
+    assert "tokens/s" in proc.stdout and "Thinking" in proc.stdout  # the plan is the command's output
+
+
+def test_a_model_without_thinking_gets_no_thinking_line(moe: ModelProfile) -> None:
+    hw = machine("rtx3070_8gb_32gb")
+    lines = speed.describe(speed.predict(moe, ALL_GPU, hw, 8, gpu_vendor="nvidia", gpu_bandwidth=10**12,
+                                         thinking=None))
+    assert lines and not any("hinking" in line for line in lines)
 
 
 def test_nothing_in_ram_needs_no_ram_assumption(moe: ModelProfile) -> None:

@@ -540,13 +540,14 @@ def test_command_end_to_end(real_install: tuple[Home, LaunchSpec], tmp_path: Pat
     before = files_under(home.root)
     assert _run("install", home, spec, tmp_path) == 0
     try:
-        err = capsys.readouterr().err
-        assert "No service manager here" in err
-        assert re.search(rf"Server ready after [\d.]+ s \(script\): {re.escape(spec.openai_base_url)}", err)
+        shown = capsys.readouterr()
+        # the warning on stderr, the result on stdout
+        assert "No service manager here" in shown.err
+        assert re.search(rf"Server ready after [\d.]+ s \(script\): {re.escape(spec.openai_base_url)}", shown.out)
         assert _health(f"{spec.base_url}/health") == 200  # ready when the start returns
         assert _run("status", home, spec, tmp_path) == 0
         pid = int((home.run_dir / "server.pid").read_text())
-        assert capsys.readouterr().err.strip() == (f"The server runs under script (PID {pid}) and answers at "
+        assert capsys.readouterr().out.strip() == (f"The server runs under script (PID {pid}) and answers at "
                                                    f"{spec.openai_base_url}. It does not start by itself at boot.")
         assert _run("stop", home, spec, tmp_path) == 0
         assert _health(f"{spec.base_url}/health") == 0

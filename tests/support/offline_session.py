@@ -26,7 +26,7 @@ QUESTION = "The capital of France is"
 def _run(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False,
                           stdin=subprocess.DEVNULL)
-    return {"argv": argv, "rc": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-40000:]}
+    return {"argv": argv, "rc": proc.returncode, "stdout": proc.stdout[-40000:], "stderr": proc.stderr[-40000:]}
 
 
 def _chat(home: Path) -> dict[str, Any]:

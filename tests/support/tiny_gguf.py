@@ -113,6 +113,7 @@ class TinySpec:
     # qwen35moe MTP head: ``nextn_predict_layers`` blocks after the trunk (block_count = n_layer + mtp_layers),
     # each a full-attention MoE block plus the ``blk.N.nextn.*`` tensors (models/qwen35moe.cpp load_block_mtp)
     mtp_layers: int = 0
+    chat_template: str = CHAT_TEMPLATE  # tokenizer.chat_template (a Qwen3-style one with a thinking switch, say)
     # for negative tests: tensors / keys left out of the file
     omit_tensors: tuple[str, ...] = field(default=())
     omit_keys: tuple[str, ...] = field(default=())
@@ -463,7 +464,7 @@ def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
         ("tokenizer.ggml.eos_token_id", "u32", IM_END_ID),
         ("tokenizer.ggml.unknown_token_id", "u32", 0),
         ("tokenizer.ggml.add_bos_token", "bool", False),
-        ("tokenizer.chat_template", "str", CHAT_TEMPLATE),
+        ("tokenizer.chat_template", "str", spec.chat_template),
     ]
     return kv
 

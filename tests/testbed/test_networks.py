@@ -83,7 +83,7 @@ def test_doctor_reports_each_source_blocked(tmp_path: Path) -> None:
     offline = Offline(tmp_path, netns=True)
     proc, seconds = _run(offline, ["doctor"], _env(tmp_path, "en"))
     assert proc.returncode == 0 and seconds < 15, proc.stderr
-    assert "hf blocked (DNS lookup failed); modelscope blocked (DNS lookup failed)" in proc.stderr
+    assert "hf blocked (DNS lookup failed); modelscope blocked (DNS lookup failed)" in proc.stdout  # the table
     proc, _ = _run(offline, ["doctor", "--json"], _env(tmp_path, "en"))
     sources = json.loads(proc.stdout)["network"]["sources"]
     assert [(s["name"], s["host"], s["state"]) for s in sources] == [("hf", "huggingface.co", "dns"),

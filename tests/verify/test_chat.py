@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import http.server
 import json
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.core import progress
+from bootstrap.core import console, progress
 from bootstrap.core.console import t
 from bootstrap.core.errors import ExitCode, ServerError
 from bootstrap.place.engine_failure import EngineFailed
@@ -113,12 +114,19 @@ def test_report_never_holds_the_key(tiny_report: VerifyReport, capsys: pytest.Ca
     assert {tiny_report.api_key_file, tiny_report.endpoint, ALIAS} <= literals
     print_report(tiny_report)
     out = capsys.readouterr()
-    assert out.out == ""  # human text goes to stderr
+    assert out.err == ""  # the report is the install's output: stdout
     for text in (tiny_report.endpoint, tiny_report.api_key_file, tiny_report.curl, "first token",
-                 '"chat_template_kwargs": {"enable_thinking": True}', "reasoning_content", "--thinking on|off",
                  f"Chat in a browser: {tiny_report.endpoint.removesuffix('/v1')}/", "'Enter API Key'"):
-        assert text in out.err
-    assert KEY not in out.err
+        assert text in out.out
+    assert KEY not in out.out
+    # a server started without --reasoning (a model with no thinking mode): not a word about thinking
+    assert "hinking" not in out.out and "enable_thinking" not in out.out
+    print_report(dataclasses.replace(tiny_report, thinking=False))
+    out = capsys.readouterr()
+    for text in ("Thinking: off by default", '"chat_template_kwargs": {"enable_thinking": True}',
+                 "reasoning_content", "--thinking on|off"):
+        assert text in out.out
+    assert "\n\n\n" not in out.out and not out.out.endswith("\n\n")  # blocks apart by one blank line
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("sh") is None, reason="needs curl and sh")
@@ -266,10 +274,14 @@ class _LoadingServer(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("with_log", [True, False])
+@pytest.mark.parametrize(("with_log", "verbose"), [(True, True), (True, False), (False, False)])
 def test_a_long_load_shows_a_line_now_and_then_with_what_the_server_says(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_log: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], with_log: bool,
+        verbose: bool) -> None:
+    """The engine's own log line only with ``--verbose``; otherwise the elapsed time (the usual "Loading model"
+    that ``/health`` says is no news)."""
     monkeypatch.setattr(progress, "LINE_EVERY", 0.5)  # 10 s in real life
+    monkeypatch.setattr(console, "_verbose", verbose)
     log = tmp_path / "server.log"
     log.write_text("llama_model_loader: loaded meta data\n"
                    "load_tensors: loading model tensors, this can take a while... (mmap = true)\n", encoding="utf-8")
@@ -283,11 +295,13 @@ def test_a_long_load_shows_a_line_now_and_then_with_what_the_server_says(
         server.server_close()
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("Waiting for the server at http://127.0.0.1:")
-    detail = ("load_tensors: loading model tensors, this can take a while... (mmap = true)" if with_log
-              else "Loading model")
     assert 3 <= len(lines) - 1 <= 5 and "\r" not in "".join(lines)  # one line a "LINE_EVERY", no redraws
     for line in lines[1:]:
-        assert re.fullmatch(rf"loading the model\.\.\. \d s \({re.escape(detail)}\)", line), line
+        if verbose:
+            detail = "load_tensors: loading model tensors, this can take a while... (mmap = true)"
+            assert re.fullmatch(rf"loading the model\.\.\. \d s \({re.escape(detail)}\)", line), line
+        else:
+            assert re.fullmatch(r"loading the model\.\.\. \d s", line), line
 
 
 def test_the_key_goes_to_no_stranger_that_answers_health(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from bootstrap.core.console import emit_json, error, info, ok, t
+from bootstrap.core.console import emit_json, error, out, out_ok, t
 from bootstrap.core.input_checks import check_text
 from bootstrap.core.sizes import human_size
 
@@ -27,15 +27,15 @@ def _create(args: argparse.Namespace) -> int:
         source=args.source or "auto", home=Path(args.home) if args.home else None)
     result = create(request)
     files = result.manifest.files
-    ok(t("bundle_create.summary", path=str(request.out), files=len(files), size=human_size(result.total_bytes, 2)))
+    out_ok(t("bundle_create.summary", path=str(request.out), files=len(files), size=human_size(result.total_bytes, 2)))
     by_kind: dict[str, list[int]] = defaultdict(list)
     for f in files:
         by_kind[f.kind].append(f.size)
     for kind, sizes in by_kind.items():
-        info(t("bundle_create.summary_kind", kind=kind, count=len(sizes), size=human_size(sum(sizes), 2)))
-    info(t("bundle_create.summary_bytes", downloaded=human_size(result.downloaded_bytes, 2),
+        out(t("bundle_create.summary_kind", kind=kind, count=len(sizes), size=human_size(sum(sizes), 2)))
+    out(t("bundle_create.summary_bytes", downloaded=human_size(result.downloaded_bytes, 2),
            reused=human_size(result.reused_bytes, 2), free=human_size(result.free_bytes, 2)))
-    info(t("bundle_create.summary_next", path=str(request.out)))
+    out(t("bundle_create.summary_next", path=str(request.out)))
     return 0
 
 
@@ -48,8 +48,9 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report.to_json())
     raise_for(report)
-    ok(t("bundle_create.verify_ok", where=report.where, files=report.checked_files,
-         size=human_size(report.checked_bytes, 2)))
+    if not args.json:  # --json: the document is the whole of stdout
+        out_ok(t("bundle_create.verify_ok", where=report.where, files=report.checked_files,
+                 size=human_size(report.checked_bytes, 2)))
     return 0
 
 

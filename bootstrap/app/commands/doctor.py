@@ -1,8 +1,8 @@
 """``qwenkit doctor [--json]``: detect this machine and judge it (detect stage, DESIGN.md §1).
 
 ``--json`` prints exactly the hardware profile document on stdout (the ``--hardware FILE.json`` input of plan and
-install). Without it, a short aligned table goes to stderr in the UI language, and every warning about the engine
-is repeated as a warning line so a too-old driver cannot be missed.
+install). Without it, a short aligned table goes to stdout in the UI language (``doctor > report.txt``), and every
+warning about the engine is repeated as a warning line on stderr so a too-old driver cannot be missed.
 
 Exit code: always 0 once the report is made, even with ``warn`` or ``fail`` verdicts: the report is the product,
 and ``install`` decides what a failure means for it (exit 3 there when the machine cannot run a model).
@@ -25,19 +25,19 @@ from bootstrap.plan.engine_variant import check_engine, cuda_toolkit_hint
 
 
 def report(profile: HardwareProfile, seconds: float) -> None:
-    """The human report on stderr."""
-    console.info(t("doctor.title", version=__version__))
+    """The human report on stdout (the engine's warnings again on stderr)."""
+    console.out(t("doctor.title", version=__version__))
     for line in render_table(profile.checks):
-        console.info(line)
+        console.out(line)
     counts = {v: sum(1 for c in profile.checks if c.verdict == v) for v in ("ok", "warn", "fail")}
     for check in profile.checks:
         if check.id == "engine" and check.verdict != "ok":
             console.warn(check.reason)
     offer = cuda_toolkit_hint(profile, settings.cuda_toolkit_env())
     if offer:
-        console.info(offer)
-    console.info(t("doctor.summary", ok=counts["ok"], warn=counts["warn"], fail=counts["fail"]))
-    console.info(t("doctor.elapsed", seconds=f"{seconds:.2f}"))
+        console.out(offer)
+    console.out(t("doctor.summary", ok=counts["ok"], warn=counts["warn"], fail=counts["fail"]))
+    console.out(t("doctor.elapsed", seconds=f"{seconds:.2f}"))
 
 
 def run(args: argparse.Namespace) -> int:

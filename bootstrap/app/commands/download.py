@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bootstrap.core.console import info, t
+from bootstrap.core.console import out, t
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
 from bootstrap.core.sizes import human_size
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         results[i] = result
     for result in (results[i] for i in range(len(files))):
         key = "sources.reused" if result.reused else "sources.placed"
-        info(t(key, path=str(result.path), size=human_size(result.size, decimals=2), sha256=result.sha256[:12],
+        out(t(key, path=str(result.path), size=human_size(result.size, decimals=2), sha256=result.sha256[:12],
                source=result.source))
     return 0
 

@@ -4,12 +4,14 @@ Interactive from a console: the doctor summary and the plan (model, quant, downl
 expected speed), one question (default yes), then the pipeline with progress and the verify report. Unattended with
 ``--yes`` or ``--answers FILE`` (a TOML file with the same options). A rerun upgrades in place, or with nothing
 changed only makes sure the server answers. Exit codes per DESIGN.md §2.
+
+Streams: the confirmation screen and its question are a question (stderr), as are progress and warnings; the report
+at the end (endpoint, key, snippets) is the command's output (stdout). ``--verbose`` adds the technical lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import resolve_home
 from bootstrap.core.input_checks import check_text
-from bootstrap.core.prompts import ask_yes_no
+from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import CTX_AUTO, InstallRequest, install
@@ -124,18 +126,20 @@ def _thinking(given: str | None, answered: bool | None) -> bool | None:
 
 
 def show_proposal(p: Proposal, home: Path) -> None:
-    """The doctor summary and the whole install in a few lines, before anything happens (no network needed)."""
-    for line in render_table(p.hardware.checks):
-        console.info(line)
+    """The doctor's findings and the whole install in a few lines, before anything happens (no network needed).
+
+    Only the checks that did not pass are shown as rows (``--verbose``: all of them; ``qwenkit doctor`` always);
+    thinking only for a model that has a thinking mode, said once."""
+    _show_checks(p)
     plan = p.plan
-    where = plan.budget.gpu_name or t("plan.label_cpu")
+    key = "install.proposal_title" if plan.budget.gpu_name else "install.proposal_title_cpu"
     console.info("")
-    console.info(t("install.proposal_title", title=plan.title, quant=plan.quant, where=where))
+    console.info(t(key, title=plan.title, quant=plan.quant, where=plan.budget.gpu_name))
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
     console.info(_memory_line(plan))
-    console.info("  " + "\n  ".join(describe_speed(plan.speed)))
+    console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False)))  # the thinking row says it
     console.info(t("install.proposal_context", ctx=p.ctx))
     if p.port != p.port_asked:
         console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))
@@ -143,11 +147,23 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_port", port=p.port))
     script = "run_qwen.bat" if p.hardware.os.system == "Windows" else "run_qwen.sh"
     console.info(t("install.proposal_runs", how=t(f"install.runs_{p.manager}", script=script)))
-    thinking = {True: "on", False: "off", None: "model"}[p.thinking]
-    console.info(t(f"install.proposal_thinking_{thinking}"))
+    if p.thinking is not None:  # None: no --reasoning, a model without a thinking mode
+        console.info(t(f"install.proposal_thinking_{'on' if p.thinking else 'off'}"))
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:
         console.warn(warning)
+
+
+def _show_checks(p: Proposal) -> None:
+    """The checks that warn or fail as the doctor's rows, then how many passed (all rows with ``--verbose``)."""
+    checks = p.hardware.checks
+    shown = checks if console.verbose() else tuple(c for c in checks if c.verdict != "ok")
+    if shown:
+        for line in render_table(shown):
+            console.info(line)
+    passed = sum(1 for c in checks if c.verdict == "ok")
+    if len(shown) < len(checks):
+        console.info(t("install.checks_passed" if shown else "install.checks_all_passed", count=passed))
 
 
 def _show_download(p: Proposal) -> None:
@@ -186,8 +202,9 @@ def run(args: argparse.Namespace) -> int:
     answers = read_answers(args.answers) if getattr(args, "answers", None) else {}
     request, home_arg = _request(args, answers)
     home = resolve_home(home_arg)
+    console.set_verbose(bool(getattr(args, "verbose", False)))
     unattended = bool(args.yes or getattr(args, "answers", None))
-    interactive = not unattended and sys.stdin.isatty()
+    interactive = not unattended and stdin_is_terminal()  # a closed stdin (<&-) is no terminal either
 
     def confirm(proposal: Proposal) -> bool:
         if not unattended and not interactive:
@@ -200,5 +217,5 @@ def run(args: argparse.Namespace) -> int:
         console.info(t("install.cancelled"))
     elif outcome.kind in ("installed", "upgraded", "verified"):
         command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
-        console.ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
+        console.out_ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
     return 0

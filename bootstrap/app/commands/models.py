@@ -72,16 +72,16 @@ def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> d
 
 
 def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> None:
-    """The human listing on stderr: one block per model, its quants, and the verdict for this machine."""
+    """The human listing on stdout: one block per model, its quants, and the verdict for this machine."""
     if budget.gpu_name:
-        console.info(t("models.title", gpu=budget.gpu_name, vram=human_size(budget.gpu_bytes),
+        console.out(t("models.title", gpu=budget.gpu_name, vram=human_size(budget.gpu_bytes),
                        ram=human_size(budget.ram_bytes)))
     else:
-        console.info(t("models.title_cpu", ram=human_size(budget.ram_bytes)))
+        console.out(t("models.title_cpu", ram=human_size(budget.ram_bytes)))
     for model in catalog.models:
         marker = t("models.default_model") if model.id == catalog.default_model else ""
-        console.info("")
-        console.info(f"{model.id}  {model.title}{marker}")
+        console.out("")
+        console.out(f"{model.id}  {model.title}{marker}")
         found = verdicts[model.id]
         chosen = found.plan.quant if found.plan is not None else None
         width = max(len(q.name) for q in model.quants)
@@ -92,17 +92,17 @@ def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict])
             if quant.name == chosen:
                 notes.append(t("models.chosen"))
             size = _size(quant.file.size, quant.file.size_exact)
-            console.info(f"  {quant.name.ljust(width)}  {size:>10}  {' · '.join(notes)}".rstrip())
+            console.out(f"  {quant.name.ljust(width)}  {size:>10}  {' · '.join(notes)}".rstrip())
         if found.plan is not None:
-            console.info("  " + t("models.fits", quant=found.plan.quant, ctx=found.plan.settings.ctx,
+            console.out("  " + t("models.fits", quant=found.plan.quant, ctx=found.plan.settings.ctx,
                                   speed=t(f"models.speed_{found.plan.speed_class}")))
         elif found.fits is False:
-            console.info("  " + t("models.no_fit"))
+            console.out("  " + t("models.no_fit"))
         else:
-            console.info("  " + t("models.unknown"))
+            console.out("  " + t("models.unknown"))
     if any(q.file.size is not None and not q.file.size_exact for m in catalog.models for q in m.quants):
-        console.info("")
-        console.info(t("models.approximate"))
+        console.out("")
+        console.out(t("models.approximate"))
 
 
 def run(args: argparse.Namespace) -> int:

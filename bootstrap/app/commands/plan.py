@@ -39,23 +39,23 @@ def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]
 
 
 def print_plan(plan: Plan) -> None:
-    """The human plan on stderr: what, why, predicted memory, and the command line."""
-    where = plan.budget.gpu_name or t("plan.label_cpu")
-    console.info(t("plan.title", title=plan.title, quant=plan.quant, size=gib_text(plan.file_size), where=where))
+    """The human plan on stdout (its warnings on stderr): what, why, predicted memory, and the command line."""
+    key = "plan.title" if plan.budget.gpu_name else "plan.title_cpu"  # no space before 处理器 in Chinese
+    console.out(t(key, title=plan.title, quant=plan.quant, size=gib_text(plan.file_size), where=plan.budget.gpu_name))
     labels = [t(f"plan.topic_{r.topic}") for r in plan.reasons]
     width = max(display_width(label) for label in labels)
     for label, reason in zip(labels, plan.reasons, strict=True):
-        console.info(f"  {label}{' ' * (width - display_width(label))}  {reason.text}")
+        console.out(f"  {label}{' ' * (width - display_width(label))}  {reason.text}")
     est = plan.estimate
     if est.gpu_total == 0 and not plan.budget.unified:  # no "GPU 0.0 of 0.0" on a machine that uses none
-        console.info(t("plan.memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
+        console.out(t("plan.memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
     else:
-        console.info(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
+        console.out(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
                        ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
-    console.info("\n".join(describe_speed(plan.speed)))
+    console.out("\n".join(describe_speed(plan.speed)))
     for warning in plan.warnings:
         console.warn(warning)
-    console.info("llama-server -m " + plan.file + " " + " ".join(plan.args))
+    console.out("llama-server -m " + plan.file + " " + " ".join(plan.args))
 
 
 def run(args: argparse.Namespace) -> int:

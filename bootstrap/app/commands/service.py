@@ -44,8 +44,6 @@ from bootstrap.register.server_health import public_health
 from bootstrap.register.server_identity import PortHolder, foreign_hint, port_holder, require_ours
 
 START_WAIT_S = 300.0  # as long as an install's verify waits for the model to load
-# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
-out = getattr(console, "out", console.info)
 
 SpecLoader = Callable[[Home], "LaunchSpec | None"]
 
@@ -93,7 +91,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
         raise ServerError(t("service.still_loading", manager=label, seconds=int(time.monotonic() - started)),
                           t("service.hint_still_loading")) from exc
     require_ours(spec)  # what answered is this home's server, not a program that took the port meanwhile
-    console.info(t("service.ready", manager=label, seconds=f"{time.monotonic() - started:.1f}",
+    console.out(t("service.ready", manager=label, seconds=f"{time.monotonic() - started:.1f}",
                    url=spec.client_openai_url))
 
 
@@ -137,7 +135,7 @@ def _status(manager: ServiceManager, spec: LaunchSpec | None, as_json: bool) -> 
         console.emit_json({**asdict(status), "health": health,
                            "port_holder": None if holder is None else holder.to_json(), "said": sentence})
     else:
-        out(sentence)
+        console.out(sentence)
     return int(ExitCode.SERVER if holder is not None and holder.foreign else ExitCode.OK)
 
 
@@ -154,16 +152,16 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
             raise _nothing_installed(home)
         if action == "install":
             install_service(manager, spec)
-            console.info(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
+            console.out(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
         _start(manager, spec, wait_s=wait_s)
     elif action == "stop":
         manager.stop()
-        console.info(t("service.stopped", manager=manager_label(manager.name)))
+        console.out(t("service.stopped", manager=manager_label(manager.name)))
     elif action == "status":
         if spec is None and recorded_manager(home) is None:
             raise _nothing_installed(home)
         return _status(manager, spec, bool(getattr(args, "json", False)))
     elif action == "uninstall":
         uninstall_service(manager)
-        console.info(t("service.uninstalled", manager=manager_label(manager.name)))
+        console.out(t("service.uninstalled", manager=manager_label(manager.name)))
     return 0

@@ -16,7 +16,7 @@ import argparse
 from dataclasses import asdict
 
 from bootstrap.core import console
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import out, t, warn
 from bootstrap.core.errors import ExitCode
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.sizes import human_size
@@ -27,9 +27,6 @@ from bootstrap.register.server_identity import foreign_hint
 from bootstrap.verify.chat import thinking_lines
 from bootstrap.verify.speed_check import speed_lines
 from bootstrap.verify.web_page import check_web_page, open_web_ui, web_page_lines
-
-# Primary output (stdout once ``console.out`` exists: helper h3-console's change); ``info`` until then.
-out = getattr(console, "out", info)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +48,7 @@ def _open(report: StatusReport) -> None:
     warning that says so is on stderr: ``open_web_ui``)."""
     page = report.web_page or check_web_page(report.spec)
     if not open_web_ui(report.spec, page) and page.loads:
-        print(f"{report.spec.base_url}/", flush=True)
+        out(f"{report.spec.base_url}/")
 
 
 def _print(report: StatusReport) -> None:
@@ -73,7 +70,8 @@ def _print(report: StatusReport) -> None:
             out(line)
     for line in thinking_lines(spec.thinking):
         out(line)
-    speed, slow = speed_lines(state.speed) if state.speed is not None else ([], [])
+    # A measurement is about a server that answers: above a stopped one's error it would be stale news.
+    speed, slow = speed_lines(state.speed) if state.speed is not None and report.healthy else ([], [])
     for line in speed:
         out(line)
     for warning in [*report.warnings, *slow]:
@@ -83,7 +81,7 @@ def _print(report: StatusReport) -> None:
     if report.last_failure is not None:
         warn(t("failure.status_last", when=report.last_failure.when, message=report.last_failure.message))
     if report.healthy:
-        console.ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
+        console.out_ok(t("status.healthy", model=spec.alias, endpoint=spec.client_openai_url))
     elif report.health.state == "stranger":
         console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                       foreign_hint(spec))

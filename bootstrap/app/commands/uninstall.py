@@ -7,14 +7,13 @@ What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
-from bootstrap.core.prompts import ask_yes_no
+from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import human_size
 from bootstrap.detect.privileges import is_admin
 from bootstrap.install.uninstall import (
@@ -36,9 +35,9 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     home = resolve_home(getattr(args, "home", None))
     keep_models = bool(getattr(args, "keep_models", False))
     if not home.root.is_dir() or not is_ours(home):
-        console.info(t("uninstall.nothing", home=home.root))
+        console.out(t("uninstall.nothing", home=home.root))
         if home.root.is_dir() and our_entries(home, keep_models=False):
-            console.info(t("uninstall.not_ours", home=home.root))
+            console.out(t("uninstall.not_ours", home=home.root))
         return 0
     # Ask before locking: an open prompt must not block an install, and a refusal leaves the home untouched.
     if our_entries(home, keep_models) and not _confirm(home, keep_models, bool(getattr(args, "yes", False))):
@@ -46,12 +45,12 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
         return 0
     removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner)
     if removal is None:
-        console.info(t("uninstall.nothing", home=home.root))
+        console.out(t("uninstall.nothing", home=home.root))
     else:
         _report(home, removal, keep_models)
     _report_home(home, tidy_home(home))
     if removal is not None:
-        console.ok(t("uninstall.done"))
+        console.out_ok(t("uninstall.done"))
     return 0
 
 
@@ -59,7 +58,7 @@ def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:
     """``--yes``, else ask on a terminal (default No: this deletes); without a terminal insist on ``--yes``."""
     if assume_yes:
         return True
-    if not sys.stdin or not sys.stdin.isatty():
+    if not stdin_is_terminal():
         raise UsageError(t("uninstall.err_need_yes"), t("uninstall.hint_need_yes"))
     size = human_size(tree_size(home.models_dir)) if home.models_dir.exists() else human_size(0)
     key = "uninstall.confirm_keep" if keep_models else "uninstall.confirm"
@@ -69,10 +68,10 @@ def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:
 def _report(home: Home, removal: Removal, keep_models: bool) -> None:
     """What went, the bytes freed, the models kept; exit 6 when some entry could not be deleted."""
     if removal.removed:
-        console.info(t("uninstall.removed", home=home.root, entries=", ".join(removal.removed)))
-    console.info(t("uninstall.freed", size=human_size(removal.freed), count=f"{removal.freed:,}"))
+        console.out(t("uninstall.removed", home=home.root, entries=", ".join(removal.removed)))
+    console.out(t("uninstall.freed", size=human_size(removal.freed), count=f"{removal.freed:,}"))
     if keep_models and home.models_dir.exists():
-        console.info(t("uninstall.models_kept", path=home.models_dir, size=human_size(tree_size(home.models_dir))))
+        console.out(t("uninstall.models_kept", path=home.models_dir, size=human_size(tree_size(home.models_dir))))
     if removal.failed:
         raise UninstallIncomplete(t("uninstall.err_incomplete", count=removal.failed, home=home.root),
                                   t("uninstall.hint_incomplete"))
@@ -81,6 +80,6 @@ def _report(home: Home, removal: Removal, keep_models: bool) -> None:
 def _report_home(home: Home, left: HomeLeft) -> None:
     """The home itself: gone, or kept for entries that are not ours (kept models were reported with their path)."""
     if left.foreign:
-        console.info(t("uninstall.home_kept", home=home.root, entries=", ".join(left.foreign)))
+        console.out(t("uninstall.home_kept", home=home.root, entries=", ".join(left.foreign)))
     if left.removed:
-        console.info(t("uninstall.home_removed", home=home.root))
+        console.out(t("uninstall.home_removed", home=home.root))

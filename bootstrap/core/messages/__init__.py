@@ -51,6 +51,7 @@ from bootstrap.core.messages import (
     logs,
     memory,
     options,
+    output,
     plan,
     pyenv,
     render,
@@ -65,7 +66,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus, options)
+                                  bundle_create, identity, logs, gpus, options, output)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -86,7 +86,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bundle.hint_no_variant": {
         "en": "Make a bundle for this platform: qwenkit bundle create --platform {platform} ...",
-        "zh": "请为本平台生成离线包：qwenkit bundle create --platform {platform} ...",
+        "zh": "请用 'qwenkit bundle create --platform {platform}' 为本平台生成离线包。",
     },
     "bundle.err_size": {
         "en": "{path} is {actual} bytes; the bundle manifest says {expected}",

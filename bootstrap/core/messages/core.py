@@ -9,9 +9,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "cli.epilog": {
         "en": "Exit codes: 0 ok, 1 internal error, 2 bad usage, 3 machine cannot run it, 4 source failed "
-              "(rerun resumes), 5 integrity failure, 6 server failed, 130 interrupted.",
+              "(rerun resumes), 5 integrity failure, 6 server failed, 130 interrupted, 141 output cut short "
+              "(a pipe into 'head').",
         "zh": "退出码：0 成功，1 内部错误，2 用法或输入错误，3 本机无法运行，4 下载源失败（重新运行可续传），"
-              "5 校验失败，6 服务启动或验证失败，130 已中断。",
+              "5 校验失败，6 服务启动或验证失败，130 已中断，141 输出被截断（如管道接到 'head'）。",
     },
     "cli.usage_prefix": {"en": "usage: ", "zh": "用法："},
     "cli.positionals": {"en": "positional arguments", "zh": "位置参数"},

@@ -111,7 +111,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "引擎 {build}（{variant}）已安装于 {path}",
     },
     "engine.installed": {
-        "en": "engine {build} ({variant}) installed at {path}: '{version}'",
-        "zh": "引擎 {build}（{variant}）已安装到 {path}：'{version}'",
+        "en": "engine {build} ({variant}) installed at {path}",
+        "zh": "引擎 {build}（{variant}）已安装到 {path}",
     },
+    "engine.version_said": {"en": "  the engine says: '{version}'", "zh": "  引擎自报版本：'{version}'"},
 }

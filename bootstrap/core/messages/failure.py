@@ -50,7 +50,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "failure.hint_gpu_init": {
         "en": "Update the GPU driver and rerun 'qwenkit install'; log: {log}",
-        "zh": "请更新显卡驱动后重新运行 'qwenkit install'；日志：{log}",
+        "zh": "日志见 {log}；请更新显卡驱动后重新运行 'qwenkit install'。",
     },
     "failure.no_gpu_device": {
         "en": "no GPU device came up",
@@ -63,7 +63,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "failure.hint_out_of_memory": {
         "en": "Close programs that use a lot of memory and rerun, or plan a smaller context "
               "(qwenkit plan --ctx 8192); log: {log}",
-        "zh": "请关闭占用大量内存的程序后重试，或规划更小的上下文（qwenkit plan --ctx 8192）；日志：{log}",
+        "zh": "日志见 {log}；请关闭占用大量内存的程序后重试，或规划更小的上下文（qwenkit plan --ctx 8192）。",
     },
     "failure.model_corrupt": {
         "en": "{who} could not load the model: the file is damaged or incomplete ({detail})",

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
     "fetch.bar_total": {"en": "total", "zh": "总计"},
-    "fetch.resuming": {
-        "en": "{name}: resuming at {done} of {size} (left by an earlier run)",
-        "zh": "{name}：从 {done} / {size} 处继续下载（上次运行留下的部分）",
+    "progress.start_download": {"en": "{name}: downloading {size}", "zh": "{name}：开始下载 {size}"},
+    "progress.start_copy": {"en": "{name}: copying {size} from the bundle", "zh": "{name}：从离线安装包复制 {size}"},
+    "progress.start_check": {"en": "{name}: checking {size}", "zh": "{name}：正在校验 {size}"},
+    "progress.resume": {
+        "en": "{name}: resuming the download, {left} left of {size} ({done} kept from an earlier run)",
+        "zh": "{name}：继续下载，{size} 中还剩 {left}（上次运行已下载 {done}）",
     },
-    "progress.start": {"en": "{name}: downloading {size}", "zh": "{name}：开始下载 {size}"},
     "progress.line": {
-        "en": "{name}: {done} of {size} ({percent}%)",
-        "zh": "{name}：已下载 {done} / {size}（{percent}%）",
+        "en": "{name}: {done} of {size} ({percent}%), {rate}/s, about {left} left",
+        "zh": "{name}：{done} / {size}（{percent}%），{rate}/秒，约剩 {left}",
     },
+    "progress.seconds": {"en": "{n} s", "zh": "{n} 秒"},
+    "progress.minutes": {"en": "{m} min {s} s", "zh": "{m} 分 {s} 秒"},
+    "progress.hours": {"en": "{h} h {m} min", "zh": "{h} 小时 {m} 分"},
     "progress.done": {
         "en": "{name}: {done} in {seconds} s ({rate}/s)",
         "zh": "{name}：{done}，用时 {seconds} 秒（{rate}/秒）",
@@ -60,14 +65,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "fetch.hint.rerun": {
         "en": "run the same command again: the download resumes where it stopped",
-        "zh": "再次运行同一命令即可从中断处继续下载",
+        "zh": "再次运行同一命令即可从中断处继续下载。",
     },
     "fetch.hint.integrity": {
         "en": "the source may be damaged or tampered with; try another source (--source)",
-        "zh": "下载源可能已损坏或被篡改；请尝试其他下载源（--source）",
+        "zh": "下载源可能已损坏或被篡改；请尝试其他下载源（--source）。",
     },
     "fetch.hint.disk": {
         "en": "free at least {missing} more bytes there, or choose another home (--home)",
-        "zh": "请在该位置再释放至少 {missing} 字节，或选择其他安装目录（--home）",
+        "zh": "请在该位置再释放至少 {missing} 字节，或选择其他安装目录（--home）。",
     },
 }

@@ -134,6 +134,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "gguf.hint_rerun": {
         "en": "check the network or the mirror, then run the command again",
-        "zh": "请检查网络或镜像源，然后重新运行该命令",
+        "zh": "请检查网络或镜像源，然后重新运行该命令。",
     },
 }

@@ -31,6 +31,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Plan: {title} {quant} on {where}",
         "zh": "方案：{title} {quant}，运行于 {where}",
     },
+    "install.proposal_title_cpu": {
+        "en": "Plan: {title} {quant} on the CPU",
+        "zh": "方案：{title} {quant}，运行于处理器（CPU）",
+    },
     "install.proposal_previous": {
         "en": "  installed now  {model} {quant} (keeps serving until the new one is verified)",
         "zh": "  当前安装      {model} {quant}（新安装验证通过前继续提供服务）",
@@ -124,10 +128,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     "install.proposal_thinking_off": {
         "en": "  thinking       off by default (change: 'qwenkit install --thinking on')",
         "zh": "  思考模式      默认关闭（更改：'qwenkit install --thinking on'）",
-    },
-    "install.proposal_thinking_model": {
-        "en": "  thinking       as the model's chat template decides",
-        "zh": "  思考模式      由模型的对话模板决定",
     },
     "install.proposal_home": {
         "en": "  install into   {home}",

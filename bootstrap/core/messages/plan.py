@@ -184,10 +184,13 @@ MESSAGES: dict[str, dict[str, str]] = {
                       "zh": "本机：放不下（最小的量化版本也不行）。"},
     "models.unknown": {"en": "Here: unknown without its file (the catalog has no shape facts for it).",
                        "zh": "本机：无法判断（模型目录中没有它的结构信息，需要先下载文件）。"},
-    "plan.label_cpu": {"en": "the CPU", "zh": "处理器（CPU）"},
     "plan.title": {
         "en": "Plan: {title} {quant} ({size} GiB) on {where}",
         "zh": "方案：{title} {quant}（{size} GiB），运行于 {where}",
+    },
+    "plan.title_cpu": {
+        "en": "Plan: {title} {quant} ({size} GiB) on the CPU",
+        "zh": "方案：{title} {quant}（{size} GiB），运行于处理器（CPU）",
     },
     "plan.memory_cpu": {
         "en": "Predicted memory: RAM {ram} of {ram_budget} GiB usable; no GPU used.",

@@ -50,11 +50,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "apikey.hint.install": {
         "en": "run qwenkit install",
-        "zh": "请运行 qwenkit install",
+        "zh": "请运行 qwenkit install。",
     },
     "apikey.hint.remove": {
         "en": "remove it, then run qwenkit install again",
-        "zh": "请删除它，然后重新运行 qwenkit install",
+        "zh": "请删除它，然后重新运行 qwenkit install。",
     },
     "start.not_found": {
         "en": "file not found:",

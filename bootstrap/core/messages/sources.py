@@ -39,13 +39,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "ways out: another source (--source modelscope or --source hf), a Hugging Face mirror "
               "(QWENKIT_HF_MIRRORS or HF_ENDPOINT), a proxy (HTTPS_PROXY), or an offline bundle (--bundle)",
         "zh": "可以：换一个下载源（--source modelscope 或 --source hf）、使用 Hugging Face 镜像"
-              "（QWENKIT_HF_MIRRORS 或 HF_ENDPOINT）、设置代理（HTTPS_PROXY），或使用离线安装包（--bundle）",
+              "（QWENKIT_HF_MIRRORS 或 HF_ENDPOINT）、设置代理（HTTPS_PROXY），或使用离线安装包（--bundle）。",
     },
     "sources.hint_tls": {
         "en": "set SSL_CERT_FILE to the intercepting proxy's CA bundle, or use another source (--source modelscope) "
               "or an offline bundle (--bundle)",
         "zh": "请将 SSL_CERT_FILE 设为拦截代理的 CA 证书文件，或换一个下载源（--source modelscope），"
-              "或使用离线安装包（--bundle）",
+              "或使用离线安装包（--bundle）。",
     },
     "sources.err_all_failed": {
         "en": "no source could be used: {details}",
@@ -57,7 +57,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.hint_gated": {
         "en": "accept the model's terms on the hub, then set HF_TOKEN and rerun",
-        "zh": "请先在模型页面同意使用条款，然后设置 HF_TOKEN 并重新运行",
+        "zh": "请先在模型页面同意使用条款，然后设置 HF_TOKEN 并重新运行。",
     },
     "sources.err_repo_not_found": {
         "en": "repository {repo} was not found on {source}",
@@ -73,7 +73,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.hint_file_not_found": {
         "en": "GGUF files in that folder of the repo: {available}",
-        "zh": "仓库该目录中的 GGUF 文件：{available}",
+        "zh": "仓库该目录中有这些 GGUF 文件：{available}；请选用其中之一。",
     },
     "sources.cause_deadline": {
         "en": "no complete answer within {seconds} s (it answers too slowly)",
@@ -154,7 +154,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.hint_bad_source": {
         "en": "use auto, hf, modelscope, an http(s) mirror or bundle URL, or a bundle folder",
-        "zh": "可用值：auto、hf、modelscope、http(s) 镜像或离线包地址，或离线包目录",
+        "zh": "可用的值：auto、hf、modelscope、镜像或离线包的 http（s）地址，或离线包目录。",
     },
     "sources.err_hint_mismatch": {
         "en": "{path}: the catalog expects sha256 {expected} but {source} lists {listed}",
@@ -162,7 +162,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "sources.hint_hint_mismatch": {
         "en": "the file on the hub changed or the source is not genuine; nothing was downloaded",
-        "zh": "下载源上的文件已变化或来源不可信；未下载任何内容",
+        "zh": "下载源上的文件已变化或来源不可信；未下载任何内容。",
     },
     "sources.note_disagrees": {
         "en": "{source} is not used for {path}: it lists sha256 {listed}..., {preferred} lists {sha256}...",

@@ -13,7 +13,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "lock.hint": {
         "en": "wait for the other qwenkit to finish, or close it",
-        "zh": "请等待另一个 qwenkit 结束，或将其关闭",
+        "zh": "请等待另一个 qwenkit 结束，或将其关闭。",
     },
     "lock.err_open": {
         "en": "Cannot open the lock file {path}: {detail}",
@@ -45,7 +45,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "uninstall.hint_need_yes": {
         "en": "add --yes to uninstall without a prompt",
-        "zh": "加上 --yes 可以不经询问直接卸载",
+        "zh": "加上 --yes 可以不经询问直接卸载。",
     },
     "uninstall.warn_service": {
         "en": "Could not remove the service ({manager}): {detail}; removing the files anyway.",
@@ -61,7 +61,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "uninstall.hint_incomplete": {
         "en": "close programs using files in the home (a running llama-server) and run uninstall again",
-        "zh": "请关闭正在使用该目录中文件的程序（例如正在运行的 llama-server），然后再次运行卸载",
+        "zh": "请关闭正在使用该目录中文件的程序（例如正在运行的 llama-server），然后再次运行卸载。",
     },
     "uninstall.removed": {
         "en": "Removed from {home}: {entries}",

@@ -147,9 +147,6 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "zh": "思考模式：默认开启（模型先推理再回答：更慢，但难题上更好）。"},
     "verify.thinking_off": {"en": "Thinking: off by default (direct, faster answers).",
                             "zh": "思考模式：默认关闭（直接回答，更快）。"},
-    "verify.thinking_template": {"en": "Thinking: as the model's chat template decides (this engine build takes no "
-                                       "--reasoning flag).",
-                                 "zh": "思考模式：由模型的对话模板决定（此引擎构建不支持 --reasoning 参数）。"},
     "verify.thinking_per_request": {
         "en": "Per request (OpenAI SDK): extra_body={{\"chat_template_kwargs\": {{\"enable_thinking\": True}}}} (or "
               "False); the reasoning arrives in message.reasoning_content (streamed: delta.reasoning_content), the "
