@@ -2,7 +2,8 @@
 
 A README that drifts from the code misleads the people it is written for, so what it states as fact is checked
 against the real thing: every ``qwenkit`` command it quotes parses with the real command line, every option it names
-exists, the models table is the catalog (ids, quants, sizes as ``qwenkit models`` prints them, the default quant),
+exists, the models table is the catalog (ids, quants, sizes as ``qwenkit models`` prints them, the default quant,
+the vision projector each quant brings),
 the "what fits" table is what ``qwenkit models --hardware`` chooses for the recorded machines, the exit-code tables
 are ``ExitCode``, the developer commands are the ones CI runs, and every relative link (and anchor) resolves.
 """
@@ -43,7 +44,7 @@ CELL = {
            "gpu": "全部在 GPU 上，快", "hybrid": "GPU 与 CPU 混合，中等", "cpu": "仅 CPU，较慢"},
 }
 DEFAULT_MARK = {"en": " (default)", "zh": "（默认）"}
-NOT_QWENKIT_OPTIONS = {"--ignore-missing"}  # sha256sum / shasum, quoted in "Get it"
+NOT_QWENKIT_OPTIONS = {"--ignore-missing", "--user"}  # sha256sum / shasum and pip, quoted in "Get it"
 DEFAULT_CTX = 32_768
 
 
@@ -105,6 +106,15 @@ def cell_for(here: dict | None, lang: str) -> str:
     return words["sep"].join(parts)
 
 
+def projector_cell(mmproj: dict | None, lang: str) -> str:
+    """The models table's projector column: the size downloaded beside any quant, "—" for a model without one."""
+    if mmproj is None:
+        return "—"
+    if mmproj["size"] is None:
+        return "? (size known at download)" if lang == "en" else "?（下载时才知道大小）"
+    return ("" if mmproj["size_exact"] else "~") + human_size(mmproj["size"])
+
+
 def github_anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
@@ -152,6 +162,7 @@ def test_models_table_is_the_catalog(lang: str) -> None:
             mark = DEFAULT_MARK[lang] if quant["default"] and len(model["quants"]) > 1 else ""
             expected.append(f"{quant['name']} {size}{mark}")
         assert shown == expected, model_id
+        assert row[2] == projector_cell(model["mmproj"], lang), model_id
     assert ids[0] == models_json(None)["default_model"]
     assert ("default" if lang == "en" else "默认") in rows[0][0]
 
@@ -199,3 +210,39 @@ def test_relative_links_resolve(path: Path) -> None:
         if anchor and linked.suffix == ".md":
             headings = {github_anchor(line) for line in text(linked).splitlines() if line.startswith("#")}
             assert anchor[1:] in headings, f"{path.name}: {target}{anchor}"
+
+
+# The chat page's own words that the READMEs and the install report quote for entering the key, and where each
+# stands in the web UI sources of the pinned llama.cpp (tools/ui): the page a user meets must say them.
+PAGE_WORDS = {
+    "Server Connection Error": "src/lib/components/app/server/ServerErrorSplash.svelte",
+    "Enter API Key": "src/lib/components/app/server/ServerErrorSplash.svelte",
+    "Access denied": "src/lib/constants/error.constants.ts",
+}
+
+
+def test_the_key_steps_quote_the_pages_own_words() -> None:
+    """Issue 24: the README said one path to the key setting, the product another. Both now quote the page of the
+    pinned build: the red splash, its button, and the setting under the General section."""
+    from bootstrap.core.console import set_language, t
+    from tests.support import testbed
+
+    ui = testbed.engine_sources() / "tools" / "ui"
+    for words, source in PAGE_WORDS.items():
+        assert words in (ui / source).read_text(encoding="utf-8"), (words, source)
+    settings = (ui / "src/lib/constants/settings.constants.ts").read_text(encoding="utf-8")
+    # SETTINGS_REGISTRY lists sections as {settings: [...], slug, title}: the block that ends with General's title
+    general = settings[settings.index("SETTINGS_REGISTRY"):settings.index("title: SETTINGS_SECTION_TITLES.GENERAL")]
+    assert "title: SETTINGS_SECTION_TITLES." not in general  # no other section before it
+    assert "label: 'API Key'" in general  # the key is a General setting
+    for lang in ("en", "zh"):
+        set_language(lang)
+        try:
+            said = t("verify.web_key", path="KEYFILE")
+        finally:
+            set_language(None)
+        readme = text(READMES[lang])
+        for words in PAGE_WORDS:
+            assert words in said and words in readme, (lang, words)
+        assert "Settings > General > API Key" in said
+        assert "*Settings* → *General* → *API Key*" in readme

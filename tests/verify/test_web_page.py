@@ -57,7 +57,8 @@ def test_the_built_in_page_loads_under_the_key(llama_server: Path, tiny: Path, t
     assert opened == [f"{srv.base_url}/"]
     lines = web_page_lines(page, str(spec.api_key_file))
     assert lines[0] == f"Chat in a browser: {srv.base_url}/"
-    assert "'Enter API Key'" in lines[1] and "Settings > API Key" in lines[1] and str(spec.api_key_file) in lines[1]
+    assert "'Enter API Key'" in lines[1] and "Settings > General > API Key" in lines[1]
+    assert str(spec.api_key_file) in lines[1]
     assert KEY not in " ".join(lines) + capsys.readouterr().err
 
 

@@ -62,6 +62,9 @@ def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> d
             "thinking_default": model.thinking_default,
             "quants": [{"name": q.name, "file": q.file.path, "size": q.file.size, "size_exact": q.file.size_exact,
                         "default": q.name == model.default_quant} for q in model.quants],
+            # downloaded beside every quant of a model that sees images (the install's projector line)
+            "mmproj": None if model.mmproj is None else {"file": model.mmproj.path, "size": model.mmproj.size,
+                                                         "size_exact": model.mmproj.size_exact},
             "fits": found.fits,
             "here": None if plan is None else {"quant": plan.quant, "ctx": plan.settings.ctx,
                                                "variant": plan.variant.name, "speed_class": plan.speed_class},
@@ -93,6 +96,8 @@ def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict])
                 notes.append(t("models.chosen"))
             size = _size(quant.file.size, quant.file.size_exact)
             console.out(f"  {quant.name.ljust(width)}  {size:>10}  {' · '.join(notes)}".rstrip())
+        if model.mmproj is not None:
+            console.out("  " + t("models.mmproj", size=_size(model.mmproj.size, model.mmproj.size_exact)))
         if found.plan is not None:
             console.out("  " + t("models.fits", quant=found.plan.quant, ctx=found.plan.settings.ctx,
                                   speed=t(f"models.speed_{found.plan.speed_class}")))

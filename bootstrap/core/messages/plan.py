@@ -173,6 +173,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "models.default_model": {"en": " (default model)", "zh": "（默认模型）"},
     "models.default_quant": {"en": "default", "zh": "默认"},
     "models.chosen": {"en": "chosen here", "zh": "本机选用"},
+    "models.mmproj": {"en": "+ vision projector {size}, downloaded with any quant",
+                      "zh": "+ 视觉投影器 {size}，与任一量化版本一同下载"},
     "models.fits": {
         "en": "Here: {quant} with {ctx} tokens of context, {speed}.",
         "zh": "本机：{quant}，上下文 {ctx} token，{speed}。",

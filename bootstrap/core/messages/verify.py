@@ -217,10 +217,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     # the browser chat page (verify/web_page.py)
     "verify.web_page": {"en": "Chat in a browser: {url}", "zh": "在浏览器中聊天：{url}"},
     "verify.web_key": {
-        "en": "The page opens without the key, then asks for it once per browser: 'Enter API Key' (later: "
-              "Settings > API Key), and paste the key from {path}.",
-        "zh": "页面无需密钥即可打开，随后每个浏览器需输入一次密钥：点击 'Enter API Key'（之后可在 "
-              "'Settings > API Key' 中修改），粘贴 {path} 中的密钥。",
+        "en": "The page first shows 'Server Connection Error' (Access denied) until it has the key: click "
+              "'Enter API Key' and paste the key from {path} (once per browser; later: Settings > General > API Key).",
+        "zh": "在输入密钥之前，页面会显示红色的 'Server Connection Error'（'Access denied'）：点击 'Enter API Key'，"
+              "粘贴 {path} 中的密钥（每个浏览器一次；之后可在 'Settings > General > API Key' 中修改）。",
     },
     "verify.web_missing": {"en": "No chat page in the browser: {reason}", "zh": "没有浏览器聊天页面：{reason}"},
     "verify.not_opening": {"en": "not opening the chat page: {reason}", "zh": "不打开聊天页面：{reason}"},
