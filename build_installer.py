@@ -21,15 +21,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 NAME = "QwenClientKit-Setup"
 
-# Installed in the build venv (test tools, the hub SDK's optional extras) but never imported by the product at run
+# Installed in the build venv (test tools, the hub SDKs and their extras) but never imported by the product at run
 # time; PyInstaller's analysis follows optional imports (numpy via huggingface_hub.inference, pytest, pygments,
 # cryptography via urllib3.contrib.pyopenssl, hf_xet for Xet transfers we do not use, fsspec/click for the
-# huggingface_hub filesystem and CLI) and would bundle them all. huggingface_hub itself, httpx2, anyio, yaml,
-# filelock, requests, truststore, jinja2, tqdm, psutil, pynvml and cpuinfo ARE imported (bootstrap/fetch/source_hf.py,
-# source_common.py, probes/). Check with ``grep -rn "import X" bootstrap/`` before adding a name.
+# huggingface_hub filesystem and CLI) and would bundle them all. The hub SDKs stay in pyproject's dependencies (the
+# design card names them; the tests check the loopback hub against them), but the kit does not run them:
+# bootstrap/fetch/source_hf.py and source_modelscope.py speak the protocols with the kit's own bounded requests. So
+# huggingface_hub and what only the SDKs bring (httpx, httpx2, anyio, yaml, filelock) are excluded too: a build
+# that met one through some optional import would not carry it.
+# What the product does import at run time: requests, urllib3, truststore, jinja2, tqdm, psutil, pynvml, cpuinfo,
+# packaging. tests/app/test_setup_checks.py fails when bootstrap/ imports an excluded name (even lazily).
 EXCLUDED_MODULES = (
     "numpy", "pytest", "_pytest", "pygments", "gguf", "modelscope", "tkinter", "_tkinter", "hf_xet", "fsspec",
     "cryptography", "click", "rich", "IPython", "PIL", "torch", "setuptools", "pkg_resources", "sqlite3",
+    "huggingface_hub", "httpx", "httpx2", "anyio", "yaml", "filelock",
 )
 
 

@@ -33,7 +33,9 @@ from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import IntegrityError, SourceError
 from bootstrap.core.hashing import sha256_file
 from bootstrap.core.progress import Progress
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, new_session
+from bootstrap.fetch.http_session import Budget, bounded, download_budget, read_some
+from bootstrap.fetch.partial import MAX_SEGMENT
+from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, cause_text, new_session
 from bootstrap.fetch.source_bundle import is_url, read_url
 
 
@@ -91,27 +93,39 @@ def _check_local(root: Path, entry: BundleFile, progress: Progress) -> Problem |
                                                         actual=actual[:12])
 
 
+def file_budget(size: int) -> Budget:
+    """The bounds of reading one served bundle file whole, in one request: the download engine's rate floor
+    (``MIN_RATE`` over ``RATE_WINDOW``), and the time the engine gives the same bytes in its largest segments
+    (``SEGMENT_DEADLINE`` per ``MAX_SEGMENT``: 600 s per 64 MiB), so a source trickling just above the floor still
+    ends instead of taking months over a 20 GB file. docs/hubs.md, "Bounds on every network read"."""
+    download = download_budget()
+    assert download.deadline is not None
+    return Budget(download.deadline * max(1, -(-size // MAX_SEGMENT)), download.min_rate, download.window)
+
+
 def _check_url(base: str, entry: BundleFile, session: requests.Session, progress: Progress) -> Problem | None:
     url = f"{base}/{quote(entry.path)}"
     bar = progress.file(entry.path.rpartition("/")[2], entry.size, 0, "check")
     digest = hashlib.sha256()
     read = 0
     try:
-        with session.get(url, timeout=API_TIMEOUT, stream=True) as response:
+        with bounded(file_budget(entry.size)) as watch, session.get(url, timeout=API_TIMEOUT,
+                                                                     stream=True) as response:
             if response.status_code == 404:
                 return problem(entry.path, "missing")
             if response.status_code != 200:
-                raise SourceError(t("bundle.err_http", url=url, detail=f"HTTP {response.status_code}"),
+                raise SourceError(t("bundle.err_http", url=masked_url(url), detail=f"HTTP {response.status_code}"),
                                   t("bundle.hint_http"))
-            for block in response.iter_content(1 << 20):
+            while block := read_some(response, 1 << 20):  # as bytes arrive: the watchdog counts each one
                 read += len(block)
                 if read > entry.size:
                     break
                 digest.update(block)
                 bar.update(len(block))
+            watch.raise_if_fired()  # a body the watchdog ended early is a timeout, not a short file
     except TRANSPORT_ERRORS as exc:
-        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        raise SourceError(t("bundle.err_http", url=url, detail=detail), t("bundle.hint_http")) from exc
+        raise SourceError(t("bundle.err_http", url=masked_url(url), detail=cause_text(exc)[0]),
+                          t("bundle.hint_http")) from exc
     finally:
         bar.close()
     if read != entry.size:

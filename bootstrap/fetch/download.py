@@ -283,7 +283,7 @@ class _FileDownload:
             except (_Retry, *NETWORK_ERRORS) as exc:
                 if self.stop.is_set():
                     raise _Stopped from exc
-                st.target = None  # resolve again: a signed CDN URL may have expired, the hub may have moved on
+                st.forget_target()  # resolve again: a signed CDN URL may have expired, the hub may have moved on
                 attempts[key] = 1 if gained() >= CHUNK else attempts[key] + 1
                 if attempts[key] >= self.options.max_attempts:
                     self.mirrors.drop(st, _reason(exc))
@@ -320,7 +320,7 @@ class _FileDownload:
     def _open_range(self, st: MirrorState, first: int, last: int) -> requests.Response:
         """GET with ``Range``, following redirects by hand so credentials never leave the mirror's origin."""
         origin_url = st.mirror.url
-        cached = st.target
+        cached, generation = st.route()
         url, headers = cached or (origin_url, st.mirror.headers)
         timeout = (http_session.CONNECT_TIMEOUT, self.options.stall_timeout)
         for _hop in range(MAX_REDIRECTS + 1):
@@ -334,10 +334,10 @@ class _FileDownload:
             if resp.status_code not in REDIRECT_STATUS:
                 if cached is not None and resp.status_code in EXPIRED_STATUS:
                     resp.close()  # a signed CDN URL expired: resolve it again from the mirror's own URL
-                    st.target = None
+                    st.forget_target()
                     raise _Retry(f"HTTP {resp.status_code} from the redirect target", wait=0.0)
                 if url != origin_url and resp.status_code < 300:
-                    st.target = (url, headers)
+                    st.remember_target((url, headers), generation)
                 return resp
             location = resp.headers.get("Location")
             resp.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bootstrap.core.console import t, warn
@@ -19,13 +19,44 @@ if TYPE_CHECKING:
     from bootstrap.fetch.records import Mirror
 
 
+Target = tuple[str, Mapping[str, str]]  # where a redirect chain ended (a CDN URL) and the headers it takes
+
+
 @dataclass
 class MirrorState:
+    """One mirror of the file: whether it was dropped and why, and the redirect target its workers share.
+
+    The target is a cache the workers share: requests go straight to it until one fails, and then every request
+    resolves again through the mirror's own URL (a signed URL may have expired, the hub may have moved on, and
+    the hub's answer states the sha256 it now serves). ``generation`` makes that rule hold under concurrency: a
+    request that set out before the failure cannot put the old target back when it succeeds.
+    """
+
     mirror: Mirror
     dead: bool = False
     reason: str = ""
     changed: bool = False
-    target: tuple[str, Mapping[str, str]] | None = None  # where the last redirect chain ended (CDN URL)
+    target: Target | None = None
+    generation: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def route(self) -> tuple[Target | None, int]:
+        """The cached target (None: resolve through the mirror's URL) and the generation it belongs to."""
+        with self._lock:
+            return self.target, self.generation
+
+    def forget_target(self) -> None:
+        """A request failed: every request from now on resolves again, until one of them succeeds."""
+        with self._lock:
+            self.target = None
+            self.generation += 1
+
+    def remember_target(self, target: Target, generation: int) -> None:
+        """Cache where a successful request's redirects ended, unless a failure since it set out said to
+        resolve again (``generation`` is what ``route`` returned when it started)."""
+        with self._lock:
+            if generation == self.generation:
+                self.target = target
 
 
 class MirrorPool:

@@ -33,12 +33,14 @@ from bootstrap.catalog.models import parse_catalog
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core.atomic_file import PUBLIC, fsync_dir, write_atomic
 from bootstrap.core.console import info, t, warn
-from bootstrap.core.errors import IntegrityError, QwenKitError, UsageError
+from bootstrap.core.display_text import masked_url
+from bootstrap.core.errors import IntegrityError, QwenKitError, SourceError, UsageError
 from bootstrap.core.file_formats import read_regular
 from bootstrap.core.fs_errors import mapped
 from bootstrap.core.home import Home
 from bootstrap.fetch.download import FetchOptions
-from bootstrap.fetch.records import API_TIMEOUT, Mirror, RemoteFile, new_session
+from bootstrap.fetch.http_session import BudgetExceeded, bounded, metadata_budget
+from bootstrap.fetch.records import API_TIMEOUT, Mirror, RemoteFile, cause_text, new_session
 from bootstrap.fetch.source_bundle import fetch_any, file_url, is_url, read_url
 
 ORIGIN = "origin.txt"
@@ -79,11 +81,15 @@ def bundle_root(source: str) -> str | None:
     if is_hub_source(source):
         return None
     if is_url(source):
+        url = f"{source.rstrip('/')}/{MANIFEST}"
         session = new_session()
-        try:
-            with session.get(f"{source.rstrip('/')}/{MANIFEST}", timeout=API_TIMEOUT, stream=True) as response:
+        try:  # a metadata request, bounded as a whole: a header block trickled byte by byte never times out
+            with bounded(metadata_budget()), session.get(url, timeout=API_TIMEOUT, stream=True) as response:
                 return source.rstrip("/") if response.status_code == 200 else None
-        except OSError:
+        except BudgetExceeded as exc:  # it answers, too slowly to read: say so, rather than try it as a mirror
+            raise SourceError(t("bundle.err_http", url=masked_url(url), detail=cause_text(exc)[0]),
+                              t("bundle.hint_http")) from exc
+        except OSError:  # nothing answers there: not a bundle (a mirror URL then fails with its own line)
             return None
         finally:
             session.close()

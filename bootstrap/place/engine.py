@@ -31,7 +31,17 @@ from bootstrap.core.fs_errors import mapped, os_error
 from bootstrap.core.hashing import is_sha256
 from bootstrap.core.home import Home
 from bootstrap.fetch.download import FetchOptions
-from bootstrap.fetch.records import API_TIMEOUT, TRANSPORT_ERRORS, Mirror, RemoteFile, Source, new_session, read_json
+from bootstrap.fetch.http_session import bounded, metadata_budget
+from bootstrap.fetch.records import (
+    API_TIMEOUT,
+    TRANSPORT_ERRORS,
+    Mirror,
+    RemoteFile,
+    Source,
+    cause_text,
+    new_session,
+    read_json,
+)
 from bootstrap.fetch.source_bundle import fetch_any
 from bootstrap.place.archive import extract_archive
 from bootstrap.place.engine_failure import EngineFailed
@@ -101,10 +111,9 @@ def _digests(repo: str, tag: str, pins_repo: str) -> dict[str, ReleaseDigest]:
     url = release_api_url(repo, tag, pins_repo)
     source = Source("engine", "engine-api", url, repo)
     session = new_session()
-    try:
-        resp = session.get(url, headers={"Accept": "application/vnd.github+json"}, timeout=API_TIMEOUT,
-                           stream=True)
-        with resp:
+    try:  # one metadata request, bounded as a whole (docs/hubs.md, "Bounds on every network read")
+        with bounded(metadata_budget()), session.get(
+                url, headers={"Accept": "application/vnd.github+json"}, timeout=API_TIMEOUT, stream=True) as resp:
             if resp.status_code == 404:
                 return {}
             if resp.status_code != 200:
@@ -112,8 +121,7 @@ def _digests(repo: str, tag: str, pins_repo: str) -> dict[str, ReleaseDigest]:
                                   t("engine.hint_api"))
             data = read_json(resp, source)
     except TRANSPORT_ERRORS as exc:
-        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        raise SourceError(t("engine.err_api", url=url, detail=detail), t("engine.hint_api")) from exc
+        raise SourceError(t("engine.err_api", url=url, detail=cause_text(exc)[0]), t("engine.hint_api")) from exc
     finally:
         session.close()
     found: dict[str, ReleaseDigest] = {}

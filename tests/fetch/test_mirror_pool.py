@@ -115,3 +115,22 @@ def test_concurrent_drops_of_one_mirror_warn_once(capsys: pytest.CaptureFixture[
     assert capsys.readouterr().err.count("continuing from modelscope") == 1
     assert p.states[0].reason.startswith("worker ")
     assert p.current().mirror.source == "modelscope"
+
+
+def test_a_request_that_set_out_before_a_failure_cannot_restore_the_old_redirect_target() -> None:
+    """After a failure every request resolves again through the mirror's URL (where the hub states the sha256 it
+    serves now). A worker that was already using the cached CDN URL and succeeds afterwards must not put that URL
+    back: it did, and test_fault_matrix[mutate-modelscope] then finished the old version from the CDN in about
+    one run of three instead of seeing the upstream change."""
+    st = pool("modelscope").states[0]
+    cdn = ("http://127.0.0.1:9/lfs/old", {})
+    st.remember_target(cdn, st.route()[1])
+    in_flight = st.route()  # a worker sets out with the cached target
+    assert in_flight[0] == cdn
+    st.forget_target()  # another worker's request failed
+    st.remember_target(cdn, in_flight[1])  # the first one succeeds on the old target
+    assert st.route()[0] is None  # the next request resolves again
+    fresh = st.route()
+    new = ("http://127.0.0.1:9/lfs/new", {})
+    st.remember_target(new, fresh[1])  # resolved after the failure: cached again
+    assert st.route()[0] == new

@@ -27,7 +27,10 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
     "wrong_offset": {"delta": 1000},  # 206 whose Content-Range and body start `delta` bytes off
     "short_length": {"missing": 1},  # Content-Length `missing` bytes short; body truncated to it
     "no_commit_header": {},  # drop X-Repo-Commit from resolve responses
-    "mutate": {"after": 0, "cut": True},  # after `after` bytes of the file, commit new same-size bytes
+    # After `after` bytes of the file, commit new same-size bytes (and with `cut`, cut that response). A cut must
+    # lose bytes, or the client never has to come back and see the change: a threshold met by a response's last
+    # byte fires on the next matching response, before its first byte.
+    "mutate": {"after": 0, "cut": True},
     # Hostile sources (issue 24): a body that trickles `bytes` every `every` seconds from `offset` on (the file
     # offset on byte routes, the body offset on listings), so no read ever times out and yet nothing arrives.
     "trickle": {"bytes": 1, "every": 5.0, "offset": 0},
@@ -206,13 +209,18 @@ class FaultRegistry:
                         f.hits += 1
         return out
 
-    def note_served(self, fault: Fault, nbytes: int) -> bool:
-        """Add served bytes to a mutate fault; True exactly once, when its threshold is reached."""
+    def note_served(self, fault: Fault, nbytes: int, *, more: bool) -> bool:
+        """Add served bytes to a mutate fault; True exactly once, when its threshold is reached.
+
+        ``more``: the response has bytes left to send. A cutting mutate fires only then: fired on a response's
+        last byte, its cut would lose nothing (the body is whole), and a client that fetched every other range
+        from a URL it cached would finish the old version without ever being told of the new one.
+        """
         with self._lock:
             if fault.exhausted:
                 return False
             fault.served += nbytes
-            if fault.served >= int(fault.params["after"]):
+            if fault.served >= int(fault.params["after"]) and (more or not fault.params.get("cut", True)):
                 fault.hits += 1
                 return True
             return False

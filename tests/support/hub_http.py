@@ -393,7 +393,7 @@ class BaseHandler(BaseHTTPRequestHandler):
                 if mutate is not None and not mutate.exhausted:
                     remaining = int(mutate.params["after"]) - mutate.served
                     if remaining <= 0:
-                        self._fire_mutate(mutate, repo_id, path, 0)
+                        self._fire_mutate(mutate, repo_id, path, 0, more=True)
                     else:
                         n = min(n, remaining)
                 if n <= 0:
@@ -409,7 +409,7 @@ class BaseHandler(BaseHTTPRequestHandler):
                 self.sent += len(chunk)
                 pos += len(chunk)
                 if mutate is not None and not mutate.exhausted:
-                    self._fire_mutate(mutate, repo_id, path, len(chunk))
+                    self._fire_mutate(mutate, repo_id, path, len(chunk), more=pos < end)
                 if rate:
                     ahead = self.sent / rate - (time.monotonic() - t0)
                     if ahead > 0 and self.hub._stopping.wait(ahead):
@@ -417,8 +417,8 @@ class BaseHandler(BaseHTTPRequestHandler):
                 if cut_at is not None and pos >= first + cut_at:
                     self._abort(rst=rst)
 
-    def _fire_mutate(self, fault: Fault, repo_id: str | None, path: str | None, nbytes: int) -> None:
-        if not self.hub.faults.note_served(fault, nbytes):
+    def _fire_mutate(self, fault: Fault, repo_id: str | None, path: str | None, nbytes: int, *, more: bool) -> None:
+        if not self.hub.faults.note_served(fault, nbytes, more=more):
             return
         if repo_id and path:
             self.hub.store.mutate_file(repo_id, path)

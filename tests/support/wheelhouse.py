@@ -1,10 +1,18 @@
 """A local wheelhouse for the runtime venv's offline path: ``payload/requirements.txt``, the kit and its deps.
 
-Built once with pip (``pip download`` from the configured index; the test machine's only network) and cached under
-``~/.cache/qwenkit-testbed/wheels/<key>``, where the key hashes the requirements, the kit's declared dependencies
-and the interpreter tag (wheels such as pydantic-core are per Python version). The kit's own wheel is rebuilt
-from this checkout on every call (~2 s with hatchling, no build isolation) so tests install the code under test.
-Both steps publish by rename, so a killed run leaves no half-filled wheelhouse behind.
+Two parts, both under ``~/.cache/qwenkit-testbed/wheels/`` (shared by every checkout on the machine):
+
+- ``<key>/``: the third-party wheels, downloaded once with pip (``pip download`` from the configured index; the test
+  machine's only network). The key hashes the requirements, the kit's declared dependencies and the interpreter tag
+  (wheels such as pydantic-core are per Python version).
+- ``<key>.kit-<source>/``: what tests get. Hard links of those wheels plus the kit's own wheel, built from the
+  checkout whose source files hash to ``<source>`` (``kit_source_key``). Published once by rename and never changed
+  after: two checkouts (or two pytest processes) running at once each install their own code. Before, the kit wheel
+  was rebuilt inside ``<key>/`` on every call, so one run could install another checkout's kit mid-test.
+
+Each part is built under ``testbed.cache_lock`` in a staging folder renamed into place, so a killed run leaves no
+half-filled wheelhouse behind; a folder of the same source is reused (no rebuild when nothing changed), and folders
+unused for ``PRUNE_AFTER_S`` are removed.
 
 On a Linux x86_64 machine the wheelhouse also holds the same set for the portable ``linux-x64`` bundle tags
 (``bundle_platforms``: manylinux up to glibc 2.28). pip picks the newest tag it may, so the host-tagged set can
@@ -15,6 +23,7 @@ firewall would with their own wheel mirror.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -22,6 +31,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,20 +49,41 @@ REPO = Path(__file__).resolve().parents[2]
 KIT_DIST = "qwenclientkit"
 _COMPLETE = ".complete"
 PORTABLE = "linux-x64"  # the bundle platform whose wheels are added on a Linux x86_64 machine
+# What the kit's wheel is built from (pyproject.toml: the package, and templates/ and payload/ force-included; the
+# metadata reads the README and the licence).
+KIT_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "bootstrap", "templates", "payload")
+PRUNE_AFTER_S = 7 * 24 * 3600  # a kit wheelhouse no run asked for in a week
 
 
-def _kit_dependencies() -> list[str]:
-    with open(REPO / "pyproject.toml", "rb") as fh:
+def _kit_dependencies(repo: Path = REPO) -> list[str]:
+    with open(repo / "pyproject.toml", "rb") as fh:
         return list(tomllib.load(fh)["project"]["dependencies"])
 
 
-def wheelhouse_key() -> str:
+def wheelhouse_key(repo: Path = REPO) -> str:
     """What the downloaded wheels depend on: requirements, kit dependencies, Python version and platform."""
-    h = hashlib.sha256((REPO / "payload" / "requirements.txt").read_bytes())
-    h.update("\n".join(_kit_dependencies()).encode())
+    h = hashlib.sha256((repo / "payload" / "requirements.txt").read_bytes())
+    h.update("\n".join(_kit_dependencies(repo)).encode())
     h.update(f"{sys.implementation.cache_tag}-{sys.platform}-{platform.machine()}".encode())
     if _portable_tags():
         h.update(("portable:" + ",".join(_portable_tags())).encode())
+    return h.hexdigest()[:16]
+
+
+def kit_source_key(repo: Path = REPO) -> str:
+    """A hash of every file the kit's wheel is built from (paths and bytes; caches skipped): equal keys, equal
+    wheels. Cheap enough to compute on every call (a few hundred small files)."""
+    h = hashlib.sha256()
+    for name in KIT_SOURCES:
+        top = repo / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+        for path in files:
+            rel = path.relative_to(repo)
+            if "__pycache__" in rel.parts or path.suffix in (".pyc", ".pyo"):
+                continue
+            data = path.read_bytes()
+            h.update(f"{rel.as_posix()}\0{len(data)}\0".encode())
+            h.update(data)
     return h.hexdigest()[:16]
 
 
@@ -70,10 +102,11 @@ def _pip(*args: str) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
 
 
-def build_kit_wheel(dest: Path) -> Path:
-    """This checkout as a wheel (hatchling from the test venv: ``--no-build-isolation``, no network)."""
+def build_kit_wheel(dest: Path, repo: Path = REPO) -> Path:
+    """The checkout at ``repo`` as a wheel in ``dest`` (hatchling from the test venv: ``--no-build-isolation``, no
+    network)."""
     with tempfile.TemporaryDirectory(prefix="kit-wheel-") as tmp:
-        _pip("wheel", "--no-deps", "--no-build-isolation", "-w", tmp, str(REPO))
+        _pip("wheel", "--no-deps", "--no-build-isolation", "-w", tmp, str(repo))
         (built,) = Path(tmp).glob(f"{KIT_DIST}-*.whl")
         final = dest / built.name
         shutil.copyfile(built, dest / f".{built.name}.tmp")
@@ -81,34 +114,85 @@ def build_kit_wheel(dest: Path) -> Path:
     return final
 
 
-def provide_wheelhouse() -> Path:
-    """The cached wheelhouse (downloaded on first use), with a fresh kit wheel in it."""
-    final = testbed.cache_dir() / "wheels" / wheelhouse_key()
-    if not (final / _COMPLETE).is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+@contextlib.contextmanager
+def _staging(final: Path) -> Iterator[Path]:
+    """A fresh sibling of ``final`` that becomes ``final`` (by rename) when the block succeeds, else vanishes."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp makes 0700; other users of the cache read it
+    try:
+        yield tmp
+        (tmp / _COMPLETE).write_text("ok\n")
+        if final.exists():  # an incomplete leftover (a complete one is never rebuilt)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _third_party(root: Path, repo: Path) -> Path:
+    """``<root>/<key>``: the third-party wheels, downloaded once (the caller holds the lock)."""
+    final = root / wheelhouse_key(repo)
+    if (final / _COMPLETE).is_file():
+        return final
+    with _staging(final) as tmp, tempfile.TemporaryDirectory(prefix="kit-for-deps-") as kit_dir:
+        kit = build_kit_wheel(Path(kit_dir), repo)  # only to resolve what the kit declares; not kept here
+        # One resolve for both, so the set is consistent: the pinned SDK and everything the kit declares.
+        _pip("download", "-d", str(tmp), "-r", str(repo / "payload" / "requirements.txt"), str(kit))
+        tags = _portable_tags()
+        if tags:
+            version = f"{sys.version_info.major}.{sys.version_info.minor}"
+            platforms = [arg for tag in tags for arg in ("--platform", tag)]
+            _pip("download", "--only-binary=:all:", "--implementation", "cp", "--python-version", version,
+                 *platforms, "-d", str(tmp), "-r", str(repo / "payload" / "requirements.txt"), str(kit))
+        for stray in tmp.glob(f"{KIT_DIST}-*.whl"):  # pip download copies the local kit wheel in
+            stray.unlink()
+    return final
+
+
+def _link(src: Path, dest: Path) -> None:
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove kit wheelhouses no run asked for in ``PRUNE_AFTER_S`` (their ``.complete`` is touched on use), and
+    staging folders a killed run left (the caller holds the lock, so none is in progress)."""
+    now = time.time()
+    for folder in root.glob("*.kit-*"):
+        if folder.name.startswith("."):  # a staging folder: maybe another interpreter's build, under its own lock
+            continue
+        marker = folder / _COMPLETE
         try:
-            kit = build_kit_wheel(tmp)
-            # One resolve for both, so the set is consistent: the pinned SDK and everything the kit declares.
-            _pip("download", "-d", str(tmp), "-r", str(REPO / "payload" / "requirements.txt"), str(kit))
-            tags = _portable_tags()
-            if tags:
-                version = f"{sys.version_info.major}.{sys.version_info.minor}"
-                platforms = [arg for tag in tags for arg in ("--platform", tag)]
-                _pip("download", "--only-binary=:all:", "--implementation", "cp", "--python-version", version,
-                     *platforms, "-d", str(tmp), "-r", str(REPO / "payload" / "requirements.txt"), str(kit))
-            (tmp / _COMPLETE).write_text("ok\n")
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    # Replace the kit wheel by rename (another process may be installing from this folder right now), then drop
-    # wheels of other kit versions.
-    fresh = build_kit_wheel(final)
-    for old in final.glob(f"{KIT_DIST}-*.whl"):
-        if old != fresh:
-            old.unlink(missing_ok=True)
+            stale = folder != keep and now - marker.stat().st_mtime > PRUNE_AFTER_S
+        except FileNotFoundError:
+            stale = True  # not published: a leftover
+        if stale:
+            shutil.rmtree(folder, ignore_errors=True)
+    for leftover in root.glob(".*.*"):
+        if leftover.is_dir() and now - leftover.stat().st_mtime > 3600:
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def provide_wheelhouse(repo: Path = REPO) -> Path:
+    """The wheelhouse for the checkout at ``repo``: the shared third-party wheels (downloaded on first use) and
+    this checkout's kit wheel, in a folder of its own that no other checkout's run changes."""
+    root = testbed.cache_dir() / "wheels"
+    root.mkdir(parents=True, exist_ok=True)
+    key = wheelhouse_key(repo)
+    final = root / f"{key}.kit-{kit_source_key(repo)}"
+    with testbed.cache_lock(f"wheels-{key}"):
+        if (final / _COMPLETE).is_file():
+            os.utime(final / _COMPLETE)  # in use: not pruned
+            return final
+        shared = _third_party(root, repo)
+        with _staging(final) as tmp:
+            for wheel in shared.glob("*.whl"):
+                if not wheel.name.startswith(f"{KIT_DIST}-"):  # one an older test bed put there is not ours
+                    _link(wheel, tmp / wheel.name)
+            build_kit_wheel(tmp, repo)
+        _prune(root, final)
     return final
 
 

@@ -509,6 +509,20 @@ def test_mutate_moves_main_and_keeps_old_commit(hub: LoopbackHub, repo: str, htt
     assert hub.sha256_of(REPO, "config.json") == sha256(SMALL)  # the rest of the tree is unchanged
 
 
+def test_mutate_met_by_a_last_byte_cuts_the_next_response(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
+    """A cut that loses nothing proves nothing: the threshold met exactly by a response's last byte leaves that
+    response whole and unchanged, and fires on the next one before its first byte (test_download_faults'
+    ``mutate`` case was flaky when it fired on a segment's end)."""
+    old_url = cdn_url(http, hub, "weights/big.bin")
+    h = hub.inject("mutate", path_glob="weights/big.bin", after=100_000)
+    first = raw_get(old_url, {"Range": "bytes=0-99999"})
+    assert first["ended"] == "complete" and first["body"] == BIG[:100_000]
+    assert h.hits == 0 and hub.commit_of(REPO) == repo  # not yet: nothing of a response was left to cut
+    second = raw_get(old_url, {"Range": "bytes=100000-199999"})
+    assert second["status"] == 206 and second["ended"] == "eof" and second["body"] == b""
+    assert h.hits == 1 and hub.commit_of(REPO) != repo
+
+
 def test_mutate_without_cut_serves_whole_old_body(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
     hub.inject("mutate", path_glob="config.json", after=0, cut=False)
     assert http.get(hub.resolve_url(REPO, "config.json"), timeout=TIMEOUT).content == SMALL
