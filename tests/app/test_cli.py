@@ -172,6 +172,15 @@ def test_every_message_has_english_and_chinese() -> None:
         assert sorted(_fields(texts["en"])) == sorted(_fields(texts["zh"])), key
 
 
+def test_every_chinese_hint_ends_as_a_sentence() -> None:
+    """A hint is a sentence a person acts on: in Chinese it ends with 。 (or ？/！), also for hints no run of the zh
+    output test happens to print (issue 24: hints without 。)."""
+    hints = {key: texts["zh"] for key, texts in MESSAGES.items()
+             if key.rsplit(".", 1)[-1].startswith("hint") and key != "label.hint"}
+    assert len(hints) > 50  # the catalogue's hints are many: few found means a broken scan
+    assert [key for key, zh in hints.items() if not zh.rstrip().endswith(("。", "？", "！"))] == []
+
+
 def test_every_message_key_in_the_code_exists() -> None:
     """A key missing from ``MESSAGES`` prints as the bare key: every literal ``t("…")`` must name a message."""
     import re

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import socket
 import subprocess
 import sys
@@ -29,7 +30,7 @@ def closed_port_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-def install_answering_no(home: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
+def install_answering_no(home: Path, endpoint: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """``qwenkit install`` (the shipped catalog) on a terminal, "n" typed ahead; stdout and stderr as one stream,
     in the order written."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
@@ -40,7 +41,7 @@ def install_answering_no(home: Path, endpoint: str) -> subprocess.CompletedProce
     try:
         os.write(master, b"n\n")
         return subprocess.run([sys.executable, "-m", "bootstrap", "install", "--home", str(home), "--no-service",
-                               "--no-venv"], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               "--no-venv", *extra], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               env=env, cwd=str(REPO_ROOT), text=True, timeout=120, check=False)
     finally:
         os.close(slave)
@@ -69,8 +70,12 @@ def test_no_source_answering_is_said_before_the_question(tmp_path: Path) -> None
 
 
 def test_reachable_sources_are_named_with_their_time(tmp_path: Path) -> None:
+    """A passing network row is counted on the short screen and shown, sources and times, with ``--verbose``."""
     with LoopbackHub(tmp_path / "hub") as hub:
-        proc = install_answering_no(tmp_path / "home", hub.endpoint)
+        short = install_answering_no(tmp_path / "home", hub.endpoint)
+        proc = install_answering_no(tmp_path / "home", hub.endpoint, "--verbose")
+    assert short.returncode == 0 and "network" not in short.stdout, short.stdout[-3000:]
+    assert re.search(r"(The other|All) \d+ checks (of this machine )?passed", short.stdout), short.stdout[-3000:]
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:]
     at, row = network_row(out)

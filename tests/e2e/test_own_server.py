@@ -153,7 +153,7 @@ def test_service_start_waits_for_the_model_and_status_is_a_sentence(bed: Bed) ->
     start = bed.run("service", "start")
     assert start.returncode == 0, start.stderr
     assert bed.health() == 200  # ready when the command returns, not merely spawned
-    assert re.search(rf"^Server ready after [\d.]+ s \(script\): {re.escape(bed.base)}/v1$", start.stderr, re.M)
+    assert re.search(rf"^Server ready after [\d.]+ s \(script\): {re.escape(bed.base)}/v1$", start.stdout, re.M)
 
     status = bed.run("service", "status")
     pid = bed.server_pid()
@@ -183,7 +183,7 @@ def test_a_rerun_never_calls_a_stranger_serving(bed: Bed, tmp_path: Path, answer
         proc = bed.rerun()
         name = psutil.Process(stranger.pid).name()
         assert proc.returncode == 6, proc.stderr
-        assert "Traceback" not in proc.stderr and "Up to date" not in proc.stderr
+        assert "Traceback" not in proc.stderr and "Up to date" not in proc.stdout + proc.stderr
         assert f"error: port {bed.port} is held by PID {stranger.pid} ({name}), not by this install's server" \
             in proc.stderr
         status = bed.run("status")
@@ -191,7 +191,7 @@ def test_a_rerun_never_calls_a_stranger_serving(bed: Bed, tmp_path: Path, answer
         assert stranger.requests() == []
     proc = bed.rerun()  # the stranger gone, the rerun starts our own server again
     assert proc.returncode == 0, proc.stderr
-    assert "Up to date" in proc.stderr and bed.health() == 200
+    assert "Up to date" in proc.stdout and bed.health() == 200
 
 
 def test_another_homes_server_on_the_port_is_not_ours(bed: Bed, llama_server: Path, tiny_models: dict[str, Path],
@@ -209,7 +209,7 @@ def test_another_homes_server_on_the_port_is_not_ours(bed: Bed, llama_server: Pa
         rerun = bed.rerun()
         assert rerun.returncode == 6, rerun.stderr
         assert f"error: port {bed.port} is held by PID {other.proc.pid} (llama-server)" in rerun.stderr
-        assert "Up to date" not in rerun.stderr
+        assert "Up to date" not in rerun.stdout + rerun.stderr
         status = bed.run("status")
         assert status.returncode == 6 and f"held by PID {other.proc.pid} (llama-server)" in status.stderr
     bed.ensure_serving()

@@ -87,7 +87,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "no download source answers from this machine: install from an offline bundle (--bundle DIR, made "
               "with 'qwenkit bundle create' on a connected machine), or set HTTPS_PROXY if this network needs a proxy",
         "zh": "本机连不上任何下载源：请使用离线安装包（--bundle 目录，在联网的机器上用 'qwenkit bundle create' 制作），"
-              "如果本网络需要代理，请设置 HTTPS_PROXY",
+              "如果本网络需要代理，请设置 HTTPS_PROXY。",
     },
     "sources.err_bad_listing": {
         "en": "bad listing from {source} ({host}): {what}",
@@ -97,7 +97,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "nothing was downloaded from it; another source (--source), a mirror (QWENKIT_HF_MIRRORS) or an offline "
               "bundle (--bundle) avoids it. If it persists, the source or a proxy in between is broken",
         "zh": "未从该下载源下载任何内容；可换一个下载源（--source）、使用镜像（QWENKIT_HF_MIRRORS）或离线安装包"
-              "（--bundle）。如果问题持续，说明下载源或中间的代理有故障",
+              "（--bundle）。如果问题持续，说明下载源或中间的代理有故障。",
     },
     "sources.listing_size": {
         "en": "{field} is {value}, not a size in bytes",
