@@ -53,6 +53,7 @@ from bootstrap.core.messages import (
     service,
     setup,
     sources,
+    speed_source,
     state,
     uninstall,
     verify,
@@ -61,7 +62,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create)
+                                  bundle_create, speed_source)
 
 
 def _merge() -> dict[str, dict[str, str]]:
