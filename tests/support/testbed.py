@@ -650,13 +650,16 @@ def vulkan_engine_dir(*, provision: bool | None = None) -> Path | None:
         return final
     if provision is None:
         provision = os.environ.get(VULKAN_OPT_IN) == "1"
-    if not (final / "llama-server").is_file():
-        if not provision:
-            return None
-        print("testbed: building the Vulkan llama-server (15-30 min on 2 cores, cached)", file=sys.stderr)
-        provision_vulkan_engine(root)
-    verdict = accept_vulkan_engine(final)
-    if not verdict.ok:
-        raise RuntimeError(f"the Vulkan llama-server does not pass the test bed's rule: {verdict.reason}")
-    stamp.write_text(text)
+    if not provision and not (final / "llama-server").is_file():
+        return None
+    with cache_lock("vulkan"):  # another process may be building or checking it: wait, then look again
+        if stamp.is_file() and stamp.read_text() == text and (final / "llama-server").is_file():
+            return final
+        if not (final / "llama-server").is_file():
+            print("testbed: building the Vulkan llama-server (15-30 min on 2 cores, cached)", file=sys.stderr)
+            provision_vulkan_engine(root)
+        verdict = accept_vulkan_engine(final)
+        if not verdict.ok:
+            raise RuntimeError(f"the Vulkan llama-server does not pass the test bed's rule: {verdict.reason}")
+        stamp.write_text(text)
     return final

@@ -167,3 +167,18 @@ def test_with_the_device_the_install_serves_from_it(gpu_bed: InstallBed, tmp_pat
     assert args[args.index("-ngl") + 1] in ("999", "99")
     logs = "".join(p.read_text(errors="replace") for p in gpu_bed.home.logs_dir.glob("*.log"))
     assert "Vulkan0 model buffer size" in logs
+
+
+def test_the_header_guard_patch_is_applied_once_and_only_where_it_fits(tmp_path: Path) -> None:
+    """``patch_vulkan_sources`` on the b11434 block as the sdist has it (runs without the Vulkan build)."""
+    source = tmp_path / "ggml" / "src" / "ggml-vulkan" / "ggml-vulkan.cpp"
+    source.parent.mkdir(parents=True)
+    block = (testbed._LAYER_SETTINGS_START + "    std::vector<vk::LayerSettingEXT> settings = {};\n"
+             + testbed._LAYER_SETTINGS_END)
+    source.write_text("before\n" + block + "after\n", encoding="utf-8")
+    assert testbed.patch_vulkan_sources(tmp_path)
+    patched = source.read_text(encoding="utf-8")
+    assert patched == "before\n#ifdef VK_EXT_layer_settings\n" + block + testbed._LAYER_SETTINGS_ELSE + "after\n"
+    assert testbed.patch_vulkan_sources(tmp_path) and source.read_text(encoding="utf-8") == patched
+    source.write_text("another llama.cpp\n", encoding="utf-8")
+    assert not testbed.patch_vulkan_sources(tmp_path)
