@@ -61,7 +61,7 @@ def test_the_install_measures_before_the_download_and_predicts_from_it(make_bed:
     # and a rerun's confirmation screen shows it before measuring again
     again = bed.install("--verify")
     assert again.returncode == 0, again.stderr
-    assert "Predicted from this machine's own measurement" in again.stderr
+    assert "Predicted from the engine's own measurement on the machine" in again.stderr
 
 
 def test_a_plan_for_another_machine_measures_nothing(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:

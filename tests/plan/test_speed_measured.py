@@ -192,7 +192,7 @@ def test_plan_says_where_its_number_comes_from(tmp_path: Path) -> None:
         docs[name] = json.loads(proc.stdout)["speed"]
         text = _plan(path, tmp_path / "home")
         assert text.returncode == 0, text.stderr
-        line = ("Predicted from this machine's own measurement" if name == "measured"
+        line = ("Predicted from the engine's own measurement on the machine" if name == "measured"
                 else "Estimated from published runs")
         assert line in text.stderr
     assert docs["measured"]["source"] == "measured" and docs["measured"]["measured_on"] == "2026-12-02T08:00:00Z"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
     "speed_source.measured_here": {
-        "en": "Predicted from this machine's own measurement (the engine's kernels, {when}).",
-        "zh": "依据本机实测预测（引擎的计算内核，{when}）。",
+        "en": "Predicted from the engine's own measurement on the machine ({when}).",
+        "zh": "依据推理引擎在该机器上的实测预测（{when}）。",
     },
     "speed_source.published": {
         "en": "Estimated from published runs on other machines: nothing was measured on this one.",
