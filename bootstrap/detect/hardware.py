@@ -18,6 +18,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_json
 from bootstrap.core.json_fields import FieldReader
+from bootstrap.detect.kernel_rates import KernelRates, read_kernel_rates
 
 SCHEMA_VERSION = 1
 # A profile is a few KiB; refusing anything far larger keeps a hostile --hardware file from costing memory.
@@ -152,6 +153,8 @@ class HardwareProfile:
     pythons: tuple[PythonInfo, ...]
     network: NetworkInfo
     checks: tuple[Check, ...] = ()
+    # The engine's measured rates (kernel_rates.py): made by an install before its download, None otherwise.
+    kernel_rates: KernelRates | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The profile document (plain dicts/lists, key order as documented)."""
@@ -167,6 +170,7 @@ class HardwareProfile:
             "pythons": [_fields(p) for p in self.pythons],
             "network": _network_fields(self.network),
             "checks": [_fields(c) for c in self.checks],
+            **({"kernel_rates": self.kernel_rates.to_json()} if self.kernel_rates is not None else {}),
         }
 
     @classmethod
@@ -188,6 +192,7 @@ class HardwareProfile:
             pythons=tuple(PythonInfo(path=p.text("path"), version=p.text("version")) for p in r.items("pythons")),
             network=_read_network(r.obj("network")),
             checks=tuple(_read_check(c) for c in r.items("checks")),
+            kernel_rates=read_kernel_rates(r.opt_obj("kernel_rates")),
         )
 
 

@@ -1,7 +1,7 @@
 """The installer: one run of the whole pipeline (DESIGN.md §1), which is also how reruns upgrade in place.
 
     lock → recover → [up to date? keep serving] → detect → plan → (confirm) → engine (fetch, place, self-test,
-    next build if it cannot run) → fetch → place → tune → render → register → verify → record → clean
+    next build if it cannot run) → measure → fetch → place → tune → render → register → verify → record → clean
 
 - **lock**: one installer per home (``home_lock``); a kill drops it with the process.
 - **recover**: a swap journal left by a killed upgrade is undone (or, when ``state.json`` already records the new
@@ -10,7 +10,8 @@
   started if it is not answering. ``--verify`` skips this and hashes every file.
 - **detect → plan → engine → fetch**: here. The engine comes first and is run once on a tiny quantized model
   (``working_engine``): a build that cannot run here is found in seconds, before any model byte and before the live
-  server is stopped, and the next build this machine can run replaces it (the plan follows). Fetch downloads only
+  server is stopped, and the next build this machine can run replaces it (the plan follows). Then it measures
+  this machine's speed in a few seconds and the plan predicts from that (``measure``). Fetch downloads only
   what changed, into staging when the live install uses the path. **place … record**: ``deploy.deploy``, which
   swaps, verifies (a first start that runs out of memory is replanned once, ``_oom_replanner``) and rolls back.
 - A failure with a named cause (``engine_failure``) is kept in ``logs/last-failure.json`` for ``status``.
@@ -182,8 +183,13 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     from bootstrap.install.proposal import make_proposal
     from bootstrap.plan.planner import choose
 
-    # detect (with whether any source answers, for the check shown before the question; not for a bundle)
+    # detect (with whether any source answers, for the check shown before the question; not for a bundle; and the
+    # speed this machine measured at its last install: install/measure.py)
     hardware = _hardware(home, request, reach=bundle is None and is_hub_source(source))
+    if request.hardware_file is None:
+        from bootstrap.install.measure import rates_in_state
+
+        hardware = replace(hardware, kernel_rates=rates_in_state(previous, hardware.cpu.brand))
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
@@ -196,6 +202,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                              port_asked=port_asked,
                              manager=_manager_name(home, request), venv=request.venv,
                              wheels_dir=request.wheels_dir, reasons=reasons,
+                             measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
                                  f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)))
     if confirm is not None and not confirm(proposal):
@@ -220,6 +227,11 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
             _refused_before(home, fetch_plan, upgrade=previous is not None)
             placed = None
         plan = replanned
+    # measure: this machine's kernel rates with the engine just placed, and the prediction from them
+    from bootstrap.install.measure import measure_and_predict
+
+    plan, hardware = measure_and_predict(home, plan, hardware, working, lambda measured: choose(
+        candidates, measured, fallbacks=fallbacks, variant=plan.variant), elsewhere=request.hardware_file is not None)
     if placed is None:
         placed = fetch(fetch_plan, hold=hold)
     checkpoint("fetched")

@@ -56,6 +56,7 @@ class Proposal:
     thinking: bool | None  # whether the server thinks by default; None: the engine has no such switch
     ctx: int  # the context the server runs with (the plan's, or the catalog entry's own server_args)
     reasons: tuple[str, ...] = ()  # why a rerun is not a no-op (empty on a first install)
+    measures_speed: bool = False  # the install measures this machine's speed before the download (install/measure.py)
 
     @property
     def download_bytes(self) -> int:
@@ -73,8 +74,8 @@ class Proposal:
 
 def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfile, previous: InstallState | None,
                   *, port: int, port_asked: int, manager: str, venv: bool, wheels_dir: Path | None,
-                  bundle_wheels: int | None = None, reasons: tuple[str, ...] = (), ctx: int | None = None
-                  ) -> Proposal:
+                  bundle_wheels: int | None = None, reasons: tuple[str, ...] = (), ctx: int | None = None,
+                  measures_speed: bool = False) -> Proposal:
     """``bundle_wheels``: from an offline bundle, the bytes of this machine's wheels in its manifest (0: it has
     none, so no venv is made). ``ctx``: the context the user asked for (``--ctx``), which wins over the catalog's."""
     parts = (*_model_parts(home, plan, ref), _engine_part(home, plan),
@@ -82,7 +83,7 @@ def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfi
     # What runs: the plan's flags, then the catalog entry's own server_args (installer._deploy_options adds them).
     args = (*plan.args, *(load_catalog().model(plan.model_id).server_args if isinstance(ref, CatalogRef) else ()))
     return Proposal(hardware, plan, previous, parts, port, port_asked, manager, thinking_of(args),
-                    ctx or ctx_of(args) or plan.settings.ctx, reasons)
+                    ctx or ctx_of(args) or plan.settings.ctx, reasons, measures_speed)
 
 
 def _file_part(name: str, home: Home, final: Path, file: ModelFile | None, size: int) -> Part:

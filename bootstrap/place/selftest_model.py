@@ -105,7 +105,7 @@ def _f32_ones(n: int) -> bytes:
     return struct.pack(f"<{n}f", *([1.0] * n))
 
 
-def _vocab() -> tuple[list[str], list[int]]:
+def spm_vocab() -> tuple[list[str], list[int]]:
     """SPM vocabulary: unk/bos/eos, the 256 byte tokens, then a few words (token types per llama-vocab.cpp)."""
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + w for w in _WORDS]
     types = [2, 3, 3] + [6] * 256 + [1] * len(_WORDS)  # UNKNOWN, CONTROL, BYTE, NORMAL
@@ -113,7 +113,7 @@ def _vocab() -> tuple[list[str], list[int]]:
 
 
 def _tensors() -> list[_Tensor]:
-    tokens, _ = _vocab()
+    tokens, _ = spm_vocab()
     n_vocab = len(tokens)
     n_kv = HEAD_DIM * N_HEAD_KV
     layout = [  # (name, ne0, ne1, type): every common weight kernel once
@@ -135,13 +135,13 @@ def _tensors() -> list[_Tensor]:
 
 
 # ---- GGUF encoding ------------------------------------------------------------------------------------------
-def _str(text: str) -> bytes:
+def gguf_str(text: str) -> bytes:
     raw = text.encode("utf-8")
     return struct.pack("<Q", len(raw)) + raw
 
 
-def _kv(key: str, kind: int, value: object) -> bytes:
-    head = _str(key) + struct.pack("<I", kind)
+def gguf_kv(key: str, kind: int, value: object) -> bytes:
+    head = gguf_str(key) + struct.pack("<I", kind)
     if kind == _U32:
         return head + struct.pack("<I", value)
     if kind == _F32:
@@ -149,44 +149,44 @@ def _kv(key: str, kind: int, value: object) -> bytes:
     if kind == _BOOL:
         return head + struct.pack("<B", 1 if value else 0)
     if kind == _STRING:
-        return head + _str(str(value))
+        return head + gguf_str(str(value))
     raise ValueError(kind)  # pragma: no cover
 
 
-def _array(key: str, item_kind: int, items: list[object]) -> bytes:
-    head = _str(key) + struct.pack("<IIQ", _ARRAY, item_kind, len(items))
+def gguf_array(key: str, item_kind: int, items: list[object]) -> bytes:
+    head = gguf_str(key) + struct.pack("<IIQ", _ARRAY, item_kind, len(items))
     if item_kind == _STRING:
-        return head + b"".join(_str(str(i)) for i in items)
+        return head + b"".join(gguf_str(str(i)) for i in items)
     fmt = {_F32: "f", _I32: "i"}[item_kind]
     return head + struct.pack(f"<{len(items)}{fmt}", *items)
 
 
 def _metadata() -> list[bytes]:
-    tokens, types = _vocab()
+    tokens, types = spm_vocab()
     a = "llama"
     return [
-        _kv("general.architecture", _STRING, a),
-        _kv("general.name", _STRING, "qwenkit-selftest"),
-        _kv(f"{a}.context_length", _U32, N_CTX),
-        _kv(f"{a}.embedding_length", _U32, N_EMBD),
-        _kv(f"{a}.block_count", _U32, 1),
-        _kv(f"{a}.feed_forward_length", _U32, N_FF),
-        _kv(f"{a}.attention.head_count", _U32, N_HEAD),
-        _kv(f"{a}.attention.head_count_kv", _U32, N_HEAD_KV),
-        _kv(f"{a}.attention.layer_norm_rms_epsilon", _F32, 1e-5),
-        _kv(f"{a}.rope.dimension_count", _U32, HEAD_DIM),
-        _kv("tokenizer.ggml.model", _STRING, "llama"),
-        _array("tokenizer.ggml.tokens", _STRING, list(tokens)),
-        _array("tokenizer.ggml.scores", _F32, [0.0] * len(tokens)),
-        _array("tokenizer.ggml.token_type", _I32, list(types)),
-        _kv("tokenizer.ggml.bos_token_id", _U32, 1),
-        _kv("tokenizer.ggml.eos_token_id", _U32, 2),
-        _kv("tokenizer.ggml.unknown_token_id", _U32, 0),
-        _kv("tokenizer.ggml.add_bos_token", _BOOL, True),
+        gguf_kv("general.architecture", _STRING, a),
+        gguf_kv("general.name", _STRING, "qwenkit-selftest"),
+        gguf_kv(f"{a}.context_length", _U32, N_CTX),
+        gguf_kv(f"{a}.embedding_length", _U32, N_EMBD),
+        gguf_kv(f"{a}.block_count", _U32, 1),
+        gguf_kv(f"{a}.feed_forward_length", _U32, N_FF),
+        gguf_kv(f"{a}.attention.head_count", _U32, N_HEAD),
+        gguf_kv(f"{a}.attention.head_count_kv", _U32, N_HEAD_KV),
+        gguf_kv(f"{a}.attention.layer_norm_rms_epsilon", _F32, 1e-5),
+        gguf_kv(f"{a}.rope.dimension_count", _U32, HEAD_DIM),
+        gguf_kv("tokenizer.ggml.model", _STRING, "llama"),
+        gguf_array("tokenizer.ggml.tokens", _STRING, list(tokens)),
+        gguf_array("tokenizer.ggml.scores", _F32, [0.0] * len(tokens)),
+        gguf_array("tokenizer.ggml.token_type", _I32, list(types)),
+        gguf_kv("tokenizer.ggml.bos_token_id", _U32, 1),
+        gguf_kv("tokenizer.ggml.eos_token_id", _U32, 2),
+        gguf_kv("tokenizer.ggml.unknown_token_id", _U32, 0),
+        gguf_kv("tokenizer.ggml.add_bos_token", _BOOL, True),
     ]
 
 
-def _pad(n: int) -> int:
+def gguf_pad(n: int) -> int:
     return (-n) % DEFAULT_ALIGNMENT
 
 
@@ -197,14 +197,14 @@ def selftest_bytes() -> bytes:
     infos = bytearray()
     offset = 0
     for tensor in tensors:
-        infos += _str(tensor.name) + struct.pack("<I", len(tensor.shape))
+        infos += gguf_str(tensor.name) + struct.pack("<I", len(tensor.shape))
         infos += struct.pack(f"<{len(tensor.shape)}Q", *tensor.shape)
         infos += struct.pack("<IQ", GGML_TYPE_IDS[tensor.type_name], offset)
-        offset += len(tensor.data) + _pad(len(tensor.data))
+        offset += len(tensor.data) + gguf_pad(len(tensor.data))
     header = GGUF_MAGIC + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + bytes(infos)
-    body = bytearray(header + bytes(_pad(len(header))))
+    body = bytearray(header + bytes(gguf_pad(len(header))))
     for tensor in tensors:
-        body += tensor.data + bytes(_pad(len(tensor.data)))
+        body += tensor.data + bytes(gguf_pad(len(tensor.data)))
     return bytes(body)
 
 

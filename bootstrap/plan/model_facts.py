@@ -39,7 +39,8 @@ def scale_profile(profile: ModelProfile, file_size: int, reference_size: int) ->
                    token_embd_bytes=_scaled(profile.token_embd_bytes, ratio),
                    output_bytes=_scaled(profile.output_bytes, ratio), other_bytes=_scaled(profile.other_bytes, ratio),
                    total_weight_bytes=_scaled(profile.total_weight_bytes, ratio),
-                   output_repack=_scaled(profile.output_repack, ratio))
+                   output_repack=_scaled(profile.output_repack, ratio),
+                   weight_types=())  # another quant: other types (the speed model goes by its name)
 
 
 def profile_from_shape(model: CatalogModel, file_size: int) -> ModelProfile:

@@ -101,6 +101,10 @@ class ModelProfile:
     mtp_layers: tuple[LayerWeights, ...] = ()
     # The chat template has a thinking switch (``template_thinks``): llama-server's ``--reasoning`` means something.
     thinks: bool = False
+    # Bytes per (part, ggml type) of the trunk: part "dense", "expert" or "output" (the logits matrix: output.weight,
+    # or token_embd when tied). The speed model weighs each type's measured rate by them; empty when the bytes are
+    # not this file's own (a profile scaled from another quant, or from the catalog's shape facts).
+    weight_types: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def has_mtp(self) -> bool:
@@ -216,6 +220,26 @@ def _weights(tensors: Iterable[TensorInfo], n_layer_all: int, n_layer: int, arch
     return layers, token_embd, output, other, output_rp if output else token_embd_rp, every[n_layer:]
 
 
+def weight_types(tensors: Iterable[TensorInfo], n_layer: int) -> tuple[tuple[str, str, int], ...]:
+    """Bytes per (part, type) a token's matrices come in (``ModelProfile.weight_types``); nextn blocks left out."""
+    found: dict[tuple[str, str], int] = {}
+    tensors = list(tensors)
+    tied = not any(t.name == "output.weight" for t in tensors)
+    for tensor in tensors:
+        match = _BLOCK_RE.match(tensor.name)
+        if match:
+            if int(match.group(1)) >= n_layer:
+                continue
+            part = "expert" if _EXPERT_RE.search(tensor.name) else "dense"
+        elif tensor.name == "output.weight" or (tied and tensor.name == "token_embd.weight"):
+            part = "output"
+        else:
+            continue
+        key = (part, tensor.type_name.upper())
+        found[key] = found.get(key, 0) + tensor.nbytes
+    return tuple((part, kind, n) for (part, kind), n in sorted(found.items()))
+
+
 # The tensors llama.cpp's MTP graph cannot run without (models/qwen35moe.cpp graph_mtp asserts eh_proj, enorm and
 # hnorm; load_block_mtp requires them once MTP is enabled).
 MTP_REQUIRED = ("nextn.eh_proj.weight", "nextn.enorm.weight", "nextn.hnorm.weight")
@@ -312,6 +336,7 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         n_ff=n_ff, n_ff_exp=n_ff_exp, ssm_conv_dim=conv_dim, ssm_v_heads=v_heads, output_repack=output_rp,
         mtp_layers=_mtp_blocks(header, n_layer, n_layer_all, nextn),
         thinks=template_thinks(header.metadata.get("tokenizer.chat_template")),
+        weight_types=weight_types(header.tensors, n_layer),
     )
 
 

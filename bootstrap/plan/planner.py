@@ -499,7 +499,7 @@ def _predict_speed(candidate: Candidate, settings: LaunchSettings, hardware: Har
     gpu = _main_gpu(hardware) if uses_gpu(variant) and budget.gpu_bytes > 0 else None
     return predict(candidate.profile, settings, hardware, threads, gpu_vendor=gpu.vendor if gpu else None,
                    gpu_bandwidth=gpu.memory_bandwidth_bytes_per_s if gpu else None,
-                   thinking=candidate.thinking_default if candidate.thinks else None)
+                   thinking=candidate.thinking_default if candidate.thinks else None, quant=candidate.quant)
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:

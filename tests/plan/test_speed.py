@@ -137,7 +137,8 @@ def test_prompt_is_faster_than_decode_and_ranges_hold_the_estimate(moe: ModelPro
     assert pred.prompt_low < pred.prompt_tps < pred.prompt_high
     doc = pred.to_json()
     assert set(doc) == {"decode_tps", "decode_low", "decode_high", "prompt_tps", "prompt_low", "prompt_high",
-                        "context_fill", "inputs"}
+                        "context_fill", "source", "measured_on", "kernel_rates", "inputs"}
+    assert (doc["source"], doc["measured_on"]) == ("published", None)  # a recorded profile: nothing measured
 
 
 def test_thinking_is_a_separate_line_with_the_same_speed(moe: ModelProfile) -> None:

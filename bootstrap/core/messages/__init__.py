@@ -58,6 +58,7 @@ from bootstrap.core.messages import (
     service,
     setup,
     sources,
+    speed_source,
     state,
     uninstall,
     verify,
@@ -66,7 +67,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus, options, output)
+                                  bundle_create, identity, logs, gpus, options, output, speed_source)
 
 
 def _merge() -> dict[str, dict[str, str]]:
