@@ -19,7 +19,6 @@ every step through it instead of ``python -m bootstrap``. The exit code is the f
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -114,26 +113,6 @@ def chat(home: Home, prompt: str) -> tuple[str, int, float]:
         time.perf_counter() - start
 
 
-def snapshot_wheels(work: Path) -> Path:
-    """Hard links of the cached wheelhouse under ``work``: ``provide_wheelhouse`` replaces the kit wheel in the shared
-    cache on every call, so a test run starting meanwhile must not take it from under this install."""
-    for _ in range(3):
-        cache = provide_wheelhouse()
-        snapshot = work / "wheels"
-        shutil.rmtree(snapshot, ignore_errors=True)
-        snapshot.mkdir()
-        for wheel in cache.glob("*.whl"):
-            try:
-                os.link(wheel, snapshot / wheel.name)
-            except FileNotFoundError:
-                continue  # replaced meanwhile: the kit check below decides
-            except OSError:
-                shutil.copyfile(wheel, snapshot / wheel.name)  # another file system
-        if any(snapshot.glob("qwenclientkit-*.whl")):
-            return snapshot
-    raise RuntimeError(f"no kit wheel in {cache}")
-
-
 def build_frozen(work: Path) -> Path:
     from build_installer import build  # imported late: only --frozen needs PyInstaller
 
@@ -177,7 +156,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="qwenkit-demo-"))
     try:
         testbed.release_asset(), testbed.gemma_model()
-        wheels = snapshot_wheels(work)
+        wheels = provide_wheelhouse()  # this checkout's own folder, never changed once made
         say(f"test bed ready in {time.perf_counter() - start:.1f} s")
         exe = build_frozen(work) if opts.frozen else None
         with demo_source(work, wheels=wheels, lang=opts.lang) as bed:

@@ -246,3 +246,39 @@ def test_the_key_steps_quote_the_pages_own_words() -> None:
             assert words in said and words in readme, (lang, words)
         assert "Settings > General > API Key" in said
         assert "*Settings* → *General* → *API Key*" in readme
+
+
+# What the troubleshooting section quotes of the product, per language: the plan's own lines for the recorded
+# machine without a GPU ("…" stands for what the quote leaves out), and the slow-speed warning's template.
+PLAN_QUOTES = {"en": ["Plan: … on the CPU", "Speed: ~6.1 tokens/s (4.8-7.3) for short prompts …"],
+               "zh": ["方案：……，运行于处理器（CPU）", "速度：短提示词约 6.1 token/秒……"]}
+SLOW_QUOTES = {"en": "generates … tokens/s, far below the predicted", "zh": "远低于预测"}
+
+
+def _quote_pattern(quote: str) -> re.Pattern[str]:
+    return re.compile(".*?".join(re.escape(part) for part in re.split(r"…+", quote)))
+
+
+@pytest.mark.parametrize("lang", sorted(READMES))
+def test_troubleshooting_quotes_what_the_product_says(lang: str) -> None:
+    """Issue 24: the README quoted "Speed: slow (CPU only…)" while the plan printed "Speed: ~2.3 tokens/s". Each
+    quote must appear in the README and match a line the real ``plan`` prints (the no-GPU machine, this language),
+    or the warning's own words."""
+    from bootstrap.core.console import set_language, t
+
+    readme = text(READMES[lang])
+    env = {**os.environ, "QWENKIT_HOME": str(ROOT / "tests" / "data" / "no-such-home"), "QWENKIT_LANG": lang}
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "plan", "--hardware",
+                           str(HARDWARE / "no_gpu_16gb.json")], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for quote in PLAN_QUOTES[lang]:
+        assert quote in readme, quote
+        assert any(_quote_pattern(quote).match(line) for line in lines), (quote, lines[:3])
+    set_language(lang)
+    try:
+        warning = t("speed.slow", measured="2.0", low="4.8", causes="-")
+    finally:
+        set_language(None)
+    assert SLOW_QUOTES[lang] in readme and _quote_pattern(SLOW_QUOTES[lang]).search(warning), warning

@@ -52,13 +52,14 @@ class SelfTest:
         return self.failure is None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now, for a short-lived check server (the self-test, the speed measurement)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _env(server: Path) -> dict[str, str]:
+def engine_env(server: Path) -> dict[str, str]:
     """What the start script gives the server: no ``LLAMA_ARG_*``, the engine folder on the library path."""
     env = settings.engine_child_env()
     if os.name != "nt":
@@ -67,7 +68,8 @@ def _env(server: Path) -> dict[str, str]:
     return env
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """TERM, then KILL after the stop bound: a test server never outlives its check."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -152,7 +154,7 @@ def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = 
     log: "stopped" with that status), a running server that answered with an error (``http_error``, its words),
     and one that kept running without answering (``no_answer``)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    base = f"http://127.0.0.1:{_free_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     port = base.rpartition(":")[2]
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", port, "-c", "256", "-np", "1", *args]
     flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
@@ -160,14 +162,14 @@ def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = 
     with open(log, "wb") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=_env(server), creationflags=flags)
+                                    env=engine_env(server), creationflags=flags)
         except OSError as exc:
             return SelfTest(0.0, classify(None, f"{exc.strerror or exc}", log_path=str(log)), log)
         try:
             why = _await(proc, base, start + timeout)
         finally:
             if proc.poll() is None:
-                _stop(proc)
+                stop_server(proc)
     seconds = time.monotonic() - start
     if why is None:
         return SelfTest(seconds, None, log)

@@ -98,6 +98,18 @@ def choose_target(home: Home, system: str, *, frozen: bool, executable: Path) ->
     return LauncherTarget(executable, args=("-m", "bootstrap"), kind="interpreter")
 
 
+def invoked_as(executable: Path, *, frozen: bool, argv0: str | None = None) -> str:
+    """How this very run was started, for the closing "Rerun '… install'" when no launcher was written (a path
+    that does not exist would send the user nowhere): the setup program, the ``qwenkit`` script that ran, or
+    ``<python> -m bootstrap``."""
+    if frozen:
+        return str(executable)
+    script = Path(sys.argv[0] if argv0 is None else argv0)
+    if script.name.lower().startswith("qwenkit") and script.is_file():
+        return str(script.absolute())
+    return f"{executable} -m bootstrap"
+
+
 def keep_frozen_copy(executable: Path, target: Path) -> None:
     """Copy the running setup into the home (a one-file build; a folder build's whole folder), unless the copy there
     already has its size and time."""
@@ -173,7 +185,9 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
     search = settings.search_path(env)
     target = choose_target(home, system, frozen=frozen, executable=executable)
     if isinstance(target, str):
-        return CommandOnPath(None, None, which_qwenkit(search), t("path.skipped", reason=target), str(launcher))
+        runs = which_qwenkit(search)
+        return CommandOnPath(None, None, runs, t("path.skipped", reason=target),
+                             "qwenkit" if runs else invoked_as(executable, frozen=frozen))
     other = _foreign(folder, system, prior)
     if other is not None:
         runs = which_qwenkit(search)
@@ -190,8 +204,9 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
 
             write_rendered(launcher, text, newline=newline, mode=0o755)
     except OSError as exc:
-        return CommandOnPath(None, None, which_qwenkit(search),
-                             t("path.write_failed", path=launcher, detail=exc.strerror or exc), str(launcher))
+        runs = which_qwenkit(search)
+        return CommandOnPath(None, None, runs, t("path.write_failed", path=launcher, detail=exc.strerror or exc),
+                             "qwenkit" if runs else invoked_as(executable, frozen=frozen))
     added = prior.path_entry if prior is not None and Path(prior.path) == launcher else None
     if system == "Windows":
         try:

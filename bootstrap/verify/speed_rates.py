@@ -9,7 +9,8 @@ served by the engine on the CPU alone (``-dev none``, the plan's ``-t`` and repa
 off, ``ignore_eos``), and llama-server's own ``timings``:
 
 - decode: weight bytes per second = bytes per token ÷ (seconds per token − the per-token and per-layer overheads
-  the speed model adds back), the best run (noise only ever slows a run down);
+  the speed model adds back), the median run (a server serves at its typical speed, not its best: with the best of
+  two runs the test bed's predictions were about 10 % high on average, docs/speed.md);
 - prompt: FLOP/s = 2 × parameters × prompt tokens ÷ (prompt seconds − one read of the weights at the decode rate).
 
 Where the plan offloads to a GPU, one more model (sized the same way for the GPU's bytes, every layer on it) gives
@@ -23,6 +24,7 @@ constants fitted on published runs stay in force. The server's output goes to ``
 from __future__ import annotations
 
 import contextlib
+import statistics
 import subprocess
 import tempfile
 import time
@@ -36,14 +38,14 @@ import requests
 
 from bootstrap.detect.kernel_rates import DeviceRates, KernelRates, TypeRate
 from bootstrap.fetch.http_session import local_session
-from bootstrap.place.engine_selftest import _env, _free_port, _stop
+from bootstrap.place.engine_selftest import engine_env, free_port, stop_server
 from bootstrap.plan import speed
 from bootstrap.verify.speed_models import RateModel, write_rate_model
 
 MEASURE_BUDGET_S = 20.0  # the whole measurement, every type and the GPU: about 2 s per type on the test bed
 PROMPT_TOKENS = 64
-DECODE_TOKENS = 8
-DECODE_RUNS = 2
+DECODE_TOKENS = 12
+DECODE_RUNS = 3
 # A measurement model reads about as many bytes per token as the planned model does on that device, between these:
 # a model that fits in cache runs faster per byte than one streamed from RAM (one thread here: Q8_0 at 18-21 GB/s
 # from a 133 MB model, 9-15 GB/s from 400 MB and from the real 384 MB llama-q8-0.4g, side by side), so the
@@ -104,7 +106,7 @@ def _serving(server: Path, model: Path, args: Sequence[str], log: Path, env: dic
              deadline: float) -> Iterator[str | None]:
     """llama-server on ``model`` on a free loopback port: its base URL once ``/health`` answers, or None when it
     exited or the deadline passed first. Stopped on leaving."""
-    base = f"http://127.0.0.1:{_free_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", base.rpartition(":")[2], *args]
     flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
     with open(log, "ab") as out:
@@ -117,7 +119,7 @@ def _serving(server: Path, model: Path, args: Sequence[str], log: Path, env: dic
         try:
             yield _ready(proc, base, deadline)
         finally:
-            _stop(proc)
+            stop_server(proc)
 
 
 def _ready(proc: subprocess.Popen[bytes], base: str, deadline: float) -> str | None:
@@ -151,10 +153,10 @@ def _complete(session: requests.Session, base: str, prompt: list[int], n_predict
 
 def rates_from_timings(model: RateModel, decode: Sequence[dict[str, Any]], prompt: dict[str, Any], *,
                        gpu: bool = False) -> TypeRate:
-    """The type's rates from llama-server's ``timings`` (the fastest of the ``decode`` runs; the ``prompt`` run):
+    """The type's rates from llama-server's ``timings`` (the median of the ``decode`` runs; the ``prompt`` run):
     the speed model's overheads for this model's layers come off a token's time first, as ``speed.predict`` adds
     them back."""
-    decode_tps = max(float(t["predicted_per_second"]) for t in decode)
+    decode_tps = statistics.median(float(t["predicted_per_second"]) for t in decode)
     best_prompt = prompt
     per_layer = speed.GPU_LAYER_OVERHEAD_S if gpu else speed.CPU_LAYER_OVERHEAD_S
     token_s = 1.0 / decode_tps
@@ -192,7 +194,7 @@ def measure_rates(server: Path, request: RateRequest, *, engine: str, cpu_brand:
     deadline = start + budget_s
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_bytes(b"")
-    env = {**_env(server), **dict(request.env)}
+    env = {**engine_env(server), **dict(request.env)}
     common = ["-c", "512", "-np", "1", "-fa", "on", "-b", "512", "-ub", "512", "-t", str(request.threads),
               "-tb", str(request.threads), *([] if request.repack else ["--no-repack"])]
     cpu: list[TypeRate] = []

@@ -42,6 +42,7 @@ class Bed:
     home: Home
     port: int
     env: dict[str, str]
+    first_install: subprocess.CompletedProcess[str] | None = None
 
     def run(self, *argv: str, timeout: float = 300, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "bootstrap", *argv], cwd=REPO_ROOT, env={**self.env, **extra},
@@ -101,9 +102,25 @@ def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterato
         try:
             proc = b.run("install", "--yes", "--no-service", "--no-venv", "--port", str(port), timeout=600)
             assert proc.returncode == 0, proc.stderr[-3000:]
+            b.first_install = proc
             yield b
         finally:
             b.stop()
+
+
+def test_the_closing_line_names_a_command_that_runs(bed: Bed) -> None:
+    """Issue 24: with no launcher written (a source checkout, no venv) the closing line named '<bin>/qwenkit', a file
+    that did not exist. Now it names how the install was run, and that command works."""
+    assert bed.first_install is not None
+    last = bed.first_install.stdout.rstrip().splitlines()[-1]
+    said = re.fullmatch(r"Installed in .*\. Rerun '(?P<command>.+) install' any time to upgrade\.", last)
+    assert said is not None, last
+    assert said["command"] == f"{sys.executable} -m bootstrap"
+    python, module = said["command"].split(" -m ")
+    bed.ensure_serving()
+    status = subprocess.run([python, "-m", module, "status"], cwd=REPO_ROOT, env=bed.env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert status.returncode == 0 and "endpoint" in status.stdout, status.stderr[-2000:]
 
 
 def test_a_healthy_status_shows_what_the_server_runs_with(bed: Bed) -> None:

@@ -15,7 +15,7 @@ import pytest
 from bootstrap.core.hashing import sha256_bytes
 from bootstrap.core.home import Home
 from bootstrap.register.launcher_record import launcher_intact
-from bootstrap.register.shell_command import MARKER, is_ours, put_on_path, remove_launcher
+from bootstrap.register.shell_command import MARKER, invoked_as, is_ours, put_on_path, remove_launcher
 from bootstrap.register.user_path import WinregEnvironment
 from tests.register.test_user_path import DEFAULT, FakeWinreg
 
@@ -63,6 +63,30 @@ def test_launcher_runs_the_venvs_qwenkit_with_every_argument_intact(home: Home, 
     assert done.line == ("qwenkit is in " + str(launcher.parent) + ", which your shell does not search yet; add it "
                          """to PATH with: echo 'export PATH="$HOME/.local/bin:$PATH"' >> ~/.bashrc""")
     assert launcher_intact(done.record)
+
+
+def test_no_launcher_written_names_the_command_that_ran(tmp_path: Path) -> None:
+    """Issue 24: a run from a source checkout whose home has no venv writes no launcher, yet the closing line said
+    "Rerun '<bin>/qwenkit install'", a file that does not exist. It names how this run was started instead."""
+    home = Home(tmp_path / "home")  # no venv: from this checkout, nothing outlives the run
+    user = tmp_path / "user"
+    done = put_on_path(home, "Linux", env=_env(tmp_path), user_home=user, frozen=False,
+                       executable=Path(sys.executable))
+    assert done.launcher is None and not (user / ".local" / "bin" / "qwenkit").exists()
+    assert "source checkout" in done.line
+    assert done.command == f"{sys.executable} -m bootstrap"  # pytest's argv[0] is no qwenkit script
+    script = tmp_path / "bin" / "qwenkit"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    assert invoked_as(Path(sys.executable), frozen=False, argv0=str(script)) == str(script)
+    assert invoked_as(tmp_path / "QwenClientKit-Setup", frozen=True) == str(tmp_path / "QwenClientKit-Setup")
+    on_path = tmp_path / "other"
+    (on_path / "qwenkit").parent.mkdir()
+    (on_path / "qwenkit").write_text("#!/bin/sh\n", encoding="utf-8")
+    (on_path / "qwenkit").chmod(0o755)
+    found = put_on_path(home, "Linux", env=_env(tmp_path, on_path), user_home=user, frozen=False,
+                        executable=Path(sys.executable))
+    assert found.command == "qwenkit"  # a qwenkit the shell finds is the one to name
 
 
 @posix_only

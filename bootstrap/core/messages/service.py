@@ -13,10 +13,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Service installed ({manager}): {path}",
         "zh": "服务已安装（{manager}）：{path}",
     },
-    "service.started": {
-        "en": "Server started ({manager}): {url}",
-        "zh": "服务器已启动（{manager}）：{url}",
-    },
     "service.stopped": {
         "en": "Server stopped ({manager}).",
         "zh": "服务器已停止（{manager}）。",
@@ -33,12 +29,6 @@ MESSAGES: dict[str, dict[str, str]] = {
     # service.
     "service.manager_script": {"en": "script", "zh": "启动脚本"},
     "service.manager_task-scheduler": {"en": "task-scheduler", "zh": "任务计划程序"},
-    "service.status_line": {
-        "en": "manager: {manager}, installed: {installed}, active: {active}, enabled: {enabled}{detail}",
-        "zh": "服务管理器：{manager}，已安装：{installed}，运行中：{active}，自启动：{enabled}{detail}",
-    },
-    "service.yes": {"en": "yes", "zh": "是"},
-    "service.no": {"en": "no", "zh": "否"},
     "service.err_refused": {
         "en": "{manager} refused '{command}' (exit {rc}): {detail}",
         "zh": "{manager} 拒绝执行 '{command}'（退出码 {rc}）：{detail}",

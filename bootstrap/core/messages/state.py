@@ -41,7 +41,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{role} file missing or changed ({path})",
         "zh": "{role} 文件缺失或已变化（{path}）",
     },
-    "status.problem_key": {"en": "API key file missing ({path})", "zh": "API 密钥文件缺失（{path}）"},
     "status.problem_down": {
         "en": "server not answering at {url} ({detail})",
         "zh": "服务器在 {url} 无响应（{detail}）",

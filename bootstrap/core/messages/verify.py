@@ -66,22 +66,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "--no-repack：此 CPU 支持 AMX，其权重重排路径可能在预热时使 llama.cpp 崩溃（SIGILL），且额外占用内存",
     },
     # verify
-    "verify.err_stopped": {
-        "en": "llama-server stopped before it was ready{last}",
-        "zh": "llama-server 在就绪前停止运行{last}",
-    },
-    "verify.err_exited": {
-        "en": "llama-server exited with status {code} before it was ready{last}",
-        "zh": "llama-server 在就绪前退出，状态码 {code}{last}",
-    },
-    "verify.err_exited_last": {
-        "en": "; its last log line: {line}",
-        "zh": "；最后一行日志：{line}",
-    },
-    "verify.hint_exited": {
-        "en": "Read the whole log{where}; rerun the install to repair it.",
-        "zh": "请查看完整日志{where}；重新运行安装可修复。",
-    },
     "verify.err_health_timeout": {
         "en": "the server at {url} was not ready within {seconds} s ({last})",
         "zh": "{url} 上的服务在 {seconds} 秒内未就绪（{last}）",
@@ -165,7 +149,6 @@ MESSAGES: dict[str, dict[str, str]] = {
                                     "回答在 .content 中。"},
     "verify.thinking_default": {"en": "Change the server's default: qwenkit install --thinking on|off.",
                                 "zh": "修改服务默认值：'qwenkit install --thinking on|off'。"},
-    "verify.opening": {"en": "opening {url} in the browser", "zh": "正在浏览器中打开 {url}"},
     # the speed measurement at verify (verify/speed_check.py)
     "speed.decode": {"en": "  generation   measured {measured} tokens/s, {predicted}",
                      "zh": "  生成速度     实测每秒 {measured} 个 token，{predicted}"},
