@@ -7,7 +7,7 @@ a free figure taken before the desktop grew. ``--list-devices`` (``place/engine_
 llama.cpp ``common/arg.cpp``, ``common_print_available_devices``) is what the server will use. Rules:
 
 - an engine device is paired with the detected GPU of the same vendor (the only one, else the one whose model
-  words it shares); a discrete GPU then takes the engine's name, total and free memory and its device name
+  words it shares); a device whose description names no maker only with a detected GPU whose model words it shares; a discrete GPU then takes the engine's name, total and free memory and its device name
   ("Vulkan0"); an integrated GPU keeps its detected carve-out, because llama.cpp's Vulkan backend counts every
   memory heap of an integrated GPU, the RAM it shares included (``ggml_backend_vk_get_device_memory``), and that
   RAM is the plan's already;
@@ -77,15 +77,16 @@ def model_words(name: str) -> frozenset[str]:
 
 
 def _pair(gpus: Sequence[GpuInfo], device: EngineDevice, taken: set[int]) -> GpuInfo | None:
+    """The detected GPU this engine device is. A description that names no maker ("llvmpipe (LLVM 15.0.6, 256
+    bits)") pairs only with a detected GPU of the same model words: detection named it, so the plan may use it."""
     vendor = vendor_of_description(device.description)
-    same = [g for g in gpus if g.vendor == vendor and g.index not in taken]
-    if not same:
-        return None
-    if len(same) == 1:
-        return same[0]
     words = model_words(device.description)
+    free = [g for g in gpus if g.index not in taken]
+    same = [g for g in free if g.vendor == vendor] if vendor != "unknown" else free
+    if len(same) == 1 and vendor != "unknown":
+        return same[0]
     scored = [(_similarity(words, model_words(g.name)), g) for g in same]
-    best = max(scored, key=lambda pair: pair[0])
+    best = max(scored, key=lambda pair: pair[0], default=(0.0, None))
     return best[1] if best[0] > 0 else None
 
 

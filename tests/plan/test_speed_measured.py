@@ -194,7 +194,7 @@ def test_plan_says_where_its_number_comes_from(tmp_path: Path) -> None:
         assert text.returncode == 0, text.stderr
         line = ("Predicted from the engine's own measurement on the machine" if name == "measured"
                 else "Estimated from published runs")
-        assert line in text.stderr
+        assert line in text.stdout and line not in text.stderr  # the plan is the command's primary output
     assert docs["measured"]["source"] == "measured" and docs["measured"]["measured_on"] == "2026-12-02T08:00:00Z"
     assert docs["measured"]["kernel_rates"]["devices"][0]["rates"][0]["type"] == "Q4_K"
     assert docs["measured"]["inputs"]["devices"]["cpu"]["measured"]["threads"] == 4

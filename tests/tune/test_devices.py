@@ -196,3 +196,19 @@ def test_a_discrete_arc_whose_driver_reports_no_memory_waits_for_the_engine(mode
     assert (variant.name, budget.gpu_name, budget.gpu_bytes) == ("ubuntu-vulkan-x64", "Intel Arc A750", 0)
     view = engine_view(i915, listed("vulkan_arc_a750_linux"), variant)
     assert view.changed and budget_for(view.hardware, variant).gpu_bytes == 6841 * MIB
+
+
+def test_a_software_renderer_detection_named_is_the_gpu_it_named() -> None:
+    """The test bed's software GPU: a profile whose detected GPU is lavapipe by name (as the Vulkan tests write
+    it) pairs with the engine's "llvmpipe" and is planned on; an AMD card of other words is not paired."""
+    variant = choose_variant(machine("rx6700xt_12gb_windows"))
+    lavapipe = replace(machine("rx6700xt_12gb_windows").gpus[0], name="llvmpipe (software Vulkan)",
+                       vram_total_bytes=2 * GIB, vram_free_bytes=2 * GIB)
+    view = engine_view(replace(machine("no_gpu_16gb"), gpus=(lavapipe,)), listed("vulkan_lavapipe"), variant)
+    [gpu] = view.hardware.gpus
+    assert (gpu.vendor, gpu.engine_device) == ("amd", "Vulkan0") and gpu.name == "llvmpipe"
+    assert budget_for(view.hardware, variant).gpu_name == gpu.name
+    radeon = replace(lavapipe, name="AMD Radeon RX 6700 XT")
+    other = engine_view(replace(machine("no_gpu_16gb"), gpus=(radeon,)), listed("vulkan_lavapipe"), variant)
+    assert [g.vendor for g in other.hardware.gpus] == ["unknown"]
+    assert other.notes[0].startswith("llama-server does not see AMD Radeon RX 6700 XT")
