@@ -7,10 +7,11 @@ a free figure taken before the desktop grew. ``--list-devices`` (``place/engine_
 llama.cpp ``common/arg.cpp``, ``common_print_available_devices``) is what the server will use. Rules:
 
 - an engine device is paired with the detected GPU of the same vendor (the only one, else the one whose model
-  words it shares); a device whose description names no maker only with a detected GPU whose model words it shares; a discrete GPU then takes the engine's name, total and free memory and its device name
-  ("Vulkan0"); an integrated GPU keeps its detected carve-out, because llama.cpp's Vulkan backend counts every
-  memory heap of an integrated GPU, the RAM it shares included (``ggml_backend_vk_get_device_memory``), and that
-  RAM is the plan's already;
+  words it shares); a device whose description names no maker, only with a detected GPU whose model words it
+  shares; a discrete GPU then takes the engine's name, total and free memory and its device name ("Vulkan0");
+  an integrated GPU keeps its detected carve-out, because llama.cpp's Vulkan backend counts every memory heap
+  of an integrated GPU, the RAM it shares included (``ggml_backend_vk_get_device_memory``), and that RAM is the
+  plan's already;
 - a detected GPU the engine does not list is left out of the plan (the engine cannot use it);
 - an engine device nobody detected is added when it is NVIDIA or an AMD/Intel model of the published-bandwidth
   table (a known discrete card); anything else (an integrated GPU, a software renderer such as llvmpipe) is kept

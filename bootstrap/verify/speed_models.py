@@ -54,7 +54,7 @@ class RateModel:
 _UNIT_BYTES = 32 << 20  # pseudo-random bytes per repeated unit: larger than any core's cache share
 
 
-def _blocks(type_name: str, n_elements: int, label: str) -> bytes:
+def random_blocks(type_name: str, n_elements: int, label: str) -> bytes:
     """Pseudo-random quantized blocks (SHAKE-128 of ``label``: the same file every time), each with its own fp16
     scale(s) in the type's range (strided writes: no Python loop over blocks). A unit of ``_UNIT_BYTES`` is repeated,
     so hundreds of MB are written at memory speed; every byte still lands on its own page, read from RAM."""
@@ -117,7 +117,7 @@ def write_rate_model(folder: Path, type_name: str, *, n_layer: int = 2, n_embd: 
         out.write(header + bytes(gguf_pad(len(header))))
         for name, shape, kind, nbytes in sizes:
             data = struct.pack(f"<{n_embd}f", *([1.0] * n_embd)) if kind == "F32" else \
-                _blocks(kind, shape[0] * shape[1], f"{seed}:{name}")
+                random_blocks(kind, shape[0] * shape[1], f"{seed}:{name}")
             out.write(data + bytes(gguf_pad(nbytes)))
     layer_params = 2 * n_embd * n_embd + 2 * n_embd * n_kv + 3 * n_embd * n_ff
     layer_bytes = sum(nbytes for name, _s, _k, nbytes in sizes if name.startswith("blk.") and _k != "F32")

@@ -20,18 +20,21 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core.home import Home
-from bootstrap.detect.hardware import GpuInfo, HardwareProfile
+from bootstrap.detect.hardware import GpuInfo, HardwareProfile, load_profile
 from bootstrap.place.engine_probe import probe_engine
 from bootstrap.plan.gguf_header import read_header
 from bootstrap.plan.memory import LaunchSettings, estimate, model_profile
+from bootstrap.plan.planner import Candidate, choose
 from bootstrap.register.managers import FallbackManager
 from bootstrap.verify import speed_rates
 from bootstrap.verify.speed_rates import RateRequest, measure_rates
 from tests.support import testbed
+from tests.support.big_moe import write_big_moe
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, serve_engine, write_chat_model
 from tests.support.llama import LlamaServer
 from tests.support.memory_grid import MIB, parse_memory
+from tests.support.paths import TEST_DATA
 from tests.support.tiny_gguf import write_model
 
 pytestmark = pytest.mark.usefixtures("english")
@@ -182,3 +185,46 @@ def test_the_header_guard_patch_is_applied_once_and_only_where_it_fits(tmp_path:
     assert testbed.patch_vulkan_sources(tmp_path) and source.read_text(encoding="utf-8") == patched
     source.write_text("another llama.cpp\n", encoding="utf-8")
     assert not testbed.patch_vulkan_sources(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def big_moe() -> Path:
+    """2.35 GB of Qwen3-MoE (11 layers × 128 experts, Q8_0): larger than lavapipe's 2048 MiB. Cached beside the
+    test bed's other models (the file is the same every time)."""
+    return write_big_moe(testbed.cache_dir() / "models" / "qwenkit-big-moe-q8_0.gguf")
+
+
+def _lavapipe_profile() -> HardwareProfile:
+    """A recorded Linux machine with lavapipe's 2 GiB as its one GPU (the plan picks the Vulkan build)."""
+    hw = load_profile(TEST_DATA / "hardware" / "rx7900xtx_24gb_linux.json")
+    gpu = GpuInfo(index=0, vendor="amd", name="llvmpipe (software Vulkan)", vram_total_bytes=2 << 30,
+                  vram_free_bytes=2 << 30, engine_device="Vulkan0")
+    return dataclasses.replace(hw, gpus=(gpu,))
+
+
+def test_a_moe_larger_than_the_device_keeps_experts_of_the_first_layers_on_the_cpu(
+        vulkan_bin: Path, big_moe: Path) -> None:
+    """The product's planner on a 2.35 GB MoE and a 2 GiB device: every layer offloaded, the routed experts of
+    the first blocks kept in RAM (``--n-cpu-moe N``); llama-server on lavapipe with those arguments answers, and
+    what it puts in ``Vulkan0`` and on the CPU is what the plan's memory estimate said, inside the plan's budget."""
+    profile = model_profile(read_header(big_moe))
+    candidate = Candidate("big-moe", "Big MoE (test)", "Q8_0", big_moe.name, big_moe.stat().st_size, profile)
+    plan = choose([candidate], _lavapipe_profile(), requested_ctx=2048)
+    assert plan.variant.name == "ubuntu-vulkan-x64"
+    settings = plan.settings
+    assert settings.n_gpu_layers == profile.n_layer_all + 1 and 0 < settings.n_cpu_moe < profile.n_layer
+    args = list(plan.args)
+    assert args[args.index("--n-cpu-moe") + 1] == str(settings.n_cpu_moe)
+    args = [a for a in args if a != "--jinja"] + ["-t", "2", "-lv", "4"]
+    with LlamaServer(vulkan_bin / "llama-server", big_moe, args, env=_device_env(), ready_timeout=900) as server:
+        for _ in range(2):
+            assert server.chat("hi", max_tokens=4, timeout=300)["choices"]
+        log = server.log()
+    reported = parse_memory(log)
+    est = plan.estimate
+    assert abs(reported.weights["Vulkan0"] - est.weights_gpu) <= 0.02 * est.weights_gpu
+    cpu = reported.weights_mapped - reported.weights["Vulkan0"]
+    assert abs(cpu - est.weights_cpu) <= 0.02 * est.weights_cpu
+    on_device = reported.weights["Vulkan0"] + reported.compute["Vulkan0"] + sum(
+        round(float(mib) * MIB) for buft, mib in _KV_BUFFER.findall(log) if buft == "Vulkan0")
+    assert on_device <= plan.budget.gpu_bytes
