@@ -25,6 +25,7 @@ import pytest
 from bootstrap.app.cli import build_parser
 from bootstrap.core.errors import ExitCode, QwenKitError
 from bootstrap.core.sizes import human_size
+from tests.support import testbed
 
 ROOT = Path(__file__).resolve().parent.parent
 READMES = {"en": ROOT / "README.md", "zh": ROOT / "README.zh-CN.md"}
@@ -198,6 +199,18 @@ def test_developer_commands_are_the_ones_ci_runs() -> None:
         block = re.search(r"```bash\n(bash scripts/demo\.sh[^\n]*)\n(bash scripts/test\.sh[^\n]*)\n```", text(path))
         assert block is not None, path.name
     assert (ROOT / "scripts" / "demo.sh").is_file() and (ROOT / "scripts" / "test.sh").is_file()
+
+
+@pytest.mark.parametrize("lang,pattern", [("en", r"first run ~(\d+) min, then ~(\d+) s"),
+                                          ("zh", r"首次约 (\d+) 分钟，之后约 (\d+) 秒")])
+def test_the_demo_durations_say_what_a_first_run_costs(lang: str, pattern: str) -> None:
+    """The demo's first run on an empty cache builds llama-server and its web UI: the README's cold figure cannot
+    be less than what the test bed itself says those builds take, and the cached run is far shorter."""
+    found = re.search(pattern, text(READMES[lang]))
+    assert found is not None, lang
+    cold_min, warm_s = int(found.group(1)), int(found.group(2))
+    assert cold_min >= testbed.ENGINE_BUILD_MIN[0] + testbed.UI_BUILD_MIN[0]
+    assert warm_s < 60 * cold_min / 10
 
 
 @pytest.mark.parametrize("path", [*READMES.values(), *DOCS], ids=lambda p: p.name)
