@@ -80,6 +80,17 @@ def frozen_setup(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "dist" / ("QwenClientKit-Setup.exe" if sys.platform == "win32" else "QwenClientKit-Setup")
 
 
+@pytest.fixture(scope="session")
+def wine_prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Wine prefix for the Windows scripts' runs by a real cmd.exe (tests/support/wine.py); skips without Wine."""
+    from tests.support import wine
+
+    missing = wine.missing_tools()
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (scripts/setup_env.sh installs them)")
+    return wine.make_prefix(tmp_path_factory.mktemp("wine") / "prefix")
+
+
 @pytest.fixture
 def english() -> Iterator[None]:
     """UI messages in English for the test (assertions read them), restored afterwards."""

@@ -1,8 +1,9 @@
 """A bundle's launchers and README (``bundle.launchers``), rendered for real targets and run where they can be here.
 
 ``payload/launch.py`` and ``install.sh`` run with this machine's Python and ``sh`` against a folder laid out as a
-bundle; ``install.bat`` cannot run here (no Windows), so what cmd.exe needs of it is checked on its bytes: CRLF line
-endings, plain ASCII before ``chcp 65001``, nothing an unquoted ``echo`` would read as syntax. The whole path, made
+bundle; what cmd.exe needs of ``install.bat`` is checked on its bytes here (CRLF line endings, plain ASCII before
+``chcp 65001``, nothing an unquoted ``echo`` would read as syntax) and it runs under Wine's cmd in
+test_install_bat_under_wine.py. The whole path, made
 by a pip-installed kit and installed offline, is tests/e2e/test_bundle_pip.py.
 """
 
