@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
@@ -208,8 +208,21 @@ class LaunchSpec:
             out += ["--mmproj", str(self.mmproj)]
         out += list(self.args)
         out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
-                "--api-key-file", str(self.api_key_file)]
+                "--api-key-file", self.key_file_arg()]
         return out
+
+    def key_file_arg(self) -> str:
+        """``--api-key-file``'s value. On Windows, relative to the home (every Windows launcher starts the server
+        there: run_qwen.bat, WinSW's ``workingdirectory``): llama-server opens this file with ``std::ifstream`` on
+        its UTF-8 argument (llama.cpp ``common/arg.cpp``), which Windows reads in the ANSI code page, so a home under
+        a user name such as 张三 fails with "failed to open file"; the path inside the home is ASCII. ``-m`` and
+        ``--mmproj`` are opened with UTF-8-aware calls (``ggml_fopen``, mtmd's ``open_ifstream_binary``)."""
+        if self.system == "Windows":
+            try:
+                return str(PureWindowsPath(self.api_key_file).relative_to(PureWindowsPath(self.home)))
+            except ValueError:
+                pass
+        return str(self.api_key_file)
 
     def argv(self) -> list[str]:
         """The whole command as a list (never a string: no shell, no quoting)."""

@@ -12,7 +12,7 @@ How the last run ended is ``Get-ScheduledTaskInfo``'s ``LastTaskResult``: the ex
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_command
@@ -37,9 +37,10 @@ _SCHED_CODES = (0x00041300, 0x80041300)
 
 
 def task_arguments(home: Home) -> str:
-    """The action's arguments: llama-server's log file, always double-quoted (cmd.exe reads ``&`` and spaces
-    outside quotes; a Windows path holds no ``"``)."""
-    return f'--log-file "{home.logs_dir / SERVER_LOG}"'
+    """The action's arguments: llama-server's log file, relative to the home (run_qwen.bat starts the server
+    there) because llama-server opens it with ``fopen`` on a narrow string (llama.cpp ``common/log.cpp``), which
+    fails under a non-ASCII user name; double-quoted all the same (cmd.exe reads ``&`` and spaces outside quotes)."""
+    return f'--log-file "{PureWindowsPath(home.logs_dir.relative_to(home.root), SERVER_LOG)}"'
 
 
 def render_task_xml(home: Home, *, user_id: str) -> str:

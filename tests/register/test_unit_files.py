@@ -153,10 +153,9 @@ def test_task_scheduler_xml_is_utf16_and_round_trips(tmp_path: Path) -> None:
     assert exec_.findtext("t:Command", namespaces=TASK_NS) == str(root / "run_qwen.bat")
     assert exec_.findtext("t:WorkingDirectory", namespaces=TASK_NS) == str(root)
     # A task has no console: llama-server gets its log file through run_qwen.bat's %*, one double-quoted word
-    # (cmd.exe reads & and spaces outside quotes; a Windows path holds no ").
-    log = root / "logs" / "server.log"
-    assert exec_.findtext("t:Arguments", namespaces=TASK_NS) == f'--log-file "{log}"'
-    assert '"' not in str(log)
+    # (cmd.exe reads & and spaces outside quotes), relative to the home the script runs it in: llama-server
+    # fopen()s it with a narrow string, which fails under a non-ASCII user name such as this one.
+    assert exec_.findtext("t:Arguments", namespaces=TASK_NS) == '--log-file "logs\\server.log"'
     assert task.findtext("t:Triggers/t:LogonTrigger/t:UserId", namespaces=TASK_NS) == "PC-01\\李雷"
     principal = task.find("t:Principals/t:Principal", TASK_NS)
     assert principal is not None
@@ -180,7 +179,10 @@ def test_winsw_xml_round_trips_every_server_argument() -> None:
     service = ET.fromstring(render_winsw_xml(spec, home).encode("utf-8"))
     assert service.findtext("id") == "qwenclientkit"
     assert service.findtext("executable") == str(spec.server)
-    assert [a.text for a in service.findall("argument")] == spec.server_args()
+    arguments = [a.text for a in service.findall("argument")]
+    assert arguments == spec.server_args()
+    # the key file relative to the working directory, the home (LaunchSpec.key_file_arg: a narrow-string open)
+    assert arguments[arguments.index("--api-key-file") + 1] == "secrets\\api-key"
     assert service.findtext("workingdirectory") == str(root)
     assert service.findtext("logpath") == str(root / "logs")
     onfailure = service.find("onfailure")

@@ -271,7 +271,12 @@ def test_bat_in_home_paths_are_relative_and_ascii(bat: tuple[bytes, str]) -> Non
     _, text = bat
     assert '"%~dp0engine\\b10434-win-cuda-13\\llama-server.exe" ^' in text.split("\r\n")
     assert '"--mmproj" "%~dp0models\\unsloth\\mmproj-F16.gguf"' in text
-    assert '"--api-key-file" "%~dp0secrets\\api-key"' in text
+    # the key file relative to the folder the server runs in: llama-server opens it with a narrow-string
+    # std::ifstream, which Windows reads in the ANSI code page (LaunchSpec.key_file_arg)
+    lines = text.split("\r\n")
+    assert '  "--api-key-file" "secrets\\api-key" %*' in lines
+    assert lines.index('pushd "%~dp0"') < lines.index('"%~dp0engine\\b10434-win-cuda-13\\llama-server.exe" ^')
+    assert lines.index('set "QK_RC=%ERRORLEVEL%"') + 1 == lines.index("popd")
     assert "张三" not in text and "A&B" not in text and "QwenClientKit\\" not in text
 
 
@@ -368,3 +373,14 @@ def test_sh_quoting_round_trips(install: Install) -> None:
     probe = text.replace("exec ", "printf '%s\\n' ", 1)
     out = subprocess.run(["sh", "-c", probe, "sh", "extra arg"], capture_output=True, check=True)
     assert out.stdout.decode("utf-8").split("\n")[:-1] == [*install.spec.argv(), "extra arg"]
+
+
+def test_the_key_file_is_relative_to_the_home_only_on_windows(install: Install) -> None:
+    """llama-server opens ``--api-key-file`` with a narrow-string ``std::ifstream`` (llama.cpp common/arg.cpp):
+    on Windows the path goes relative to the home it runs in; a key outside the home, and every other system, keep
+    the absolute path."""
+    assert _win_spec().key_file_arg() == r"secrets\api-key"
+    outside = _win_spec(api_key_file=PureWindowsPath(r"D:\keys\api-key"))
+    assert outside.key_file_arg() == r"D:\keys\api-key"
+    assert install.spec.key_file_arg() == str(install.home.api_key_file)
+    assert install.spec.argv()[-1] == str(install.home.api_key_file)

@@ -672,3 +672,99 @@ def vulkan_engine_dir(*, provision: bool | None = None) -> Path | None:
             raise RuntimeError(f"the Vulkan llama-server does not pass the test bed's rule: {verdict.reason}")
         stamp.write_text(text)
     return final
+
+
+
+# ---- llama-server for Windows, run under Wine (opt-in) --------------------------------------------------------
+# The same sdist cross-compiled with mingw-w64 (Debian 12: gcc 12, posix threads for std::thread): a real Windows
+# llama-server.exe for the start script's runs under Wine (tests/testbed/test_windows_engine.py). About 14 min on 2
+# busy cores, so it is built only when asked (``QWENKIT_TESTBED_WINDOWS=1``); tests that need it skip without it.
+WINDOWS_OPT_IN = "QWENKIT_TESTBED_WINDOWS"
+WINDOWS_APT = ("g++-mingw-w64-x86-64-posix", "gcc-mingw-w64-x86-64-posix", "wine64", "wine")
+# mingw-w64 10's headers lack the thread power-throttling struct ggml-cpu.c sets on Windows 8+ (its values from the
+# Windows SDK's processthreadsapi.h); forced into every C file instead of patching the sources.
+WINDOWS_COMPAT_H = """#ifdef _WIN32
+#include <windows.h>
+#ifndef THREAD_POWER_THROTTLING_CURRENT_VERSION
+#define THREAD_POWER_THROTTLING_CURRENT_VERSION 1
+#define THREAD_POWER_THROTTLING_EXECUTION_SPEED 0x1
+typedef struct _THREAD_POWER_THROTTLING_STATE { ULONG Version; ULONG ControlMask; ULONG StateMask; }
+    THREAD_POWER_THROTTLING_STATE;
+#endif
+#endif
+"""
+WINDOWS_TOOLCHAIN = """set(CMAKE_SYSTEM_NAME Windows)
+set(CMAKE_SYSTEM_PROCESSOR x86_64)
+set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc-posix)
+set(CMAKE_CXX_COMPILER x86_64-w64-mingw32-g++-posix)
+set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
+set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+"""
+WINDOWS_CONFIGURE = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_OPENMP=OFF",
+                     "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF",
+                     "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+                     f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}",
+                     "-DCMAKE_EXE_LINKER_FLAGS=-static -static-libgcc -static-libstdc++")
+WINDOWS_TARGETS = ("llama-server.exe", "llama-fit-params.exe")
+
+
+def windows_key() -> str:
+    text = "\n".join((ENGINE_SDIST, *WINDOWS_CONFIGURE, WINDOWS_COMPAT_H, WINDOWS_TOOLCHAIN))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def provision_windows_engine(root: Path, jobs: int = 2) -> Path:
+    """Cross-compile ``llama-server.exe`` and ``llama-fit-params.exe`` into ``root/bin`` from the CPU engine's
+    extracted sources (read only: the build tree is ``root/build``), under ``nice``. Needs ``WINDOWS_APT``."""
+    if shutil.which("x86_64-w64-mingw32-g++-posix") is None or shutil.which("cmake") is None:
+        raise RuntimeError(f"the Windows build needs {', '.join(WINDOWS_APT)} (apt-get install) and cmake")
+    sources = engine_sources()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "compat.h").write_text(WINDOWS_COMPAT_H, encoding="utf-8")
+    (root / "toolchain.cmake").write_text(WINDOWS_TOOLCHAIN, encoding="utf-8")
+    build = root / "build"
+    _drop_foreign_build_tree(build)
+    _run_timed("windows_configure", ["cmake", "-S", str(sources), "-B", str(build),
+                                     f"-DCMAKE_TOOLCHAIN_FILE={root / 'toolchain.cmake'}",
+                                     f"-DCMAKE_C_FLAGS=-include {root / 'compat.h'}", *WINDOWS_CONFIGURE])
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    targets = [name.removesuffix(".exe") for name in WINDOWS_TARGETS]
+    _run_timed("windows_build", [*nice, "cmake", "--build", str(build), "--target", *targets, f"-j{jobs}"])
+    with _staging(root / "bin") as tmp:
+        for name in WINDOWS_TARGETS:
+            shutil.copy2(build / "bin" / name, tmp / name)
+    return root / "bin"
+
+
+def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
+    """The Windows build's folder when it is built and prints its version under Wine; None when it is not built
+    and building it was not asked for (``provision``, else ``QWENKIT_TESTBED_WINDOWS=1``)."""
+    from .wine import make_prefix, missing_tools, wine_env
+
+    root = cache_dir() / f"windows-{windows_key()}"
+    final = root / "bin"
+    stamp = final / STAMP
+    if stamp.is_file() and (final / "llama-server.exe").is_file():
+        return final
+    if provision is None:
+        provision = os.environ.get(WINDOWS_OPT_IN) == "1"
+    if missing_tools() or (not provision and not (final / "llama-server.exe").is_file()):
+        return None
+    with cache_lock("windows"):
+        if stamp.is_file() and (final / "llama-server.exe").is_file():
+            return final
+        if not (final / "llama-server.exe").is_file():
+            print("testbed: cross-compiling llama-server for Windows (~14 min on 2 cores, cached)", file=sys.stderr)
+            provision_windows_engine(root)
+        with tempfile.TemporaryDirectory(prefix="qwenkit-wine-") as tmp:
+            prefix = make_prefix(Path(tmp) / "prefix")
+            shown = subprocess.run(["wine", str(final / "llama-server.exe"), "--version"], capture_output=True,
+                                   text=True, timeout=180, env=wine_env(prefix))
+        build = ENGINE_SDIST.split("==")[1].split(".")[0]
+        if f"build {build}" not in shown.stdout + shown.stderr:
+            raise RuntimeError(f"llama-server.exe under Wine: {(shown.stdout + shown.stderr).strip()[-300:]}")
+        stamp.write_text(f"windows: --version under Wine says build {build}\n")
+    return final
