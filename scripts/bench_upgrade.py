@@ -68,7 +68,8 @@ def _upgrade(bed: InstallBed, port: int, code: Path, **env: str) -> dict[str, An
         took = time.monotonic() - start
         time.sleep(1.0)
     return {"exit": proc.returncode, "error": _error_line(proc.stderr), "chats": client.sent,
-            "failed": len(client.failed), "longest_gap_s": round(client.longest_gap_s, 2), "wall_s": round(took, 1)}
+            "failed": len(client.failed), "longest_outage_s": round(client.longest_outage_s, 2),
+            "wall_s": round(took, 1)}
 
 
 def _publish(bed: InstallBed, work: Path, name: str, model: Path) -> None:

@@ -1,8 +1,9 @@
 """A client that keeps chatting with an install's server while something else happens (an upgrade, a stop).
 
 It sends one short chat every ``interval`` seconds on its own thread, so a request is often in flight when the
-server is stopped, and records every failure and the longest outage: the time from the last answer before a failed
-stretch to the first answer after it (measured on the client's clock, as a user would see it).
+server is stopped, and records every failure and the longest outage: from the sending of the first request of a
+failed stretch to the sending of the first request answered after it (the client's clock). Send times, not answer
+times: how long an answer takes on a busy machine is latency, not an outage.
 """
 
 from __future__ import annotations
@@ -26,20 +27,21 @@ def chat(port: int, key_file: Path, *, timeout: float = 30, max_tokens: int = 4)
 
 class ChattingClient:
     """``with ChattingClient(port, key_file) as client: …``; then ``client.sent``, ``client.failed``,
-    ``client.longest_gap_s``."""
+    ``client.longest_outage_s`` (0 when no request failed)."""
 
     def __init__(self, port: int, key_file: Path, *, interval: float = 0.5, timeout: float = 10) -> None:
         self.port, self.key_file, self.interval, self.timeout = port, key_file, interval, timeout
         self.sent = 0
         self.failed: list[str] = []
-        self.longest_gap_s = 0.0
-        self._last_ok: float | None = None
+        self.longest_outage_s = 0.0
+        self._failing_since: float | None = None  # send time of the first request of the current failed stretch
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.sent += 1
+            sent_at = time.monotonic()
             try:
                 resp = chat(self.port, self.key_file, timeout=self.timeout)
                 ok = resp.status_code == 200
@@ -48,11 +50,11 @@ class ChattingClient:
             except requests.RequestException as exc:
                 ok = False
                 self.failed.append(type(exc).__name__)
-            now = time.monotonic()
-            if ok:
-                if self._last_ok is not None:
-                    self.longest_gap_s = max(self.longest_gap_s, now - self._last_ok)
-                self._last_ok = now
+            if not ok and self._failing_since is None:
+                self._failing_since = sent_at
+            elif ok and self._failing_since is not None:
+                self.longest_outage_s = max(self.longest_outage_s, sent_at - self._failing_since)
+                self._failing_since = None
             self._stop.wait(self.interval)
 
     def __enter__(self) -> ChattingClient:
