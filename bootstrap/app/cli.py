@@ -37,8 +37,9 @@ COMMANDS: dict[str, str] = {
     "bundle": "bundle",
     "uninstall": "uninstall",
     "selfcheck": "selfcheck",
+    "supervise": "supervise",
 }
-HIDDEN = frozenset({"selfcheck"})
+HIDDEN = frozenset({"selfcheck", "supervise"})
 
 # argparse's own error sentences (CPython Lib/argparse.py, the same since 3.9 apart from how choices are quoted),
 # matched so each can be said in the UI language; anything else passes through in English.
@@ -140,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
+    # Hidden: the start-script install's supervisor, started by ``qwenkit service start`` (register/supervisor).
+    supervise = sub.add_parser("supervise")
+    supervise.add_argument("--home", required=True)
+    supervise.add_argument("script")
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
 

@@ -41,6 +41,7 @@ from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
+from bootstrap.core.log_files import roll_if_large
 from bootstrap.core.processes import run_captured, run_command
 from bootstrap.core.progress import Ticker
 from bootstrap.core.resources import resource_dir
@@ -250,7 +251,10 @@ def child_env(base: Mapping[str, str], *, isolate_config: bool, frozen: bool = F
 
 
 def _log(home: Home, line: str) -> None:
+    """A line in the venv's log; every pip run starts with one, which rolls the log once it is large (the kit's
+    own logs stay bounded as the server's do: ``core/log_files``)."""
     home.logs_dir.mkdir(parents=True, exist_ok=True)
+    roll_if_large(home.logs_dir / LOG_NAME)
     with open(home.logs_dir / LOG_NAME, "a", encoding="utf-8") as fh:
         fh.write(line.rstrip("\n") + "\n")
 

@@ -25,6 +25,8 @@ FIRST_BUILD: dict[str, int] = {
     "--n-cpu-moe": 6150,  # #15077, approximate
     "--cpu-moe": 6100,  # #14992, approximate
     "--reasoning-budget": 8287,
+    "--cache-ram": 6700,  # #16391 (server prompt cache in host memory), approximate
+    "--ctx-checkpoints": 6600,  # #15293 (as --swa-checkpoints), renamed later; approximate
     # Speculative decoding with a GGUF's MTP head (#22673, "llama + spec: MTP Support"); the pinned build's
     # sources (b11434 common/arg.cpp) list "draft-mtp" under --spec-type. The merge build is not recorded: b10310
     # is the earliest build it was reported working on (unsloth PR #8172), a bound from above.

@@ -34,6 +34,13 @@ every term mirrors a buffer llama-server reports at ``-lv 4`` (``docs/engine.md`
   recurrent state keeps ``1 + n_rs_seq`` rows per sequence for rollback (``llama-memory-recurrent.cpp``;
   ``common_params_speculative::need_n_rs_seq`` = N for draft-mtp). Checked on the test bed's tiny qwen35moe
   with a head (b11434, CPU): RS 0.11 → 0.33 MiB at N = 2, KV +1 layer, model +the head's bytes.
+- prompt cache (``--cache-ram N``, ``server_prompt_cache``): host memory that grows as distinct prompts are saved
+  (each idle slot's state: KV and context checkpoints) up to N MiB, then evicts the oldest; llama-server's default
+  is 8192 MiB (``common/common.h`` ``cache_ram_mib``), never freed while the model is loaded. Counted at its limit.
+- context checkpoints (``--ctx-checkpoints N``, up to N per slot, host memory): a copy of the part of a sequence's
+  state that cannot be rolled back, made only for SWA and recurrent models (``server-context.cpp``
+  ``do_checkpoint``): the SWA layers' window (``n_swa`` cells) plus one recurrent state. Checked on Gemma 3 270M
+  (b11434 CPU): "created context checkpoint … size = 7.506 MiB" = 15 SWA layers × 512 cells × 1 KiB.
 - GPU: compute buffers of CUDA/Metal/Vulkan and op-offload copies (a GPU computing a big batch copies in the
   weights of one CPU-kept layer) are MODELLED from the sources, NOT validated: the test bed has no GPU.
 """
@@ -52,10 +59,12 @@ __all__ = [
     "LayerWeights",
     "MemoryEstimate",
     "ModelProfile",
+    "checkpoint_bytes",
     "estimate",
     "kv_bytes_per_token",
     "model_profile",
     "mtp_head_on_gpu",
+    "prompt_state_bytes",
 ]
 
 MIB = 1024 * 1024
@@ -90,6 +99,8 @@ class LaunchSettings:
     mmproj_on_gpu: bool = True
     cpu_repack: bool = False  # extra host buffer when the CPU backend repacks weights (AVX2 CPU_REPACK)
     mtp_draft: int = 0  # --spec-draft-n-max with --spec-type draft-mtp; 0 = MTP off (the head is not loaded)
+    cache_ram_mib: int = 0  # --cache-ram: the prompt cache's limit in MiB (0 = off)
+    ctx_checkpoints: int = 0  # --ctx-checkpoints: per slot (SWA and recurrent models only)
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,8 @@ class MemoryEstimate:
     swa_cells: int
     mtp_gpu: int = 0  # the MTP head with MTP on: its weights, its draft context's KV and compute buffer
     mtp_cpu: int = 0
+    prompt_cache: int = 0  # host: the prompt cache at its --cache-ram limit
+    checkpoints: int = 0  # host: every slot's context checkpoints at their --ctx-checkpoints limit
 
     @property
     def gpu_total(self) -> int:
@@ -121,7 +134,7 @@ class MemoryEstimate:
     @property
     def host_total(self) -> int:
         return (self.weights_cpu + self.kv_cpu + self.recurrent_cpu + self.compute_cpu + self.output
-                + self.mmproj_cpu + self.repack + self.mtp_cpu)
+                + self.mmproj_cpu + self.repack + self.mtp_cpu + self.prompt_cache + self.checkpoints)
 
 
 def _pad(n: int, to: int = 256) -> int:
@@ -141,7 +154,7 @@ def _check(profile: ModelProfile, s: LaunchSettings) -> None:
         if name not in CACHE_TYPES:
             raise UsageError(t("memory.bad_cache_type", value=name, known=", ".join(CACHE_TYPES)))
     if (s.ctx < 1 or s.ubatch < 1 or s.batch < 1 or s.n_parallel < 1 or s.n_gpu_layers < 0 or s.n_cpu_moe < 0
-            or s.mtp_draft < 0):
+            or s.mtp_draft < 0 or s.cache_ram_mib < 0 or s.ctx_checkpoints < 0):
         raise UsageError(t("memory.bad_settings", settings=repr(s)))
     if s.cache_type_v in _BLOCK and not s.flash_attn:
         # llama-context.cpp: "quantized V cache requires flash_attn to be enabled"
@@ -210,8 +223,26 @@ def estimate(profile: ModelProfile, settings: LaunchSettings) -> MemoryEstimate:
         recurrent_gpu=rs_gpu, recurrent_cpu=rs_cpu, compute_gpu=compute_gpu, compute_cpu=compute_cpu,
         output=p.n_vocab * 4 * cache.n_seq, mmproj_gpu=mm_gpu, mmproj_cpu=s.mmproj_bytes - mm_gpu,
         repack=weights.repack if s.cpu_repack else 0, kv_cells=cache.cells, swa_cells=cache.swa_cells,
-        mtp_gpu=mtp_gpu, mtp_cpu=mtp_cpu,
+        mtp_gpu=mtp_gpu, mtp_cpu=mtp_cpu, prompt_cache=s.cache_ram_mib * MIB,
+        checkpoints=s.n_parallel * s.ctx_checkpoints * checkpoint_bytes(p, s),
     )
+
+
+def checkpoint_bytes(profile: ModelProfile, settings: LaunchSettings) -> int:
+    """One context checkpoint: a sequence's SWA window (``n_swa`` cells of every SWA layer) and its recurrent
+    state; 0 for a model without either (llama-server makes none for it)."""
+    p, s = profile, settings
+    swa = sum(_row_bytes(s.cache_type_k, p.n_head_kv[il] * p.key_length)
+              + _row_bytes(s.cache_type_v, p.n_head_kv[il] * p.value_length) for il in p.swa_layers)
+    recurrent = p.recurrent_bytes_per_seq if p.recurrent_layers else 0
+    return swa * p.n_swa + recurrent
+
+
+def prompt_state_bytes(profile: ModelProfile, settings: LaunchSettings) -> int:
+    """What the prompt cache keeps for one prompt that fills the context: its full-attention KV and one
+    checkpoint's worth (the SWA window, the recurrent state)."""
+    return int(kv_bytes_per_token(profile, settings.cache_type_k, settings.cache_type_v) * settings.ctx
+               + checkpoint_bytes(profile, settings))
 
 
 def mtp_head_on_gpu(profile: ModelProfile, settings: LaunchSettings) -> bool:

@@ -22,7 +22,15 @@ from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.detect.probes.cpu import plan_threads
 from bootstrap.plan import context, engine_flags
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
-from bootstrap.plan.memory import LaunchSettings, MemoryEstimate, ModelProfile, estimate, mtp_head_on_gpu
+from bootstrap.plan.memory import (
+    LaunchSettings,
+    MemoryEstimate,
+    ModelProfile,
+    checkpoint_bytes,
+    estimate,
+    mtp_head_on_gpu,
+    prompt_state_bytes,
+)
 from bootstrap.plan.speed import SpeedPrediction, predict
 
 MIB = 1 << 20
@@ -43,6 +51,26 @@ MAX_SLOTS = 4  # llama-server's auto -np
 # --spec-draft-n-max with the MTP head: 2 beat 3 (llama-server's default) on an 8 GB card with experts in RAM, and
 # each extra draft token costs one more recurrent-state copy per slot (llama.cpp PR #22673 thread; docs/models.md).
 MTP_DRAFT_MAX = 2
+# llama-server's prompt cache (--cache-ram) keeps every distinct prompt's state until its limit, 8192 MiB by default,
+# and never gives it back while the model is loaded (b11434 common/common.h; llama.cpp issue #25740). The plan
+# gives it a limit it counts: room for CACHE_PROMPTS prompts that fill the context, at most CACHE_RAM_SHARE of the
+# RAM the model leaves and at most CACHE_RAM_MAX_MIB; off (0) when not even one such prompt fits.
+CACHE_PROMPTS = 8
+CACHE_RAM_SHARE = 0.5
+CACHE_RAM_MAX_MIB = 4096
+# Context checkpoints per slot (--ctx-checkpoints; llama-server's default is 32): a request makes up to three (at
+# its last user message, n_ubatch + 4 and 4 tokens before its prompt ends: server-context.cpp, llama.cpp PR
+# #20288), so 8 keep the rollback points of the last two or three turns. Fewer when they would take more than
+# CHECKPOINT_RAM_SHARE of the RAM the model leaves.
+CHECKPOINT_LADDER = (8, 4, 2, 1)
+CHECKPOINT_RAM_SHARE = 0.25
+# With several slots, a stream gets its next token only between two micro-batches of another client's prompt, so
+# one micro-batch's reading time is the stall every stream sees (scripts/bench_batch.py, docs/long-running.md:
+# Gemma 3 270M on 2 cores, P95 gap 1.5-1.8 s at -ub 512 where a micro-batch took 1.7 s). The plan takes the
+# largest (batch, micro-batch) whose micro-batch is read within STREAM_GAP_S at the predicted prompt speed: the
+# seed's bar is a P95 inter-token gap of 350 ms. One slot keeps llama.cpp's defaults (nothing else streams).
+STREAM_GAP_S = 0.3
+BATCH_LADDER = ((DEFAULT_BATCH, DEFAULT_UBATCH), (512, 512), (256, 256), (128, 128), (64, 64))
 
 
 @dataclass(frozen=True)
@@ -254,18 +282,38 @@ def _placed(candidate: Candidate, ctx: int, budget: Budget, mtp_draft: int,
 def _with_extras(profile: ModelProfile, settings: LaunchSettings, budget: Budget,
                  engine_build: int = engine_flags.PINNED_BUILD) -> LaunchSettings:
     """Spend leftover memory on comfort: the projector on the GPU, then more parallel slots (with MTP drafting
-    only on builds that serve several slots with it)."""
+    only on builds that serve several slots with it), then the server's own caches (``_with_caches``)."""
     if settings.mmproj_bytes and budget.gpu_bytes > 0:
         on_gpu = replace(settings, mmproj_on_gpu=True)
         if _fits(estimate(profile, on_gpu), budget):
             settings = on_gpu
-    if settings.mtp_draft and engine_build < engine_flags.MTP_MULTI_SLOT_BUILD:
-        return settings
-    if _fully_on_gpu(profile, settings) or budget.gpu_bytes <= 0:
+    many_slots = not settings.mtp_draft or engine_build >= engine_flags.MTP_MULTI_SLOT_BUILD
+    if many_slots and (_fully_on_gpu(profile, settings) or budget.gpu_bytes <= 0):
         slots = replace(settings, n_parallel=MAX_SLOTS)
         if _fits(estimate(profile, slots), budget):
             settings = slots
-    return settings
+    return _with_caches(profile, settings, budget)
+
+
+def _ram_left(est: MemoryEstimate, budget: Budget) -> int:
+    """The plan's RAM budget minus what the model already takes from it (the GPU's share too on unified memory)."""
+    return max(0, budget.ram_bytes - est.host_total - (est.gpu_total if budget.unified else 0))
+
+
+def _with_caches(profile: ModelProfile, settings: LaunchSettings, budget: Budget) -> LaunchSettings:
+    """Limits for the host memory llama-server grows into while it serves, counted in the plan: context
+    checkpoints (SWA and recurrent models) and the prompt cache, both from the RAM the model leaves."""
+    left = _ram_left(estimate(profile, settings), budget)
+    per_checkpoint = checkpoint_bytes(profile, settings)
+    checkpoints = 0
+    if per_checkpoint:
+        checkpoints = next((n for n in CHECKPOINT_LADDER
+                            if settings.n_parallel * n * per_checkpoint <= left * CHECKPOINT_RAM_SHARE), 0)
+        left -= settings.n_parallel * checkpoints * per_checkpoint
+    one_prompt = prompt_state_bytes(profile, settings)
+    cache = min(CACHE_RAM_MAX_MIB * MIB, CACHE_PROMPTS * one_prompt, int(left * CACHE_RAM_SHARE))
+    mib = -(-cache // MIB) if cache >= one_prompt else 0  # whole MiB, rounded up: one prompt always fits
+    return replace(settings, ctx_checkpoints=checkpoints, cache_ram_mib=mib)
 
 
 def _ctx_ladder(profile: ModelProfile, requested: int | None) -> list[int]:
@@ -404,6 +452,9 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
         args += ["--n-cpu-moe", str(settings.n_cpu_moe)]
     if settings.mmproj_bytes and not settings.mmproj_on_gpu:
         args.append("--no-mmproj-offload")
+    args += ["--cache-ram", str(settings.cache_ram_mib)]
+    if checkpoint_bytes(profile, settings):
+        args += ["--ctx-checkpoints", str(settings.ctx_checkpoints)]
     # We placed everything ourselves; llama.cpp's fit would otherwise log an abort for our explicit -ngl.
     args += ["--fit", "off", "--jinja"]
     if candidate.thinks:
@@ -418,7 +469,8 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
 
 
 def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate, variant: VariantChoice,
-             budget: Budget, threads: int, preferred: Candidate | None, asked_ctx: bool = False) -> list[Reason]:
+             budget: Budget, threads: int, preferred: Candidate | None, asked_ctx: bool = False,
+             speed: SpeedPrediction | None = None) -> list[Reason]:
     profile = candidate.profile
     out = [Reason("variant", variant.name, variant.reason)]
     if preferred is not None and preferred.quant != candidate.quant and preferred.model_id == candidate.model_id:
@@ -437,7 +489,8 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     out.append(Reason("parallel", str(settings.n_parallel),
                       t("plan.why_np_many" if settings.n_parallel > 1 else "plan.why_np_one", n=settings.n_parallel)))
     out.append(Reason("threads", str(threads), t("plan.why_threads", n=threads)))
-    out.append(Reason("batch", f"{settings.batch}/{settings.ubatch}", t("plan.why_batch")))
+    out.append(_batch_reason(settings, speed))
+    out.append(_cache_reason(profile, settings, est))
     if budget.gpu_bytes <= 0:
         out.append(Reason("placement", "cpu", t("plan.why_cpu_only")))
     elif _fully_on_gpu(profile, settings):
@@ -461,6 +514,30 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     return out
 
 
+def _batch_reason(settings: LaunchSettings, speed: SpeedPrediction | None) -> Reason:
+    """Why these batch sizes: llama.cpp's defaults for one slot; for several, how long a stream may wait."""
+    value = f"{settings.batch}/{settings.ubatch}"
+    if settings.n_parallel <= 1 or speed is None:
+        return Reason("batch", value, t("plan.why_batch"))
+    wait = settings.ubatch / speed.prompt_tps
+    key = "plan.why_batch_streams" if wait <= STREAM_GAP_S else "plan.why_batch_streams_slow"
+    return Reason("batch", value, t(key, batch=settings.batch, ubatch=settings.ubatch, wait=f"{wait:.1f}",
+                                    tps=f"{speed.prompt_tps:.0f}"))
+
+
+def _cache_reason(profile: ModelProfile, settings: LaunchSettings, est: MemoryEstimate) -> Reason:
+    """The prompt cache's limit (and the checkpoints', for models that make them), counted in the plan's RAM."""
+    value = f"{settings.cache_ram_mib} MiB"
+    if settings.cache_ram_mib:
+        text = t("plan.why_cache_ram", mib=settings.cache_ram_mib)
+    else:
+        text = t("plan.why_cache_ram_off")
+    if checkpoint_bytes(profile, settings):
+        value += f", {settings.ctx_checkpoints} checkpoints"
+        text += " " + t("plan.why_checkpoints", n=settings.ctx_checkpoints, size=f"{est.checkpoints / MIB:.0f}")
+    return Reason("prompt_cache", value, text)
+
+
 def _mtp_reason(settings: LaunchSettings, est: MemoryEstimate, budget: Budget) -> Reason:
     """Why the file's MTP head drafts or stays unloaded."""
     if settings.mtp_draft:
@@ -470,14 +547,30 @@ def _mtp_reason(settings: LaunchSettings, est: MemoryEstimate, budget: Budget) -
     return Reason("mtp", "off", t("plan.why_mtp_cpu_only" if budget.gpu_bytes <= 0 else "plan.why_mtp_no_room"))
 
 
+def _interleaved(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile,
+                 variant: VariantChoice, budget: Budget, threads: int) -> tuple[LaunchSettings, SpeedPrediction]:
+    """The batch sizes for several slots (``STREAM_GAP_S``) and the speed predicted with them. Smaller batches
+    only shrink the compute buffer, so the placement still fits; the caches are sized again for what it frees."""
+    speed = _predict_speed(candidate, settings, hardware, variant, budget, threads)
+    if settings.n_parallel <= 1:
+        return settings, speed
+    for batch, ubatch in BATCH_LADDER:
+        trial = replace(settings, batch=batch, ubatch=ubatch)
+        speed = _predict_speed(candidate, trial, hardware, variant, budget, threads)
+        if ubatch / speed.prompt_tps <= STREAM_GAP_S:
+            break
+    return _with_caches(candidate.profile, trial, budget), speed
+
+
 def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile, variant: VariantChoice,
                 budget: Budget, threads: int, engine_build: int, fallback_from: str | None,
                 preferred: Sequence[Candidate], *, asked_ctx: bool = False) -> Plan:
+    settings, speed = _interleaved(candidate, settings, hardware, variant, budget, threads)
     est = estimate(candidate.profile, settings)
     flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads),
                                      engine_build)
     reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None,
-                       asked_ctx)
+                       asked_ctx, speed)
     warnings = list(variant.warnings)
     if fallback_from:
         reasons.insert(0, Reason("model", candidate.model_id,
@@ -489,7 +582,7 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
         file_size=candidate.size, variant=variant, settings=settings, estimate=est, budget=budget,
         args=flags.kept, dropped_flags=flags.dropped, reasons=tuple(reasons), warnings=tuple(warnings),
         speed_class=_speed_class(candidate.profile, settings),
-        speed=_predict_speed(candidate, settings, hardware, variant, budget, threads), fallback_from=fallback_from,
+        speed=speed, fallback_from=fallback_from,
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
+from bootstrap.core.log_files import roll_if_large
 from bootstrap.core.messages import MESSAGES
 from bootstrap.core.processes import DEFAULT_TIMEOUT_S, run_command
 from bootstrap.place.engine_failure import ExitInfo, read_log_tail
@@ -140,11 +141,18 @@ class ServiceManager(ABC):
         None: it is ``log_file``."""
         return None
 
+    rolls_its_log = False  # the manager bounds the log itself (WinSW's roll-by-size)
+
     def prepare_logs(self) -> None:
         """Before a start: ``<home>/logs`` made when missing, and neither it nor the log file a link, which would
-        send the server's output (appended by us, launchd, WinSW or llama-server itself) wherever it points."""
+        send the server's output (appended by us, launchd, WinSW or llama-server itself) wherever it points; a log
+        past ``log_files.MAX_BYTES`` is rolled, so each start begins a bounded file (launchd and the Task Scheduler
+        append without a bound while one server runs; the supervisor and WinSW roll as they write)."""
         if self.log_file is not None:
             safe_logs_dir(self.home, self.log_file)
+            if not self.rolls_its_log:
+                with contextlib.suppress(OSError):  # Windows: the file is still open in a server being replaced
+                    roll_if_large(self.log_file)
 
     @property
     def start_script(self) -> Path:

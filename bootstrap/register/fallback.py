@@ -1,8 +1,10 @@
 """No service manager (containers, WSL without systemd): run ``run_qwen.sh`` detached and track it by a pid file.
 
-Said plainly to the user (``service.no_manager``): nothing restarts the server or starts it at boot. The pid file
-``<home>/run/server.pid`` is the only state; stop signals that pid only while its command line is still ours
-(``llama-server``, or the start script before its ``exec``), so a pid the OS reused is never killed.
+The script runs under ``qwenkit supervise`` (``register/supervisor``), which restarts a server that died or
+stalled after it served and keeps its log bounded; nothing starts it at boot, which the user is told
+(``service.no_manager``). The pid file ``<home>/run/server.pid`` (the supervisor's) is the only state; stop
+signals that pid's session only while its command line is still ours (the supervisor of this home's script,
+``llama-server``, or the start script before its ``exec``), so a pid the OS reused is never killed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +35,14 @@ from bootstrap.register.base import SERVER_LOG, ServiceManager, ServiceStatus
 PID_NAME = "server.pid"
 SHELL = "/bin/sh"
 SERVER_NAME = "llama-server"
+SUPERVISE = "supervise"  # the hidden command (app/commands/supervise.py)
+SUPERVISOR_LOG = "supervisor.log"  # the supervisor's own output: empty unless it failed
+
+
+def supervise_argv(home: Home) -> list[str]:
+    """``qwenkit supervise --home HOME SCRIPT`` run by this very kit (the frozen setup, or this Python)."""
+    kit = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "bootstrap"]
+    return [*kit, SUPERVISE, "--home", str(home.root), str(home.run_sh)]
 
 
 class FallbackManager(ServiceManager):
@@ -109,6 +120,16 @@ class FallbackManager(ServiceManager):
             return proc
         return None
 
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        """The supervisor, detached in its own session; its own output (a traceback, if it ever failed) goes to
+        ``logs/supervisor.log``, the server's through it to ``logs/server.log``."""
+        # O_NOFOLLOW: a link planted after the check in prepare_logs is refused here rather than written through.
+        fd = os.open(self.home.logs_dir / SUPERVISOR_LOG,
+                     os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "ab") as log:
+            return subprocess.Popen(supervise_argv(self.home), cwd=self.home.root, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
+
     def start(self) -> None:
         """(Re)start: an old instance of ours is stopped first (docs/field-failures.md, failure mode 8)."""
         self._require_script()
@@ -116,11 +137,7 @@ class FallbackManager(ServiceManager):
         self.home.run_dir.mkdir(parents=True, exist_ok=True)
         self.prepare_logs()
         try:
-            # O_NOFOLLOW: a link planted after the check above is refused here rather than appended through.
-            fd = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            with os.fdopen(fd, "ab") as log:
-                proc = subprocess.Popen([SHELL, str(self.home.run_sh)], cwd=self.home.root, stdin=subprocess.DEVNULL,
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+            proc = self._spawn()
         except OSError as exc:
             raise ServerError(t("service.err_spawn", path=self.home.run_sh, detail=exc)) from exc
         self._proc = proc
@@ -144,7 +161,9 @@ class FallbackManager(ServiceManager):
                 console.warn(t("service.warn_foreign_pid", pid=pid))
             if proc is not None:
                 procs.append(proc)
-        procs += [p for p in self._unrecorded() if p.pid != pid]
+            else:  # the supervisor was killed on its own: the server it ran is still in its session
+                procs += self._left_in_session(pid)
+        procs += [p for p in self._unrecorded() if p.pid != pid and p not in procs]
         for proc in procs:
             self._end(proc)
         self.pid_file.unlink(missing_ok=True)
@@ -159,6 +178,17 @@ class FallbackManager(ServiceManager):
                 raise ServerError(t("service.err_not_stopped", pid=proc.pid))
         self._collect(proc.pid)
 
+    def _left_in_session(self, pid: int) -> list[psutil.Process]:
+        """Servers still running in the session the recorded supervisor led (it was killed alone, SIGKILL)."""
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = proc.info.get("cmdline") or []
+            with contextlib.suppress(OSError):
+                if (cmdline and os.getsid(proc.pid) == pid and Path(cmdline[0]).name.startswith(SERVER_NAME)
+                        and not _is_zombie(proc.pid)):
+                    found.append(proc)
+        return found
+
     def _unrecorded(self) -> list[psutil.Process]:
         """Servers started from this home's engine folder or start script (no other home's, no other program)."""
         engines, script = self.home.engines_dir, str(self.home.run_sh)
@@ -168,7 +198,8 @@ class FallbackManager(ServiceManager):
             if not cmdline or proc.pid == os.getpid():
                 continue
             first = Path(cmdline[0])
-            ours = (engines in first.parents and first.name.startswith(SERVER_NAME)) or script in cmdline[1:2]
+            ours = ((engines in first.parents and first.name.startswith(SERVER_NAME)) or script in cmdline[1:2]
+                    or (SUPERVISE in cmdline and cmdline[-1] == script))
             if ours and not _is_zombie(proc.pid):
                 found.append(proc)
         return found
@@ -176,6 +207,9 @@ class FallbackManager(ServiceManager):
     def status(self) -> ServiceStatus:
         pid = self._recorded_pid()
         proc = self._ours(pid) if pid is not None else None
+        if proc is None and pid is not None:
+            proc = next(iter(self._left_in_session(pid)), None)
+            pid = proc.pid if proc is not None else pid
         detail = t("service.detail_pid", pid=pid) if proc is not None else t("service.detail_not_running")
         if proc is not None and self.health_url:
             detail += f", /health {_health(self.health_url)}"

@@ -38,7 +38,7 @@ import psutil
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
-from bootstrap.plan.launch_spec import WILDCARD_HOSTS, LaunchSpec
+from bootstrap.plan.launch_spec import WILDCARD_HOSTS, LaunchSpec, connect_host, url_host
 
 SERVER_NAME = "llama-server"  # the engine's server binary (``llama-server.exe`` on Windows)
 HOLDER_STATES = ("ours", "free", "stranger", "hidden")
@@ -175,6 +175,22 @@ def _holder_by_own_processes(spec: LaunchSpec, targets: set[str]) -> PortHolder:
                     and _covers(str(conn.laddr.ip), targets):
                 return PortHolder("ours", spec.port, proc.pid, _name(proc))
     return PortHolder("hidden" if _accepts(spec.connect_host, spec.port) else "free", spec.port)
+
+
+def listening_url(pid: int) -> str | None:
+    """``http://HOST:PORT`` where this machine reaches the TCP socket process ``pid`` listens on (a wildcard bind
+    through loopback), or None while it listens on none."""
+    proc = _process(pid)
+    if proc is None:
+        return None
+    try:
+        conns = _connections(proc)
+    except (psutil.Error, OSError):
+        return None
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr:
+            return f"http://{url_host(connect_host(str(conn.laddr.ip)))}:{conn.laddr.port}"
+    return None
 
 
 def _connections(proc: psutil.Process) -> Iterable[psutil._common.pconn]:

@@ -42,6 +42,7 @@ class WinswManager(ServiceManager):
     """The wrapper exe driving service ``qwenclientkit``; ``winsw_source`` is WinSW's exe (from a bundle)."""
 
     name = "winsw"
+    rolls_its_log = True  # <log mode="roll-by-size"> (templates/winsw.xml.j2)
 
     @property
     def start_script(self) -> Path:

@@ -17,8 +17,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +180,34 @@ def test_service_start_waits_for_the_model_and_status_is_a_sentence(bed: Bed) ->
         f"The server runs under script (PID {pid}) and answers at {bed.base}/v1. It does not start by itself at boot.")
     doc = json.loads(bed.run("service", "status", "--json").stdout)
     assert doc["active"] is True and doc["health"] == "ok" and doc["port_holder"]["pid"] == pid
+
+
+def test_a_server_killed_with_sigkill_is_serving_again(bed: Bed) -> None:
+    """No service manager (``--no-service``): the supervisor the install started brings a killed server back (before
+    this, nothing did: the soak's 'back_s' was null), on the same port, with the same key; ``stop`` ends both."""
+    bed.ensure_serving()
+    log = bed.home.logs_dir / "server.log"
+    seen = log.read_text(encoding="utf-8", errors="replace").count("; watching it")
+    deadline = time.monotonic() + 30
+    while seen == 0 and time.monotonic() < deadline:  # the supervisor has seen it serve (it polls every 0.5 s)
+        time.sleep(0.2)
+        seen = log.read_text(encoding="utf-8", errors="replace").count("; watching it")
+    first = bed.server_pid()
+    assert first is not None and seen >= 1
+    os.kill(first, signal.SIGKILL)
+    killed = time.monotonic()
+    while time.monotonic() - killed < 60 and not (bed.health() == 200 and bed.server_pid() not in (None, first)):
+        time.sleep(0.2)
+    back = time.monotonic() - killed
+    assert bed.health() == 200 and bed.server_pid() not in (None, first), log.read_text()[-2000:]
+    assert back < 60
+    status = json.loads(bed.run("status", "--json").stdout)
+    assert status["healthy"] is True
+    assert "llama-server ended (SIGKILL); starting it again in 1 s" in log.read_text(encoding="utf-8")
+    supervisor = int((bed.home.run_dir / "server.pid").read_text())
+    bed.stop()
+    assert bed.health() == 0
+    assert not psutil.pid_exists(supervisor) or psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE
 
 
 def test_logs_prints_what_the_server_wrote(bed: Bed) -> None:

@@ -21,6 +21,7 @@ from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, UnsupportedMachine
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.plan import engine_flags, planner
+from bootstrap.plan.memory import checkpoint_bytes
 from bootstrap.plan.model_facts import catalog_candidates, file_candidate
 from bootstrap.plan.planner import Candidate, Plan, choose
 from tests.support.header_only import qwen36_35b_a3b_header
@@ -335,3 +336,48 @@ def test_catalog_shape_agrees_with_the_real_header(models_dir: Path, tmp_path: P
     assert experts[1] == pytest.approx(experts[0], rel=0.05)
     plan = choose([from_catalog], machine("rtx3070_8gb_32gb"))
     assert plan.args[plan.args.index("-ngl") + 1] == "999"  # all layers, whether the file counts an MTP block
+
+
+@pytest.mark.parametrize("name", ALL_MACHINES)
+def test_the_prompt_cache_and_checkpoints_are_counted_and_bounded(name: str, models_dir: Path) -> None:
+    """Issue 26: llama-server's prompt cache grows to 8192 MiB unless told (a soak measured 467 → 3,067 MiB in ten
+    minutes against a plan of 425). Every plan passes a limit it counts in the RAM it predicts, and stays within the
+    budget with it."""
+    plan = default_plan(machine(name), models_dir)
+    s, est = plan.settings, plan.estimate
+    args = list(plan.args)
+    assert args[args.index("--cache-ram") + 1] == str(s.cache_ram_mib)
+    assert est.prompt_cache == s.cache_ram_mib << 20
+    profile = next(c.profile for c in catalog_candidates(load_catalog().model(plan.model_id), plan.quant, models_dir)
+                   if c.quant == plan.quant)
+    assert s.cache_ram_mib == 0 or planner.prompt_state_bytes(profile, s) <= s.cache_ram_mib << 20
+    assert s.cache_ram_mib <= planner.CACHE_RAM_MAX_MIB
+    per = checkpoint_bytes(profile, s)
+    assert per > 0  # Qwen3.6's DeltaNet layers: a checkpoint is one recurrent state
+    assert args[args.index("--ctx-checkpoints") + 1] == str(s.ctx_checkpoints)
+    assert est.checkpoints == s.n_parallel * s.ctx_checkpoints * per
+    assert est.prompt_cache + est.checkpoints <= est.host_total
+    unified = est.gpu_total if plan.budget.unified else 0
+    assert est.host_total + unified <= plan.budget.ram_bytes
+    reason = next(r for r in plan.reasons if r.topic == "prompt_cache")
+    assert reason.value.startswith(f"{s.cache_ram_mib} MiB")
+
+
+def test_less_ram_left_gives_a_smaller_cache_never_a_bigger_plan(models_dir: Path) -> None:
+    """The cache takes half of what the model leaves (at most 4096 MiB); tight RAM turns it off and cuts the
+    checkpoints, and the plan's RAM figure never passes the budget."""
+    base = machine("rtx3070_8gb_32gb")
+    sizes = []
+    for available in (30 * GIB, 24 * GIB, 21 * GIB):
+        plan = default_plan(with_memory(base, ram_available=available), models_dir)
+        assert plan.estimate.host_total <= plan.budget.ram_bytes
+        sizes.append((plan.settings.cache_ram_mib, plan.settings.ctx_checkpoints))
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] != sizes[-1], sizes
+
+
+def test_a_full_attention_model_makes_no_checkpoints(tiny_models: dict[str, Path]) -> None:
+    """llama-server checkpoints only SWA and recurrent models: no --ctx-checkpoints for a llama."""
+    candidate = file_candidate(tiny_models["llama"])
+    plan = choose([candidate], machine("no_gpu_16gb"))
+    assert "--ctx-checkpoints" not in plan.args and plan.estimate.checkpoints == 0
+    assert "--cache-ram" in plan.args and plan.estimate.prompt_cache > 0

@@ -399,10 +399,22 @@ def test_fallback_end_to_end(real_install: tuple[Home, LaunchSpec], capsys: pyte
         assert status.active and status.installed and not status.enabled
         pid = int((home.run_dir / "server.pid").read_text())
         assert status.detail == f"pid {pid}, /health 200"
-        assert "llama-server" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        # the recorded process is the supervisor (``qwenkit supervise … run_qwen.sh``); llama-server is its child
+        supervisor = psutil.Process(pid)
+        assert "supervise" in supervisor.cmdline() and supervisor.cmdline()[-1] == str(home.run_sh)
+        [server] = supervisor.children()
+        assert server.name().startswith("llama-server")
 
-        os.kill(pid, 9)
-        _wait(lambda: not manager.status().active, "status notices the kill")
+        log = home.logs_dir / "server.log"
+        _wait(lambda: "; watching it" in log.read_text(encoding="utf-8"), "the supervisor sees it serve")
+        os.kill(server.pid, 9)  # a crash: the supervisor serves again, with a new process
+        _wait(lambda: _health(health) == 200 and [c.pid for c in supervisor.children()] not in ([], [server.pid]),
+              "served again after the kill")
+        [server] = supervisor.children()
+        os.kill(pid, 9)  # the supervisor itself killed alone: its server is still ours to report and to stop
+        _wait(lambda: manager.status().detail == f"pid {server.pid}, /health 200", "status finds the server")
+        manager.stop()
+        assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
         assert manager.status().detail == "not running"
         manager.stop()
         manager.stop()  # idempotent
@@ -410,8 +422,9 @@ def test_fallback_end_to_end(real_install: tuple[Home, LaunchSpec], capsys: pyte
     finally:
         manager.stop()
     uninstall_service(manager)
-    # Only the server's log stays (it belongs to the home's logs/, which the home's uninstall removes).
-    assert files_under(home.root) == before | {home.logs_dir / "server.log"}
+    # Only the logs stay, the server's and its supervisor's (they belong to the home's logs/, which the home's
+    # uninstall removes).
+    assert files_under(home.root) == before | {home.logs_dir / "server.log", home.logs_dir / "supervisor.log"}
     assert not home.run_dir.exists() and not home.services_dir.exists()
 
 
@@ -546,7 +559,9 @@ def test_command_end_to_end(real_install: tuple[Home, LaunchSpec], tmp_path: Pat
         assert re.search(rf"Server ready after [\d.]+ s \(script\): {re.escape(spec.openai_base_url)}", shown.out)
         assert _health(f"{spec.base_url}/health") == 200  # ready when the start returns
         assert _run("status", home, spec, tmp_path) == 0
-        pid = int((home.run_dir / "server.pid").read_text())
+        # the PID said is the server's (the process holding the port), the child of the recorded supervisor
+        [server] = psutil.Process(int((home.run_dir / "server.pid").read_text())).children()
+        pid = server.pid
         assert capsys.readouterr().out.strip() == (f"The server runs under script (PID {pid}) and answers at "
                                                    f"{spec.openai_base_url}. It does not start by itself at boot.")
         assert _run("stop", home, spec, tmp_path) == 0
@@ -554,4 +569,4 @@ def test_command_end_to_end(real_install: tuple[Home, LaunchSpec], tmp_path: Pat
     finally:
         _run("stop", home, spec, tmp_path)
     assert _run("uninstall", home, spec, tmp_path) == 0
-    assert files_under(home.root) == before | {home.logs_dir / "server.log"}
+    assert files_under(home.root) == before | {home.logs_dir / "server.log", home.logs_dir / "supervisor.log"}

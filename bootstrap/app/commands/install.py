@@ -139,6 +139,9 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
     console.info(_memory_line(plan))
+    grows = plan.estimate.prompt_cache + plan.estimate.checkpoints
+    if grows:
+        console.info(t("install.proposal_cache", mib=grows // (1 << 20)))
     console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False,  # the thinking row says it
                                                    will_measure=p.measures_speed)))
     console.info(t("install.proposal_context", ctx=p.ctx))

@@ -81,6 +81,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "  memory         {total} of {budget} GiB of unified memory (shared by CPU and GPU)",
         "zh": "  内存          统一内存 {total} / {budget} GiB（CPU 与 GPU 共用）",
     },
+    "install.proposal_cache": {
+        "en": "                 of which {mib} MiB for the prompt cache and checkpoints, filled as the server answers",
+        "zh": "                其中 {mib} MiB 为提示缓存和上下文检查点，随服务器应答逐渐占满",
+    },
     "install.proposal_context": {
         "en": "  context        {ctx} tokens",
         "zh": "  上下文        {ctx} token",

@@ -88,6 +88,32 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "batch 2048 / micro-batch 512: llama.cpp's defaults, a good prompt speed for the compute buffer.",
         "zh": "批大小 2048 / 微批 512：llama.cpp 默认值，在计算缓冲大小与提示处理速度间平衡。",
     },
+    "plan.why_batch_streams": {
+        "en": "batch {batch} / micro-batch {ubatch}: while another client's prompt is read (~{tps} tokens/s), "
+              "streams wait at most ~{wait} s for their next token.",
+        "zh": "批大小 {batch} / 微批 {ubatch}：读取其他客户端的提示时（约 {tps} token/秒），"
+              "流式输出最多等待约 {wait} 秒。",
+    },
+    "plan.why_batch_streams_slow": {
+        "en": "batch {batch} / micro-batch {ubatch}, the smallest worth it: while another client's prompt is read "
+              "(~{tps} tokens/s), streams may wait ~{wait} s for their next token.",
+        "zh": "批大小 {batch} / 微批 {ubatch}（已是最小的合理值）：读取其他客户端的提示时（约 {tps} token/秒），"
+              "流式输出可能等待约 {wait} 秒。",
+    },
+    "plan.why_cache_ram": {
+        "en": "prompt cache up to {mib} MiB of RAM (llama-server's default is 8192), counted in the memory "
+              "below: earlier prompts are reused without growing past it.",
+        "zh": "提示缓存最多占用 {mib} MiB 内存（llama-server 默认 8192），已计入下面的内存占用："
+              "可复用之前的提示，且不会超出此上限。",
+    },
+    "plan.why_cache_ram_off": {
+        "en": "prompt cache off (--cache-ram 0): the RAM the model leaves is too small for it.",
+        "zh": "关闭提示缓存（--cache-ram 0）：模型之外剩余的内存不足。",
+    },
+    "plan.why_checkpoints": {
+        "en": "Context checkpoints (to reuse earlier turns): up to {n} per slot, {size} MiB in all.",
+        "zh": "上下文检查点（用于复用之前的对话轮次）：每个并发槽最多 {n} 个，共 {size} MiB。",
+    },
     "plan.why_cpu_only": {
         "en": "everything in RAM on the CPU: no usable GPU.",
         "zh": "全部放在内存中由 CPU 运行：没有可用的 GPU。",
@@ -213,6 +239,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "plan.topic_mmproj": {"en": "mmproj", "zh": "视觉投影器"},
     "plan.topic_thinking": {"en": "thinking", "zh": "思考模式"},
     "plan.topic_mtp": {"en": "mtp", "zh": "多 token 预测"},
+    "plan.topic_prompt_cache": {"en": "prompt_cache", "zh": "提示缓存"},
     "plan.memory": {
         "en": "Predicted memory: GPU {gpu} of {gpu_budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",

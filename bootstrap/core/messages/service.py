@@ -5,9 +5,9 @@ from __future__ import annotations
 MESSAGES: dict[str, dict[str, str]] = {
     "service.no_manager": {
         "en": "No service manager here (container / WSL without systemd): the server is started with {script} "
-              "instead; it will not restart by itself or start at boot.",
-        "zh": "此处没有服务管理器（容器或未启用 systemd 的 WSL）：改用 {script} 启动服务器；"
-              "它不会在退出后自动重启，也不会开机自启。",
+              "instead, under qwenkit's supervisor (restarted if it crashes or stalls); it does not start at boot.",
+        "zh": "此处没有服务管理器（容器或未启用 systemd 的 WSL）：改用 {script} 启动服务器，"
+              "由 qwenkit 的监护进程看护（崩溃或卡死时自动重启）；它不会开机自启。",
     },
     "service.installed": {
         "en": "Service installed ({manager}): {path}",

@@ -1,0 +1,244 @@
+"""The start-script install's supervisor: what systemd's ``Restart=`` is for the other installs, and a stall check.
+
+Without a service manager (containers, WSL without systemd, ``--no-service``) nothing else would bring a dead
+server back. ``qwenkit service start`` there runs ``qwenkit supervise``, which runs ``run_qwen.sh`` as its child
+and:
+
+- **restarts it when it ends** once it has served (answered ``/health`` 200): after 1 s, doubling up to 30 s while
+  it keeps dying within a minute of its start. A server that ends before it ever served is not restarted: the
+  supervisor ends with the same status (exit code or signal), so the install names the cause as before
+  (``engine_failure.classify``) instead of a crash loop hiding it;
+- **restarts it when it stalls**, judged as a client would: every ``probe_interval`` seconds a one-token chat
+  must be answered within ``probe_deadline``. ``/health`` is no proof: upstream reports generation stalled
+  while ``/health`` stays 200 (llama.cpp issue #27388). A probe that times out only means a stall when the
+  server is not making progress either: ``/slots`` (served by the same task loop) does not answer within the
+  deadline, or two looks ``probe_deadline`` apart show no slot's prompt or generation move. Busy slots that move
+  (four agents streaming, a long prompt being read) are never interrupted. The restart is SIGTERM, then SIGKILL
+  after ``SERVER_STOP_TIMEOUT_S``;
+- **bounds the log**: the server's output comes through a pipe into ``logs/server.log``, rolled at 10 MiB with
+  three old files kept (``core/log_files``); its own lines start with ``qwenkit:``.
+
+SIGTERM/SIGINT/SIGHUP stop it: the server is stopped the same way and nothing is restarted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bootstrap.core.log_files import MAX_BYTES, RotatingLog
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
+from bootstrap.fetch.http_session import local_session
+from bootstrap.register.server_identity import listening_url
+
+RESTART_DELAYS_S = (1, 2, 4, 8, 16, 30)
+STEADY_S = 60  # a server that ran this long before ending restarts after the first delay again
+PROBE_INTERVAL_S = 60.0
+PROBE_DEADLINE_S = 60.0
+HEALTH_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Watch:
+    """How closely the supervised server is watched, and with which key. Where it answers is not given: it is
+    read from the socket the server listens on (``listening_url``), so no record can send the probes elsewhere."""
+
+    key_file: Path
+    probe_interval: float = PROBE_INTERVAL_S
+    probe_deadline: float = PROBE_DEADLINE_S
+
+    @classmethod
+    def from_env(cls, key_file: Path, env: Mapping[str, str] = os.environ) -> Watch:
+        """``QWENKIT_PROBE_INTERVAL`` / ``QWENKIT_PROBE_DEADLINE`` (seconds) shorten the watch for tests."""
+        return cls(key_file, _seconds(env, "QWENKIT_PROBE_INTERVAL", PROBE_INTERVAL_S),
+                   _seconds(env, "QWENKIT_PROBE_DEADLINE", PROBE_DEADLINE_S))
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+class Supervisor:
+    """Runs ``argv`` (the start script) until told to stop; see the module docstring."""
+
+    def __init__(self, argv: Sequence[str], *, cwd: Path, log: Path, watch: Watch, log_max_bytes: int = MAX_BYTES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.argv, self.cwd, self.watch, self.clock = list(argv), cwd, watch, clock
+        self.log = RotatingLog(log, max_bytes=log_max_bytes)
+        self._log_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._url = ""  # where the current server listens, once it does
+        self.restarts = 0
+
+    # -- the log ---------------------------------------------------------------------------------------------
+    def note(self, text: str) -> None:
+        """One line of our own in the server's log."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self._write(f"qwenkit: {stamp} {text}\n".encode())
+
+    def _write(self, data: bytes) -> None:
+        with self._log_lock:
+            self.log.write(data)
+
+    def _pump(self, stream: Any) -> None:
+        for line in iter(stream.readline, b""):
+            self._write(line)
+        stream.close()
+
+    # -- the loop --------------------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Serve until stopped: 0; or the first start's own status when the server never served."""
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        delay_index = -1
+        try:
+            while not self._stopping.is_set():
+                started = self.clock()
+                served, returncode = self._run_once()
+                if self._stopping.is_set():
+                    break
+                if not served:
+                    self.note(f"llama-server ended before it served ({_how(returncode)}); not restarting it")
+                    return _pass_on(returncode)
+                steady = self.clock() - started >= STEADY_S
+                delay_index = 0 if steady else min(delay_index + 1, len(RESTART_DELAYS_S) - 1)
+                delay = RESTART_DELAYS_S[delay_index]
+                self.note(f"llama-server ended ({_how(returncode)}); starting it again in {delay} s")
+                self.restarts += 1
+                self._stopping.wait(delay)
+        finally:
+            self.log.close()
+        return 0
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self._stopping.set()
+
+    def _run_once(self) -> tuple[bool, int]:
+        """One life of the server: (it answered /health 200 at some point, its return code)."""
+        child = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, close_fds=True)
+        self._url = ""
+        pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
+        pump.start()
+        served = False
+        next_probe = 0.0
+        with local_session() as session:
+            while child.poll() is None:
+                if self._stopping.wait(0.5):
+                    break
+                if not served:
+                    self._url = self._url or listening_url(child.pid) or ""
+                    served = bool(self._url) and self._healthy(session)
+                    if served:
+                        self.note(f"llama-server (PID {child.pid}) serves at {self._url}; watching it")
+                    next_probe = self.clock() + self.watch.probe_interval
+                elif self.clock() >= next_probe:
+                    if self._stalled(session):
+                        self.note(f"llama-server stalled: no answer to a one-token chat within "
+                                  f"{self.watch.probe_deadline:g} s and no slot moving; restarting it")
+                        self._end(child)
+                    next_probe = self.clock() + self.watch.probe_interval
+        if child.poll() is None:
+            self._end(child)
+        pump.join(timeout=5)
+        return served, child.wait()
+
+    def _end(self, child: subprocess.Popen[bytes]) -> None:
+        """SIGTERM, then SIGKILL after ``SERVER_STOP_TIMEOUT_S`` (llama-server finishes nothing in flight)."""
+        with contextlib.suppress(ProcessLookupError):
+            child.terminate()
+        try:
+            child.wait(timeout=SERVER_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            child.wait()
+
+    # -- the checks ------------------------------------------------------------------------------------------
+    def _key(self) -> str:
+        try:
+            return self.watch.key_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+
+    def _healthy(self, session: requests.Session) -> bool:
+        try:
+            return session.get(f"{self._url}/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def _stalled(self, session: requests.Session) -> bool:
+        """A one-token chat unanswered within the deadline while no slot moves (module docstring)."""
+        if self._answers(session):
+            return False
+        first = self._progress(session)
+        if first is None:
+            return True
+        if self._stopping.wait(self.watch.probe_deadline):
+            return False
+        second = self._progress(session)
+        return second is None or second == first
+
+    def _answers(self, session: requests.Session) -> bool:
+        body = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+        try:
+            resp = session.post(f"{self._url}/v1/chat/completions", json=body,
+                                headers={"Authorization": f"Bearer {self._key()}"},
+                                timeout=self.watch.probe_deadline)
+        except requests.RequestException:
+            return False
+        return resp.status_code < 500
+
+    def _progress(self, session: requests.Session) -> tuple[tuple[Any, ...], ...] | None:
+        """Each slot's (task, prompt tokens, tokens generated) from ``/slots``; None when it does not answer."""
+        try:
+            resp = session.get(f"{self._url}/slots", headers={"Authorization": f"Bearer {self._key()}"},
+                               timeout=self.watch.probe_deadline)
+            slots = resp.json() if resp.status_code == 200 else None
+        except (requests.RequestException, ValueError):
+            return None
+        if not isinstance(slots, list):
+            return None
+        return tuple((s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s)) for s in slots if isinstance(s, dict))
+
+
+def _decoded(slot: dict[str, Any]) -> object:
+    tokens = slot.get("next_token")
+    return tokens[0].get("n_decoded") if isinstance(tokens, list) and tokens and isinstance(tokens[0], dict) else None
+
+
+def _how(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _pass_on(returncode: int) -> int:
+    """End as the server ended: the same exit code, or the same signal (no core file of our own)."""
+    if returncode >= 0:
+        return returncode
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be handled: nothing to reset
+        signal.signal(-returncode, signal.SIG_DFL)
+    os.kill(os.getpid(), -returncode)
+    return 128 - returncode  # not reached for a deadly signal
