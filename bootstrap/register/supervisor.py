@@ -5,9 +5,10 @@ server back. ``qwenkit service start`` there runs ``qwenkit supervise``, which r
 and:
 
 - **restarts it when it ends** once it has served (answered ``/health`` 200): after 1 s, doubling up to 30 s while
-  it keeps dying within a minute of its start. A server that ends before it ever served is not restarted: the
-  supervisor ends with the same status (exit code or signal), so the install names the cause as before
-  (``engine_failure.classify``) instead of a crash loop hiding it;
+  it keeps dying within a minute of its start (a restart that fails too, e.g. memory another program took, is
+  retried the same way). A first start that ends before it ever served is not retried: the supervisor ends with
+  the same status (exit code or signal), so the install names the cause as before (``engine_failure.classify``)
+  instead of a crash loop hiding it;
 - **restarts it when it stalls**, judged as a client would: every ``probe_interval`` seconds a one-token chat
   must be answered within ``probe_deadline``. ``/health`` is no proof: upstream reports generation stalled
   while ``/health`` stays 200 (llama.cpp issue #27388). A probe that times out only means a stall when the
@@ -111,7 +112,7 @@ class Supervisor:
                 served, returncode = self._run_once()
                 if self._stopping.is_set():
                     break
-                if not served:
+                if not served and not self.restarts:
                     self.note(f"llama-server ended before it served ({_how(returncode)}); not restarting it")
                     return _pass_on(returncode)
                 steady = self.clock() - started >= STEADY_S

@@ -161,6 +161,42 @@ def test_a_server_that_never_served_is_not_restarted(tmp_path: Path) -> None:
     assert "ended before it served (SIGILL); not restarting it" in log
 
 
+FLAKY = """
+import os, sys
+from pathlib import Path
+count = Path(sys.argv[1])
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+print(f"life {n}", flush=True)
+if n in (2, 3):
+    sys.exit(3)  # a restart that fails before serving: retried, with a longer wait each time
+os.execv(sys.executable, [sys.executable, sys.argv[2], sys.argv[3], "busy"])
+"""
+
+
+def test_a_restart_that_fails_is_retried_with_backoff(tmp_path: Path) -> None:
+    """It served, died, and the next two starts fail before serving: unlike a first start, those are retried
+    (after 1 s, then 2 s, then 4 s) until one serves again."""
+    port = free_port()
+    stand_in = REPO_ROOT / "tests" / "support" / "stalled_server.py"
+    sup = Supervised(tmp_path, [sys.executable, "-c", FLAKY, str(tmp_path / "lives"), str(stand_in), str(port)],
+                     port)
+    try:
+        sup.wait_for(lambda: "; watching it" in sup.log_text(), 30)
+        first = sup.server_pid()
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        sup.wait_for(lambda: sup.log_text().count("; watching it") == 2, 60)
+        log = sup.log_text()
+        assert [f"life {n}" in log for n in (1, 2, 3, 4)] == [True] * 4
+        assert "ended (SIGKILL); starting it again in 1 s" in log
+        assert "ended (exit code 3); starting it again in 2 s" in log
+        assert "ended (exit code 3); starting it again in 4 s" in log
+        assert sup.proc.poll() is None
+    finally:
+        sup.stop()
+
+
 def test_sigterm_stops_the_server_and_restarts_nothing(supervised_server: Supervised) -> None:
     sup = supervised_server
     server = sup.server_pid()
