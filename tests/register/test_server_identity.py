@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -145,10 +146,19 @@ def _nobody_python() -> list[str] | None:
     site = next((Path(p) for p in sys.path if p.endswith("site-packages") and str(REPO_ROOT) in p), None)
     if not python.is_file() or site is None or os.getuid() != 0:
         return None
+    if not (_others_can_read(REPO_ROOT) and _others_can_read(site)):
+        return None  # a checkout under a private folder (mktemp -d is 0700): nobody cannot import the kit
     return [str(python), str(site)]
 
 
-@pytest.mark.skipif(_nobody_python() is None, reason="needs root, a system Python of this version and a venv")
+def _others_can_read(path: Path) -> bool:
+    """Whether a user who owns nothing here can list ``path`` (every folder above it searchable by others)."""
+    folders = [path, *path.parents]
+    return all(f.stat().st_mode & stat.S_IXOTH for f in folders) and bool(path.stat().st_mode & stat.S_IROTH)
+
+
+@pytest.mark.skipif(_nobody_python() is None, reason="needs root, a system Python of this version and a venv "
+                    "that others can read")
 def test_an_owner_the_os_does_not_show_is_not_ours(tmp_path: Path) -> None:
     """Run as ``nobody``, the check cannot see who owns root's listening socket (Linux gives no PID for a socket in
     a process this user may not inspect): "hidden", said as such, never "ours"."""
