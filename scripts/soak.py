@@ -129,18 +129,21 @@ class Client:
                 self.tally.prompt_tokens += int(usage.get("prompt_tokens", 0)) - int(cached or 0)
         return resp.status_code == 200, f"HTTP {resp.status_code}"
 
+    @contextlib.contextmanager
+    def _events(self, body: dict[str, Any]) -> Iterator[tuple[int, Iterator[bytes]]]:
+        """A streamed chat: its status and its SSE ``data:`` lines as they arrive."""
+        with self._post({**body, "stream": True}, stream=True) as resp:
+            yield resp.status_code, (line for line in resp.iter_lines() if line.startswith(b"data: "))
+
     def stream(self) -> tuple[bool, str]:
-        body = {"messages": [{"role": "user", "content": "Write a short poem about the sea."}], "max_tokens": 48,
-                "stream": True}
-        with self._post(body, stream=True) as resp:
-            if resp.status_code != 200:
-                return False, f"HTTP {resp.status_code}"
-            last = None
-            gaps = []
-            done = False
-            for line in resp.iter_lines():
-                if not line.startswith(b"data: "):
-                    continue
+        body = {"messages": [{"role": "user", "content": "Write a short poem about the sea."}], "max_tokens": 48}
+        last = None
+        gaps = []
+        done = False
+        with self._events(body) as (status, lines):
+            if status != 200:
+                return False, f"HTTP {status}"
+            for line in lines:
                 if line == b"data: [DONE]":
                     done = True
                     break
@@ -153,17 +156,13 @@ class Client:
         return done, "stream cut"
 
     def abandon(self) -> tuple[bool, str]:
-        body = {"messages": [{"role": "user", "content": "Count slowly from one to a hundred."}], "max_tokens": 200,
-                "stream": True}
-        with self._post(body, stream=True) as resp:
-            if resp.status_code != 200:
-                return False, f"HTTP {resp.status_code}"
-            seen = 0
-            for line in resp.iter_lines():
-                if line.startswith(b"data: "):
-                    seen += 1
-                    if seen >= 3:
-                        break
+        body = {"messages": [{"role": "user", "content": "Count slowly from one to a hundred."}], "max_tokens": 200}
+        with self._events(body) as (status, lines):
+            if status != 200:
+                return False, f"HTTP {status}"
+            for seen, _ in enumerate(lines, start=1):
+                if seen >= 3:
+                    break
         with self.tally.lock:
             self.tally.abandoned += 1
         return True, ""
