@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "logs": "logs",
     "service": "service",
     "bundle": "bundle",
+    "remove": "remove",
     "uninstall": "uninstall",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
@@ -137,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_uninstall):
+                _add_bundle, _add_remove, _add_uninstall):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -196,6 +197,7 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
     install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
     install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
+    install.add_argument("--default", action="store_true", help=t("arg.install_default"))
 
 
 def _add_status(sub: Subcommands) -> None:
@@ -235,6 +237,12 @@ def _add_bundle(sub: Subcommands) -> None:
     verify = actions.add_parser("verify", help=t("cmd.bundle_verify"), description=t("cmd.bundle_verify"))
     verify.add_argument("dir", metavar="DIR|URL", help=t("arg.dir"))
     verify.add_argument("--json", action="store_true", help=t("cli.json"))
+
+
+def _add_remove(sub: Subcommands) -> None:
+    remove = _command(sub, "remove")
+    remove.add_argument("name", metavar="NAME", help=t("arg.remove_name"))
+    remove.add_argument("--home", metavar="DIR", help=t("arg.home"))
 
 
 def _add_uninstall(sub: Subcommands) -> None:

@@ -32,7 +32,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def obsolete_paths(home: Home, previous: InstallState, new_files: Iterable[Path], new_engine: Path) -> list[Path]:
     """The previous install's model files and engine folder that the new install does not use."""
-    keep = set(new_files)
+    keep = set(new_files) | {resolve_in_home(home, f.path) for m in previous.library for f in m.files}
     out = [p for p in (resolve_in_home(home, f.path) for f in previous.files)
            if p not in keep and _inside(p, home.models_dir)]
     old_engine = resolve_in_home(home, previous.engine.dir)

@@ -43,7 +43,7 @@ from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.build import build_state
 from bootstrap.record.failure_record import clear_failure
-from bootstrap.record.state import InstallState, RequestRecord, resolve_in_home, save_state
+from bootstrap.record.state import InstallState, RequestRecord, launch_spec, resolve_in_home, save_state
 from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
@@ -115,6 +115,9 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
         raise refuse(home, refused, files, upgrade=previous is not None,
                      engine_build=placed.working.installed.build)
     spec = replace(placed.untuned, args=tuple(tuned.final_args))
+    if previous is not None and previous.library:  # the other installed models keep being served beside it
+        kept = launch_spec(previous, home)
+        spec = replace(spec, others=kept.others, models_max=kept.models_max)
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)

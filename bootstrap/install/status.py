@@ -46,6 +46,23 @@ class ServerFigures:
 
 
 @dataclass(frozen=True)
+class ModelStatus:
+    """One installed model: its name (what requests send as ``"model"``), role, and whether the server has it
+    loaded now (the router's ``GET /models``: "loaded", "loading", "unloaded"; a single-model server: "loaded"
+    while healthy; None when the server did not say)."""
+
+    name: str
+    role: str
+    default: bool
+    quant: str
+    loaded: str | None
+    planned_ram_bytes: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class StatusReport:
     home: Home
     state: InstallState
@@ -57,6 +74,7 @@ class StatusReport:
     last_failure: FailureRecord | None = None  # the last attempt that failed (an upgrade refused, a start…)
     web_page: WebPage | None = None  # the chat page, checked only while the server is healthy
     server: ServerFigures | None = None  # the running server's figures, only while it is healthy
+    models: tuple[ModelStatus, ...] = ()  # every installed model, the default first
 
     @property
     def healthy(self) -> bool:
@@ -95,6 +113,8 @@ class StatusReport:
             "port_holder": None if self.health.holder is None else self.health.holder.to_json(),
             "server": None if self.server is None else self.server.to_json(),
             "logs": str(self.home.logs_dir),
+            "models": [m.to_json() for m in self.models],
+            "models_max": self.spec.models_max if self.spec.router else 1,
         }
 
 
@@ -118,8 +138,29 @@ def collect(home: Home) -> StatusReport:
         warnings += (t("status.exposed", host=spec.host, endpoint=spec.client_openai_url),)
     page = check_web_page(spec) if not problems else None
     figures = _figures(state, spec, health, key) if not problems and key else None
+    models = _models(state, spec, key if not problems else None)
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home), page, figures)
+                        load_failure(home), page, figures, models)
+
+
+def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[ModelStatus, ...]:
+    """The default model and the library, each with what the running server says of it."""
+    loaded: dict[str, str] = {}
+    if key and spec.router:
+        from bootstrap.verify.models_check import listed_models
+
+        try:
+            for doc in listed_models(spec, key, timeout=3.0):
+                status = doc.get("status")
+                if isinstance(status, dict) and isinstance(status.get("value"), str):
+                    loaded[str(doc.get("id"))] = status["value"]
+        except QwenKitError:
+            pass
+    elif key:
+        loaded[spec.alias] = "loaded"
+    rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram)]
+    rows += [ModelStatus(m.name, m.role, False, m.quant, loaded.get(m.name), m.planned_ram) for m in state.library]
+    return tuple(rows)
 
 
 def _figures(state: InstallState, spec: LaunchSpec, health: Health, key: str) -> ServerFigures | None:
@@ -132,21 +173,34 @@ def _figures(state: InstallState, spec: LaunchSpec, health: Health, key: str) ->
     except (psutil.Error, OSError):
         return None
     rss = swap = None
+    # A router's models run in child processes of its own: the memory in use is theirs and its, added up.
+    procs = [proc, *(_children(proc) if spec.router else [])]
     try:
-        rss = int(proc.memory_info().rss)
-        swap = getattr(proc.memory_full_info(), "swap", None)
+        rss = sum(int(p.memory_info().rss) for p in procs)
+        swaps = [getattr(p.memory_full_info(), "swap", None) for p in procs]
+        swap = None if any(v is None for v in swaps) else sum(int(v) for v in swaps if v is not None)
     except (psutil.Error, OSError):
         pass
     props = server_props(spec, key)
+    planned = state.server.planned_ram
+    if spec.router and planned is not None:
+        planned += sum(m.planned_ram or 0 for m in state.library)
     return ServerFigures(holder.pid, uptime_s(proc), rss, None if swap is None else int(swap),
-                         state.server.planned_ram, props.ctx if props else None, props.slots if props else None)
+                         planned, props.ctx if props else None, props.slots if props else None)
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return list(proc.children(recursive=True))
+    except (psutil.Error, OSError):
+        return []
 
 
 def _file_problems(state: InstallState, home: Home, spec: LaunchSpec) -> list[str]:
     problems = []
     if not spec.server.is_file():
         problems.append(t("status.problem_engine", path=spec.server))
-    for record in state.files:
+    for record in (*state.files, *(f for m in state.library for f in m.files)):
         path = resolve_in_home(home, record.path)
         try:
             intact = path.stat().st_size == record.size

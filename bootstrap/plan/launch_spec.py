@@ -147,8 +147,28 @@ def ctx_of(args: Sequence[str]) -> int | None:
 
 
 @dataclass(frozen=True)
+class PresetModel:
+    """Another installed model the server offers beside the default one (llama-server's router mode): its name
+    (what requests send as ``"model"``), files and tuned flags (the same kind as ``LaunchSpec.args``)."""
+
+    name: str
+    model: Path
+    mmproj: Path | None
+    args: tuple[str, ...]
+    load_on_startup: bool = False
+
+
+# The environment variable llama-server reads for ``--api-key-file`` (llama.cpp ``common/arg.cpp``). In router mode
+# the router drops the key from the arguments it gives each model's child server (``unset_reserved_args`` in
+# ``tools/server/server-models.cpp``) but hands children its own environment: set there, every child on its
+# 127.0.0.1 port also wants the key (docs/several-models.md).
+CHILD_KEY_ENV = "LLAMA_ARG_API_KEY_FILE"
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
-    """One llama-server start: binary, model, tuned flags, address and key file."""
+    """One llama-server start: binary, model, tuned flags, address and key file; with ``others``, a router that
+    offers this model (as ``alias``, the default) and those, each in a child server of its own."""
 
     home: Path
     system: str  # platform.system() of the target: "Linux", "Darwin" or "Windows"
@@ -161,6 +181,23 @@ class LaunchSpec:
     api_key_file: Path
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    others: tuple[PresetModel, ...] = ()  # several models: llama-server's router mode (render/model_preset.py)
+    models_max: int = 1  # router mode: models loaded at once (never 0: see install/library.models_max_for)
+
+    @property
+    def router(self) -> bool:
+        """Several models behind this endpoint: llama-server runs as a router over a preset file."""
+        return bool(self.others)
+
+    @property
+    def preset_file(self) -> Path:
+        """The router's preset (INI) file, beside the start scripts."""
+        return self.home / "models.ini"
+
+    def child_env(self) -> dict[str, str]:
+        """Variables the start scripts set for the server: in router mode the key file, which the router passes on
+        to every child server through the environment (see ``CHILD_KEY_ENV``)."""
+        return {CHILD_KEY_ENV: self.key_file_arg()} if self.router else {}
 
     @property
     def connect_host(self) -> str:
@@ -202,7 +239,12 @@ class LaunchSpec:
         return thinking_of(self.args)
 
     def server_args(self) -> list[str]:
-        """llama-server's arguments after the binary, in the order the start scripts write them."""
+        """llama-server's arguments after the binary, in the order the start scripts write them. In router mode
+        only the router's own: each model's flags are in the preset file (command-line flags would reach every
+        child and override its preset, llama.cpp tools/server/README.md "Model presets")."""
+        if self.router:
+            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max),
+                    "--host", self.host, "--port", str(self.port), "--api-key-file", self.key_file_arg()]
         out = ["-m", str(self.model)]
         if self.mmproj is not None:
             out += ["--mmproj", str(self.mmproj)]
@@ -223,6 +265,12 @@ class LaunchSpec:
             except ValueError:
                 pass
         return str(self.api_key_file)
+
+    def preset_arg(self) -> str:
+        """``--models-preset``'s value: relative to the home on Windows (as ``key_file_arg``), else absolute."""
+        if self.system == "Windows":
+            return "models.ini"
+        return str(self.preset_file)
 
     def argv(self) -> list[str]:
         """The whole command as a list (never a string: no shell, no quoting)."""

@@ -105,6 +105,14 @@ class ModelProfile:
     # or token_embd when tied). The speed model weighs each type's measured rate by them; empty when the bytes are
     # not this file's own (a profile scaled from another quant, or from the catalog's shape facts).
     weight_types: tuple[tuple[str, str, int], ...] = ()
+    # ``<arch>.pooling_type`` (llama.cpp ``enum llama_pooling_type``: 1 mean, 2 cls, 3 last, 4 rank): set by
+    # converters on embedding models (Qwen3-Embedding, BGE); 0 for a chat model.
+    pooling: int = 0
+
+    @property
+    def embedding(self) -> bool:
+        """An embedding model (served with ``--embeddings``), told by the pooling its header declares."""
+        return self.pooling in POOLING_NAMES
 
     @property
     def has_mtp(self) -> bool:
@@ -124,6 +132,15 @@ class ModelProfile:
     @property
     def n_layer_all(self) -> int:
         return len(self.layers)
+
+
+# llama.cpp include/llama.h ``enum llama_pooling_type`` → llama-server's ``--pooling`` values (common/arg.cpp).
+POOLING_NAMES = {1: "mean", 2: "cls", 3: "last"}
+
+
+def _pooling(header: GGUFHeader, arch: str) -> int:
+    value = header.arch_value("pooling_type", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _unsupported(arch: str) -> UsageError:
@@ -336,6 +353,7 @@ def model_profile(header: GGUFHeader) -> ModelProfile:
         n_ff=n_ff, n_ff_exp=n_ff_exp, ssm_conv_dim=conv_dim, ssm_v_heads=v_heads, output_repack=output_rp,
         mtp_layers=_mtp_blocks(header, n_layer, n_layer_all, nextn),
         thinks=template_thinks(header.metadata.get("tokenizer.chat_template")),
+        pooling=_pooling(header, arch),
         weight_types=weight_types(header.tensors, n_layer),
     )
 

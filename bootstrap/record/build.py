@@ -56,6 +56,8 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
         venv_python=None if venv_python is None else relative_to_home(home, venv_python),
         request=request,
         speed=speed,
+        library=previous.library if previous is not None else (),
+        models_max=previous.models_max if previous is not None else 0,
     )
 
 

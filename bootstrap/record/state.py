@@ -21,7 +21,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
-from bootstrap.plan.launch_spec import LaunchSpec, thinking_of
+from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.verify.speed_records import SpeedCheck, check_from_json
 
@@ -112,6 +112,25 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
+class LibraryModel:
+    """Another installed model served beside the default one (router mode, ``install/library.py``): the name
+    requests send as ``"model"``, its verified files, and its own tuned flags."""
+
+    name: str
+    model_id: str
+    quant: str
+    role: str  # "chat" | "embedding"
+    files: tuple[FileRecord, ...]
+    args: tuple[str, ...]
+    request: str  # MODEL as the user gave it (a rerun resolves it again)
+    source: str = "auto"
+    planned_ram: int | None = None  # bytes of host RAM the plan predicted for it alone
+
+    def file(self, role: str) -> FileRecord | None:
+        return next((f for f in self.files if f.role == role), None)
+
+
+@dataclass(frozen=True)
 class InstallState:
     system: str  # platform.system() the install was made for
     model_id: str
@@ -124,6 +143,8 @@ class InstallState:
     request: RequestRecord | None = None
     launcher: LauncherRecord | None = None  # the qwenkit command put on PATH (register.shell_command)
     speed: SpeedCheck | None = None  # measured vs predicted at verify (None: a record from before it existed)
+    library: tuple[LibraryModel, ...] = ()  # the other installed models (router mode); the default is the above
+    models_max: int = 0  # router mode: models loaded at once (all of them: each loads at startup)
     kit_version: str = __version__
     updated: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema: int = SCHEMA_VERSION
@@ -245,7 +266,17 @@ def state_from_json(doc: Any) -> InstallState:
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),
         speed=check_from_json(r.doc.get("speed")),  # a report only: absent or unreadable reads as None
+        library=tuple(_read_library(m) for m in r.opt_items("library")),
+        models_max=r.integer("models_max") if "models_max" in r.doc else 0,
     )
+
+
+def _read_library(r: FieldReader) -> LibraryModel:
+    return LibraryModel(name=r.text("name"), model_id=r.text("model_id"), quant=r.text("quant"),
+                        role=r.choice("role", ("chat", "embedding")),
+                        files=tuple(_read_file(f) for f in r.items("files")), args=r.strings("args"),
+                        request=r.text("request"), source=r.text("source"),
+                        planned_ram=_report_bytes(r.doc.get("planned_ram")))
 
 
 def load_state(home: Home) -> InstallState | None:
@@ -277,11 +308,21 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
     if model is None:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
+    others = []
+    for entry in state.library:
+        main = entry.file("model")
+        if main is None:
+            raise _bad("library", t("state.err_no_model"))
+        projector = entry.file("mmproj")
+        others.append(PresetModel(entry.name, resolve_in_home(home, main.path),
+                                  None if projector is None else resolve_in_home(home, projector.path), entry.args,
+                                  load_on_startup=state.models_max > len(state.library)))
     return LaunchSpec(
         home=home.root, system=state.system, engine_dir=resolve_in_home(home, state.engine.dir),
         server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
+        others=tuple(others), models_max=state.models_max,
     )
 
 

@@ -94,7 +94,9 @@ def server_props(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Ser
     say. Only for a server ``check_health`` found to be ours and "ok"."""
     with local_session() as session:
         try:
+            # a router answers /props for the model named (llama.cpp tools/server/README.md "Routing requests")
             resp = session.get(f"{spec.base_url}/props", timeout=timeout,
+                               params={"model": spec.alias} if spec.router else None,
                                headers={"Authorization": f"Bearer {api_key}"})
             doc = resp.json() if resp.status_code == 200 else None
         except (requests.RequestException, ValueError):

@@ -9,8 +9,6 @@ either one, for tests and for bundles built for another OS.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Literal
@@ -20,6 +18,7 @@ from bootstrap.core import console
 from bootstrap.core.home import Home
 from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.render.command_words import group_words
 
 Which = Literal["sh", "bat"]
 SH_TEMPLATE = "run_qwen.sh.j2"
@@ -27,8 +26,6 @@ BAT_TEMPLATE = "run_qwen.bat.j2"
 # The .bat echoes its messages unquoted (quotes would be printed), so they may not hold cmd.exe's special
 # characters; ( ) would end a block if one is ever added around the echo.
 _BAT_ECHO_UNSAFE = frozenset('%&|<>^"!()\r\n')
-# A word starting a new line in the rendered command: a flag, not a negative number ("-1" is a value).
-_FLAG = re.compile(r"-[^\d]")
 
 
 @dataclass(frozen=True)
@@ -53,17 +50,6 @@ class BatWord:
 
     text: str
     in_home: bool
-
-
-def group_words(words: Sequence[str]) -> list[list[str]]:
-    """Split a flat argument list into lines of ``flag value…`` so the script reads like the plan."""
-    lines: list[list[str]] = []
-    for word in words:
-        if not lines or _FLAG.match(word):
-            lines.append([word])
-        else:
-            lines[-1].append(word)
-    return lines
 
 
 def windows_relative(value: str, home: str) -> str | None:
@@ -95,6 +81,10 @@ def _checked_files(spec: LaunchSpec) -> list[Path]:
     files = [spec.server, spec.model]
     if spec.mmproj is not None:
         files.append(spec.mmproj)
+    for other in spec.others:
+        files += [other.model] + ([other.mmproj] if other.mmproj is not None else [])
+    if spec.router:
+        files.append(spec.preset_file)
     files.append(spec.api_key_file)
     return files
 
@@ -110,11 +100,13 @@ def _messages(which: Which) -> dict[str, str]:
 
 def render_text(spec: LaunchSpec, which: Which) -> str:
     """The text of ``run_qwen.sh`` (``"sh"``) or ``run_qwen.bat`` (``"bat"``) for ``spec``, with ``\\n`` endings."""
-    common = {"version": __version__, "base_url": spec.base_url, "system": spec.system, **_messages(which)}
+    common = {"version": __version__, "base_url": spec.base_url, "system": spec.system, "router": spec.router,
+              "env": sorted(spec.child_env().items()), **_messages(which)}
     lines = group_words(spec.server_args())
     if which == "sh":
         return render_template(SH_TEMPLATE, server=str(spec.server), engine_dir=str(spec.engine_dir),
-                               checks=[str(p) for p in _checked_files(spec)], lines=lines, **common)
+                               home=str(spec.home), checks=[str(p) for p in _checked_files(spec)], lines=lines,
+                               **common)
     if which == "bat":
         home = str(spec.home)
         return render_template(BAT_TEMPLATE, server=_bat_word(spec.server, home),
@@ -129,6 +121,10 @@ def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     ``run_qwen.sh`` is executable (0755) with ``\\n`` endings; ``run_qwen.bat`` is UTF-8 without BOM and has
     ``\\r\\n`` endings (cmd.exe misreads labels and ``goto`` in LF-only files).
     """
+    if spec.router:  # the router's preset first: a script is never left naming a preset that is not there
+        from bootstrap.render.model_preset import write_preset
+
+        write_preset(spec)
     if spec.system == "Windows":
         write_rendered(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644)
         return StartScripts(sh=None, bat=home.run_bat)

@@ -47,7 +47,7 @@ ALLOWED = frozenset({
 # The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
-                           "uninstall", "start", "stop", "create", "verify", "auto", "modelscope", "curl"})
+                           "uninstall", "remove", "start", "stop", "create", "verify", "auto", "modelscope", "curl"})
 _NOT_PROSE = [
     re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave
     re.compile(r"\{[^}]*\}"),  # argparse's choices ({on,off})
@@ -167,7 +167,8 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     real_catalog = {k: v for k, v in env.items() if k != "QWENKIT_CATALOG"}  # the shipped catalog: shape facts
     dead = f"http://127.0.0.1:{_dead_port()}"
     outputs = [_text(bed, env, "--help")]
-    for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "uninstall"):
+    for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "remove",
+                    "uninstall"):
         outputs.append(_text(bed, env, command, "--help"))
     outputs += [
         _text(bed, env, "doctor"),

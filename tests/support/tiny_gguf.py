@@ -113,6 +113,9 @@ class TinySpec:
     # qwen35moe MTP head: ``nextn_predict_layers`` blocks after the trunk (block_count = n_layer + mtp_layers),
     # each a full-attention MoE block plus the ``blk.N.nextn.*`` tensors (models/qwen35moe.cpp load_block_mtp)
     mtp_layers: int = 0
+    # ``<arch>.pooling_type`` (llama.h ``enum llama_pooling_type``: 1 mean, 2 cls, 3 last): an embedding model, as
+    # Qwen3-Embedding's converter writes it (3, last token); 0 = key absent (a chat model)
+    pooling: int = 0
     chat_template: str = CHAT_TEMPLATE  # tokenizer.chat_template (a Qwen3-style one with a thinking switch, say)
     # for negative tests: tensors / keys left out of the file
     omit_tensors: tuple[str, ...] = field(default=())
@@ -441,6 +444,8 @@ def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
         kv.append((f"{a}.attention.sliding_window", "u32", spec.swa))
         if spec.swa_pattern is not None:
             kv.append((f"{a}.attention.sliding_window_pattern", "u32", spec.swa_pattern))
+    if spec.pooling:
+        kv.append((f"{a}.pooling_type", "u32", spec.pooling))
     if a == "qwen35moe":
         kv += [
             (f"{a}.expert_shared_feed_forward_length", "u32", spec.n_ff_shexp),

@@ -21,7 +21,7 @@ from bootstrap.core import console, settings
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
-from bootstrap.core.home import resolve_home
+from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.input_checks import check_text
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import gib_text, human_size
@@ -216,10 +216,39 @@ def run(args: argparse.Namespace) -> int:
         show_proposal(proposal, home.root)  # with --yes / --answers too: a log says what was installed, and why
         return unattended or ask_yes_no(t("install.question"), default=True)
 
+    if request.model is not None and not getattr(args, "default", False) and request.hardware_file is None:
+        added = _add_beside(home, request, unattended, interactive)
+        if added is not None:
+            return added
     outcome = install(home, request, confirm)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
     elif outcome.kind in ("installed", "upgraded", "verified"):
         command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
         console.out_ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
+    return 0
+
+
+def _add_beside(home: Home, request: InstallRequest, unattended: bool, interactive: bool) -> int | None:
+    """MODEL is not this home's default model: it joins the others behind the same endpoint (``install/library``),
+    the default keeps its place. None when MODEL is the default (then the pipeline upgrades it) or nothing is
+    installed yet (then MODEL becomes the default)."""
+    from bootstrap.install.library import add_model, names_default
+    from bootstrap.record.state import load_state
+
+    state = load_state(home)
+    if state is None or names_default(state, request.model or ""):
+        return None
+    if request.host != DEFAULT_HOST or request.port is not None or request.ctx is not None:
+        raise UsageError(t("library.err_server_options"), t("library.hint_server_options"))
+
+    def confirm(_summary: str) -> bool:
+        if not unattended and not interactive:
+            raise UsageError(t("install.err_no_tty"), t("install.hint_no_tty"))
+        return unattended or ask_yes_no(t("install.question"), default=True)
+
+    outcome = add_model(home, request.model or "", source=request.source, verify_timeout=request.verify_timeout,
+                        confirm=confirm)
+    if outcome.kind == "cancelled":
+        console.info(t("install.cancelled"))
     return 0

@@ -55,6 +55,12 @@ def _print(report: StatusReport) -> None:
     spec, state = report.spec, report.state
     out(t("status.title", home=report.home.root))
     out(t("status.line_model", model=state.model_id, quant=state.quant))
+    if len(report.models) > 1:  # several models behind the endpoint: each, what it is for, and loaded or not
+        out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max))
+        for m in report.models:
+            mark = t("status.model_default") if m.default else ""
+            state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded") else "-"
+            out(f"    {m.name}  {t('library.role_' + m.role)}  {m.quant}  {state_word}{mark}")
     out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
     out(t("status.line_endpoint", endpoint=spec.client_openai_url))
     out(t("status.line_key", path=spec.api_key_file))

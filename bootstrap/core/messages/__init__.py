@@ -48,6 +48,7 @@ from bootstrap.core.messages import (
     inputs,
     install,
     launcher,
+    library,
     logs,
     memory,
     options,
@@ -67,7 +68,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus, options, output, speed_source)
+                                  bundle_create, identity, logs, gpus, options, output, speed_source, library)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -1,0 +1,143 @@
+"""Messages of several models in one home: adding, upgrading and removing a model, the router's preset file and
+the check that every model answers (``install/library.py``, ``render/model_preset.py``, ``verify/models_check``)."""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "cmd.remove": {
+        "en": "remove one installed model (not the default) and free its files; the others keep serving",
+        "zh": "删除一个已安装的模型（默认模型除外）并释放其文件；其他模型继续服务",
+    },
+    "arg.remove_name": {
+        "en": "the model's name, as `qwenkit status` lists it",
+        "zh": "模型名称，即 `qwenkit status` 列出的名称",
+    },
+    "arg.install_default": {
+        "en": "make MODEL this home's default model (replacing the current default) instead of adding it beside",
+        "zh": "将 MODEL 设为默认模型（替换当前默认模型），而不是添加到已有模型旁边",
+    },
+    "library.same_engine": {
+        "en": "the engine already installed ({variant}), which every model of this home shares",
+        "zh": "使用已安装的推理引擎（{variant}），本安装目录中的所有模型共用它",
+    },
+    "library.role_chat": {"en": "chat", "zh": "对话"},
+    "library.role_embedding": {"en": "embeddings", "zh": "向量嵌入"},
+    "library.confirm": {
+        "en": "Add {name} ({role}) beside the installed models: {file}, {size} GiB; about {ram} GiB of RAM when "
+              "loaded; all models together {together} GiB of {total} GiB",
+        "zh": "在已安装的模型旁添加 {name}（{role}）：{file}，{size} GiB；加载后约占 {ram} GiB 内存；"
+              "所有模型合计 {together} GiB（本机共 {total} GiB）",
+    },
+    "library.not_together": {
+        "en": "not every model fits in memory at once: at most {n} of {count} stay loaded, the least recently used "
+              "one is unloaded to load another (a request to it waits for the load)",
+        "zh": "内存不足以同时加载所有模型：{count} 个中最多同时加载 {n} 个，加载其他模型时会卸载最久未用的一个"
+              "（对它的请求需等待加载）",
+    },
+    "library.unchanged": {
+        "en": "Up to date: {name} is installed and served at {url}",
+        "zh": "已是最新：{name} 已安装，服务地址 {url}",
+    },
+    "library.added": {
+        "en": "Added {name}: {count} models served at {url}; requests choose one by \"model\": \"{name}\"",
+        "zh": "已添加 {name}：{count} 个模型在 {url} 提供服务；请求中用 \"model\": \"{name}\" 选择它",
+    },
+    "library.upgraded": {
+        "en": "Upgraded {name}: {count} models served at {url}",
+        "zh": "已升级 {name}：{count} 个模型在 {url} 提供服务",
+    },
+    "library.removed": {
+        "en": "Removed {name}; {freed} GiB freed",
+        "zh": "已删除 {name}；释放了 {freed} GiB",
+    },
+    "library.rolling_back": {
+        "en": "the server did not answer for every model: starting it again as it was",
+        "zh": "服务未能为每个模型作答：正在按原样重新启动",
+    },
+    "library.err_is_default": {
+        "en": "{name} is this home's default model",
+        "zh": "{name} 是本安装目录的默认模型",
+    },
+    "library.hint_is_default": {
+        "en": "run `qwenkit install` to upgrade it",
+        "zh": "运行 `qwenkit install` 升级它。",
+    },
+    "library.err_remove_default": {
+        "en": "{name} is the default model and cannot be removed on its own",
+        "zh": "{name} 是默认模型，不能单独删除",
+    },
+    "library.hint_remove_default": {
+        "en": "make another model the default first (qwenkit install --default MODEL), or run qwenkit uninstall",
+        "zh": "请先将其他模型设为默认（qwenkit install --default MODEL），或运行 qwenkit uninstall。",
+    },
+    "library.err_unknown": {
+        "en": "no installed model is named {name} (installed: {names})",
+        "zh": "没有名为 {name} 的已安装模型（已安装：{names}）",
+    },
+    "library.hint_models": {
+        "en": "qwenkit status lists the installed models",
+        "zh": "运行 qwenkit status 查看已安装的模型。",
+    },
+    "library.hint_remove": {
+        "en": "remove one of them: qwenkit remove NAME",
+        "zh": "请删除其中一个：qwenkit remove NAME。",
+    },
+    "library.err_server_options": {
+        "en": "--host, --port and --ctx change the default model's server, not a model added beside it",
+        "zh": "--host、--port 和 --ctx 作用于默认模型的服务，不适用于添加到旁边的模型",
+    },
+    "library.hint_server_options": {
+        "en": "run qwenkit install with those options and no MODEL, then add the model",
+        "zh": "请先不带 MODEL 运行 qwenkit install 并指定这些选项，再添加模型。",
+    },
+    "library.err_selftest": {
+        "en": "{name} could not serve on this machine, tried alone: {why}; nothing was changed",
+        "zh": "{name} 单独试运行失败：{why}；未做任何更改",
+    },
+    "library.hint_selftest": {
+        "en": "its log: {log}",
+        "zh": "日志：{log}。",
+    },
+    "preset.bad_value": {
+        "en": "{what} cannot be written into llama-server's preset file: {value}",
+        "zh": "{what}无法写入 llama-server 的预设文件：{value}",
+    },
+    "preset.hint_value": {
+        "en": "the file format ends a value at ';' or '#': move the model file to a folder without them",
+        "zh": "该文件格式在 ';' 或 '#' 处截断取值：请把模型文件移到不含这些字符的文件夹。",
+    },
+    "preset.two_values": {
+        "en": "flag {flag} has {n} values; a preset line holds one",
+        "zh": "参数 {flag} 有 {n} 个值；预设文件的一行只能写一个",
+    },
+    "preset.bad_name": {
+        "en": "model name {name} cannot be a section of llama-server's preset file",
+        "zh": "模型名称 {name} 不能用作 llama-server 预设文件的节名",
+    },
+    "preset.hint_name": {
+        "en": "names may not hold [ ] : ; # = or edge spaces",
+        "zh": "名称中不能含有 [ ] : ; # = 或首尾空格。",
+    },
+    "preset.same_name": {
+        "en": "two models are named {name}",
+        "zh": "有两个模型都叫 {name}",
+    },
+    "preset.what_path": {"en": "a model path", "zh": "模型路径"},
+    "preset.what_flag": {"en": "a flag", "zh": "参数"},
+    "models_check.err_no_answer": {
+        "en": "model {name} gave no answer through the endpoint",
+        "zh": "模型 {name} 未通过服务地址给出回答",
+    },
+    "models_check.err_no_vector": {
+        "en": "model {name} returned no embedding",
+        "zh": "模型 {name} 未返回向量",
+    },
+    "status.line_models": {
+        "en": "models     {count} behind the endpoint, up to {loaded} loaded at once; requests choose by \"model\"",
+        "zh": "全部模型   服务地址后共 {count} 个，最多同时加载 {loaded} 个；请求用 \"model\" 选择",
+    },
+    "status.model_default": {"en": "  (default)", "zh": "（默认）"},
+    "status.model_loaded": {"en": "loaded", "zh": "已加载"},
+    "status.model_loading": {"en": "loading", "zh": "加载中"},
+    "status.model_unloaded": {"en": "not loaded", "zh": "未加载"},
+}

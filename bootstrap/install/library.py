@@ -1,0 +1,334 @@
+"""Several models in one home: add a model beside the default one, upgrade it in place, remove it.
+
+The default model is the install the pipeline makes (``installer``); every other model is a ``LibraryModel`` in
+``state.json``. With at least one, the server runs as llama-server's router (``render/model_preset.py``): one
+endpoint, one key, each request routed by its ``"model"`` to that model's own child server.
+
+An added model gets the same guarantees as an install:
+  lock → plan (for the engine in place and the memory left) → fetch (resumable, SHA-256 verified) → self-test the
+  model alone on a private port (a file that cannot serve never stops the working server) → render the router's
+  preset and start script → restart → prove every model answers through the one endpoint with the key (401
+  without) → record. A failure after the restart puts the previous scripts back and starts them again.
+Removing a model re-renders without it, restarts, proves the rest, records, then deletes its files (never a file
+another model uses, never outside ``models/``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
+from bootstrap.core.console import info, out, t, warn
+from bootstrap.core.errors import QwenKitError, ServerError, UsageError
+from bootstrap.core.home import Home
+from bootstrap.core.home_lock import home_lock
+from bootstrap.install import cleanup
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.planner import Plan
+from bootstrap.record.state import (
+    FileRecord,
+    InstallState,
+    LibraryModel,
+    launch_spec,
+    relative_to_home,
+    require_state,
+    resolve_in_home,
+    save_state,
+)
+from bootstrap.render.model_preset import check_name
+
+if TYPE_CHECKING:
+    from bootstrap.plan.model_profile import ModelProfile
+    from bootstrap.register.base import ServiceManager
+
+# How much of the machine's RAM the models loaded together may take; the rest stays for the OS and the user's
+# programs (the same share the planner leaves when it sizes one model: plan/planner.py).
+TOGETHER_SHARE = 0.8
+EMBED_CTX = 8192  # Qwen3-Embedding's card: one input must fit one micro-batch (-ub 8192)
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class LibraryOutcome:
+    kind: str  # "added" | "upgraded" | "unchanged" | "removed" | "cancelled"
+    name: str
+    state: InstallState | None
+
+
+def model_name(plan: Plan, wanted: Wanted) -> str:
+    """The name requests use: the catalog id, else the file's name without ``.gguf`` (safe characters only)."""
+    if isinstance(wanted.ref, CatalogRef):
+        return check_name(plan.model_id)
+    stem = plan.file.rpartition("/")[2].removesuffix(".gguf")
+    return check_name(_NAME_UNSAFE.sub("-", stem).strip("-.") or "model")
+
+
+def names_default(state: InstallState, text: str) -> bool:
+    """Whether MODEL (as typed) is this home's default model: the same catalog id (any quant), hub file (any
+    revision) or local file as the recorded request, or its name."""
+    from bootstrap.catalog.model_ref import HubFileRef, LocalFileRef, parse_model_ref
+
+    if text == state.server.alias:
+        return True
+    recorded = state.request.model if state.request is not None else None
+    if recorded is None:
+        return True  # a record from before requests were kept: the pipeline decides, as before
+    asked, had = parse_model_ref(text), parse_model_ref(recorded)
+    if isinstance(asked, CatalogRef) and isinstance(had, CatalogRef):
+        return asked.model_id == had.model_id
+    if isinstance(asked, HubFileRef) and isinstance(had, HubFileRef):
+        return (asked.hub, asked.repo, asked.path) == (had.hub, had.repo, had.path)
+    if isinstance(asked, LocalFileRef) and isinstance(had, LocalFileRef):
+        return asked.path == had.path
+    return False
+
+
+def is_embedding(profile: ModelProfile, extra_args: Sequence[str]) -> bool:
+    """An embedding model: its header declares a pooling, or its catalog entry serves it with ``--embeddings``."""
+    return profile.embedding or "--embeddings" in extra_args
+
+
+def embedding_args(profile: ModelProfile) -> list[str]:
+    """llama-server's flags for an embedding model: ``--embeddings`` with the header's pooling, and a batch that
+    takes a whole input (llama-server refuses an input longer than ``-ub``: "input is too large to process")."""
+    from bootstrap.plan.model_profile import POOLING_NAMES
+
+    ctx = min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX)
+    out_args = ["--embeddings", "-c", str(ctx), "-b", str(ctx), "-ub", str(ctx), "--cache-ram", "0"]
+    if profile.pooling in POOLING_NAMES:
+        out_args += ["--pooling", POOLING_NAMES[profile.pooling]]
+    return out_args
+
+
+def models_max_for(planned: Sequence[int], total_ram: int) -> int:
+    """``--models-max``: every model (all loaded at startup) when their planned RAM fits together in
+    ``TOGETHER_SHARE`` of the machine's RAM; else how many of them fit, the default first (at least 1). With fewer
+    than all, the router unloads the least recently used model to load another (``server_lru_sched``).
+    Never 0 ("unlimited" in llama-server's help): b11434 then refuses to start with any model set to load at
+    startup ("number of models to load on startup (2) exceeds models_max (0)", ``server_models::load_models``)."""
+    budget = int(total_ram * TOGETHER_SHARE)
+    if sum(planned) <= budget:
+        return len(planned)
+    used, count = 0, 0
+    for size in [planned[0], *sorted(planned[1:])]:
+        if used + size > budget and count:
+            break
+        used, count = used + size, count + 1
+    return max(1, count)
+
+
+def add_model(home: Home, text: str, *, source: str | None = None, verify_timeout: float = 300.0,
+              confirm: Callable[[str], bool] | None = None) -> LibraryOutcome:
+    """``qwenkit install MODEL`` in a home whose default is another model: MODEL joins the library (or, already
+    there, is upgraded in place)."""
+    with home_lock(home, "install"):
+        state = require_state(home)
+        return _add(home, state, wanted_model(text, None), source or _source_of(state), verify_timeout, confirm)
+
+
+def _source_of(state: InstallState) -> str:
+    return state.request.source if state.request is not None else "auto"
+
+
+def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,
+         confirm: Callable[[str], bool] | None) -> LibraryOutcome:
+    from bootstrap.catalog.models import load_catalog
+    from bootstrap.detect.profile import detect
+    from bootstrap.install.candidates import candidates_for
+    from bootstrap.install.fetch_plan import fetch, plan_fetch
+    from bootstrap.plan.engine_flags import with_overrides
+    from bootstrap.plan.engine_variant import VariantChoice, check_engine
+    from bootstrap.plan.planner import choose
+
+    hardware = detect(home.root, engine=check_engine)
+    candidates, _ = candidates_for(wanted.ref, home.models_dir, source)
+    extra: tuple[str, ...] = ()
+    if isinstance(wanted.ref, CatalogRef):
+        extra = load_catalog().model(candidates[0].model_id).server_args
+    variant = VariantChoice(state.engine.variant, t("library.same_engine", variant=state.engine.variant))
+    profile = candidates[0].profile
+    embedding = is_embedding(profile, extra)
+    requested = min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX) if embedding else None
+    plan = choose(candidates, hardware, requested_ctx=requested, variant=variant)
+    profile = next((c.profile for c in candidates if c.file == plan.file), profile)
+    name = model_name(plan, wanted)
+    if name == state.server.alias:
+        raise UsageError(t("library.err_is_default", name=name), t("library.hint_is_default"))
+    args = list(plan.args)
+    if embedding:
+        args = with_overrides(args, embedding_args(profile))
+    args = with_overrides(args, list(extra))
+    prior = next((m for m in state.library if m.name == name), None)
+    pseudo = None if prior is None else replace(state, files=prior.files)
+    fetch_plan = plan_fetch(wanted, plan, source, home, pseudo)
+    if prior is not None and not fetch_plan.changed and tuple(args) == prior.args:
+        out(t("library.unchanged", name=name, url=launch_spec(state, home).client_openai_url))
+        return LibraryOutcome("unchanged", name, state)
+    planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
+               plan.estimate.host_total]
+    models_max = models_max_for(planned, hardware.memory.total_bytes)
+    summary = t("library.confirm", name=name, role=t(f"library.role_{'embedding' if embedding else 'chat'}"),
+                file=plan.file, size=_gib(plan.file_size), ram=_gib(plan.estimate.host_total),
+                together=_gib(sum(planned)), total=_gib(hardware.memory.total_bytes))
+    info(summary)
+    if models_max < len(planned):
+        warn(t("library.not_together", n=models_max, count=len(planned)))
+    if confirm is not None and not confirm(summary):
+        return LibraryOutcome("cancelled", name, state)
+    placed = fetch(fetch_plan)
+    _selftest(home, state, name, [p.bytes_at for p in placed], args, timeout)
+    for p in placed:  # a new revision of a model in the library: its bytes replace the old ones now
+        if p.staged is not None:
+            p.staged.replace(p.path)
+    entry = LibraryModel(name=name, model_id=plan.model_id, quant=plan.quant,
+                         role="embedding" if embedding else "chat",
+                         files=tuple(_record(home, p.role, p.path, p.sha256, p.source, p.revision) for p in placed),
+                         args=tuple(args), request=wanted.text, source=source, planned_ram=plan.estimate.host_total)
+    library = (*(m for m in state.library if m.name != name), entry)
+    new_state = replace(state, library=library, models_max=models_max)
+    _switch(home, state, new_state, timeout)
+    if prior is not None:
+        keep = {resolve_in_home(home, f.path) for f in entry.files}
+        cleanup.remove_obsolete(home, [resolve_in_home(home, f.path) for f in prior.files
+                                       if resolve_in_home(home, f.path) not in keep])
+    _said_done(home, new_state, name, "library.added" if prior is None else "library.upgraded")
+    return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
+
+
+def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> LibraryOutcome:
+    """``qwenkit remove NAME``: the model leaves the endpoint, then its files go (those no other model uses)."""
+    with home_lock(home, "install"):
+        state = require_state(home)
+        if name == state.server.alias:
+            raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
+        entry = next((m for m in state.library if m.name == name), None)
+        if entry is None:
+            names = ", ".join([state.server.alias, *(m.name for m in state.library)])
+            raise UsageError(t("library.err_unknown", name=name, names=names), t("library.hint_models"))
+        library = tuple(m for m in state.library if m.name != name)
+        planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in library)]
+        total = _ram_total()
+        new_state = replace(state, library=library, models_max=models_max_for(planned, total) if library else 0)
+        _switch(home, state, new_state, verify_timeout)
+        used = {resolve_in_home(home, f.path) for f in new_state.files} | {
+            resolve_in_home(home, f.path) for m in library for f in m.files}
+        gone = cleanup.remove_obsolete(home, [p for p in (resolve_in_home(home, f.path) for f in entry.files)
+                                              if p not in used])
+        freed = sum(f.size for f in entry.files if resolve_in_home(home, f.path) in gone)
+        out(t("library.removed", name=name, freed=_gib(freed)))
+        return LibraryOutcome("removed", name, new_state)
+
+
+def _ram_total() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f}"
+
+
+def _record(home: Home, role: str, path: Path, sha256: str, source: str, revision: str | None) -> FileRecord:
+    st = path.stat()
+    return FileRecord(role, relative_to_home(home, path), st.st_size, sha256, source, revision,
+                      mtime_ns=st.st_mtime_ns, inode=st.st_ino)
+
+
+def _selftest(home: Home, state: InstallState, name: str, files: Sequence[Path], args: Sequence[str],
+              timeout: float) -> None:
+    """The model alone on a private loopback port, one token: a file the engine cannot load or run is refused
+    here, while the working server keeps serving."""
+    from bootstrap.place.engine_selftest import run_selftest
+
+    server = resolve_in_home(home, state.engine.server)
+    backend = _backend_flags(args)
+    if len(files) > 1:
+        backend += ["--mmproj", str(files[-1])] if _has_mmproj(files) else []
+    result = run_selftest(server, files[0], home.logs_dir / f"selftest-{_file_safe(name)}.log", args=backend,
+                          timeout=timeout)
+    if result.failure is not None:
+        raise ServerError(t("library.err_selftest", name=name, why=result.failure.message("llama-server")),
+                          t("library.hint_selftest", log=result.log))
+
+
+def _has_mmproj(files: Sequence[Path]) -> bool:
+    return files[-1].name.lower().startswith("mmproj")
+
+
+def _file_safe(name: str) -> str:
+    return _NAME_UNSAFE.sub("-", name)
+
+
+# Flags that shape the serving context, not whether the model loads and computes: the self-test sets its own.
+_SERVING = {"-c", "--ctx-size", "-np", "--parallel", "-b", "--batch-size", "-ub", "--ubatch-size", "--embeddings",
+            "--embedding", "--pooling", "--cache-ram", "--ctx-checkpoints", "-kvu", "--kv-unified", "--reasoning",
+            "--alias", "--spec-type", "--draft-max", "--draft-min"}
+
+
+def _backend_flags(args: Sequence[str]) -> list[str]:
+    from bootstrap.render.command_words import group_words
+
+    kept: list[str] = []
+    for line in group_words(args):
+        if line[0] not in _SERVING:
+            kept += line
+    return kept
+
+
+def _switch(home: Home, old: InstallState, new: InstallState, timeout: float) -> None:
+    """Render the new set, restart the server, prove it; on failure the previous scripts come back and start."""
+    from bootstrap.register import managers
+    from bootstrap.render.start_scripts import render_start_scripts
+
+    spec = launch_spec(new, home)
+    manager = managers.manager_named(old.service.manager if old.service else "script", home)
+    render_start_scripts(spec, home)
+    _reinstall(manager, spec)
+    try:
+        manager.stop()
+        manager.start()
+        prove(home, spec, new, timeout)
+    except QwenKitError:
+        warn(t("library.rolling_back"))
+        old_spec = launch_spec(old, home)
+        render_start_scripts(old_spec, home)
+        _reinstall(manager, old_spec)
+        if not old_spec.router:
+            old_spec.preset_file.unlink(missing_ok=True)
+        manager.stop()
+        manager.start()
+        raise
+    save_state(home, new)
+    if not spec.router:
+        spec.preset_file.unlink(missing_ok=True)
+
+
+def _reinstall(manager: ServiceManager, spec: LaunchSpec) -> None:
+    """The service definition written again for the new start (idempotent: every manager runs the start script,
+    WinSW's XML names it); the start script alone has nothing to install."""
+    from bootstrap.register import managers
+
+    if not isinstance(manager, managers.FallbackManager):
+        managers.install_service(manager, spec)
+
+
+def prove(home: Home, spec: LaunchSpec, state: InstallState, timeout: float) -> None:
+    """Every model answers through the one endpoint with the key, and nothing answers without it: a one-token chat
+    for a chat model, an embedding for an embedding model."""
+    from bootstrap.place.api_key import read_api_key
+    from bootstrap.verify.chat import wait_healthy
+    from bootstrap.verify.models_check import check_models
+
+    wait_healthy(spec.base_url, timeout=timeout)
+    names = [(spec.alias, "chat"), *((m.name, m.role) for m in state.library)]
+    check_models(spec, read_api_key(home), names, timeout)
+
+
+def _said_done(home: Home, state: InstallState, name: str, key: str) -> None:
+    spec = launch_spec(state, home)
+    out(t(key, name=name, url=spec.client_openai_url, count=1 + len(state.library)))

@@ -1,0 +1,214 @@
+"""Several models behind one endpoint (issue 27), with the real engine through the real CLI.
+
+One home, three models from the loopback hub: the default chat model (``qwenkit install``), an embedding model and
+a second chat model (``qwenkit install MODEL``: added beside, the default stays). The start script then runs
+llama-server as a router over ``models.ini``; every model answers through the one endpoint with the one key, and
+the child servers on their own 127.0.0.1 ports refuse a request without it. A rerun is a no-op, ``remove`` frees
+one model's files and leaves the others serving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from bootstrap.core.home import Home
+from bootstrap.register.managers import FallbackManager
+from tests.support.hub import LoopbackHub
+from tests.support.hub_fixtures import REPO_ROOT
+from tests.support.install_bed import (
+    MODEL_FILE,
+    MODEL_ID,
+    MODEL_REPO,
+    catalog_text,
+    model_block,
+    serve_engine,
+    write_chat_model,
+)
+from tests.support.llama import free_port
+from tests.support.tiny_gguf import write_model
+
+EMBED_ID, EMBED_REPO, EMBED_FILE = "tiny-embed", "qwenkit-test/tiny-embed-GGUF", "tiny-embed-Q8_0.gguf"
+CHAT2_ID, CHAT2_REPO, CHAT2_FILE = "tiny-chat-two", "qwenkit-test/tiny-chat-two-GGUF", "tiny-chat-two-Q8_0.gguf"
+EMBED_DIM = 128  # the tiny llama's n_embd
+
+
+@dataclass
+class Bed:
+    home: Home
+    port: int
+    env: dict[str, str]
+
+    def run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bootstrap", *argv], cwd=REPO_ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def key(self) -> str:
+        return self.home.api_key_file.read_text(encoding="utf-8").strip()
+
+    def post(self, path: str, body: dict[str, object], *, key: str | None = None, port: int | None = None,
+             timeout: float = 120) -> requests.Response:
+        headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+        with requests.Session() as session:
+            session.trust_env = False
+            return session.post(f"http://127.0.0.1:{port or self.port}{path}", json=body, headers=headers,
+                                timeout=timeout)
+
+    def chat(self, model: str, **kw: object) -> requests.Response:
+        return self.post("/v1/chat/completions", {"model": model, "max_tokens": 2,
+                                                  "messages": [{"role": "user", "content": "hello"}]}, **kw)
+
+    def state(self) -> dict[str, object]:
+        return json.loads(self.home.state_file.read_text(encoding="utf-8"))
+
+    def children(self) -> list[int]:
+        """Ports of the router's child servers: llama-server processes listening on 127.0.0.1, not on ours."""
+        found = []
+        for conn in psutil.net_connections("tcp"):
+            if conn.status != psutil.CONN_LISTEN or conn.laddr.port == self.port or conn.pid is None:
+                continue
+            try:
+                proc = psutil.Process(conn.pid)
+                if proc.name() == "llama-server" and str(self.home.root) in " ".join(proc.cmdline()) + proc.cwd():
+                    found.append(conn.laddr.port)
+            except psutil.Error:
+                continue
+        return found
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[Bed]:
+    root = tmp_path_factory.mktemp("several")
+    with LoopbackHub(root / "hub") as hub:
+        engine_url = serve_engine(hub, engine_asset)
+        rev = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "src" / MODEL_FILE)})
+        embed = write_model("llama", root / "src" / EMBED_FILE, dtype="q8_0", n_layer=2, pooling=3, seed=3)
+        rev_embed = hub.create_repo(EMBED_REPO, {EMBED_FILE: embed})
+        rev_chat2 = hub.create_repo(CHAT2_REPO, {CHAT2_FILE: write_chat_model(root / "src" / CHAT2_FILE, seed=7)})
+        catalog = root / "catalog.toml"
+        catalog.write_text(catalog_text(rev)
+                           + model_block(rev_embed, model_id=EMBED_ID, repo=EMBED_REPO, file=EMBED_FILE,
+                                         title="Tiny embeddings (test)", server_args=("-t", "2"))
+                           + model_block(rev_chat2, model_id=CHAT2_ID, repo=CHAT2_REPO, file=CHAT2_FILE,
+                                         title="Tiny chat two (test)"), encoding="utf-8")
+        home = Home(root / "Qwen 家 home#1")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("QWENKIT_", "LLAMA_ARG_", "HF_"))}
+        env.update({"QWENKIT_HOME": str(home.root), "QWENKIT_CATALOG": str(catalog),
+                    "QWENKIT_HF_ENDPOINT": hub.endpoint, "QWENKIT_MODELSCOPE_ENDPOINT": hub.endpoint,
+                    "QWENKIT_ENGINE_URL": engine_url, "QWENKIT_LANG": "en", "NO_COLOR": "1",
+                    "NO_PROXY": "127.0.0.1,localhost", "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"})
+        port = free_port()
+        b = Bed(home, port, env)
+        try:
+            first = b.run("install", "--yes", "--no-service", "--no-venv", "--port", str(port))
+            assert first.returncode == 0, first.stderr[-3000:]
+            yield b
+        finally:
+            FallbackManager(home).stop()
+
+
+def test_models_added_beside_the_default_share_one_endpoint_and_key(bed: Bed) -> None:
+    proc = bed.run("install", EMBED_ID, "--yes")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f'Added {EMBED_ID}: 2 models served at {bed.url}/v1' in proc.stdout
+    proc = bed.run("install", CHAT2_ID, "--yes")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "3 models served" in proc.stdout
+
+    state = bed.state()
+    assert state["model_id"] == MODEL_ID  # the default kept its place
+    library = {m["name"]: m for m in state["library"]}  # type: ignore[union-attr]
+    assert set(library) == {EMBED_ID, CHAT2_ID} and library[EMBED_ID]["role"] == "embedding"
+    assert "--embeddings" in library[EMBED_ID]["args"] and "last" in library[EMBED_ID]["args"]
+    script = bed.home.run_sh.read_text(encoding="utf-8")
+    assert "--models-preset" in script and "LLAMA_ARG_API_KEY_FILE=" in script
+    preset = (bed.home.root / "models.ini").read_text(encoding="utf-8")
+    assert [line for line in preset.splitlines() if line.startswith("[")] == [
+        f"[{MODEL_ID}]", f"[{EMBED_ID}]", f"[{CHAT2_ID}]"]
+    assert "家" not in preset and "#1" not in preset  # files inside the home are named relative to it
+
+    key = bed.key()
+    for model in (MODEL_ID, CHAT2_ID):
+        answer = bed.chat(model, key=key)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["model"] == model and answer.json()["choices"][0]["message"]["content"]
+    vectors = bed.post("/v1/embeddings", {"model": EMBED_ID, "input": ["RAG 检索", "hello"]}, key=key)
+    assert vectors.status_code == 200, vectors.text
+    assert [len(d["embedding"]) for d in vectors.json()["data"]] == [EMBED_DIM, EMBED_DIM]
+    assert bed.chat(MODEL_ID).status_code == 401
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}).status_code == 401
+    assert bed.chat(MODEL_ID, key="wrong-key").status_code == 401
+
+    # The router's children listen on their own loopback ports: each wants the key too (b11434 gives them no
+    # --api-key; the start script hands them the key file through the environment).
+    children = bed.children()
+    assert len(children) == 3, children
+    for port in children:
+        assert bed.chat(MODEL_ID, port=port).status_code == 401
+        assert bed.post("/v1/embeddings", {"input": "x"}, port=port).status_code == 401
+
+
+def test_a_rerun_with_nothing_changed_is_a_no_op(bed: Bed) -> None:
+    again = bed.run("install", "--yes", "--no-service", "--no-venv")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Up to date" in again.stdout
+    same = bed.run("install", EMBED_ID, "--yes")
+    assert same.returncode == 0, same.stderr[-3000:]
+    assert f"Up to date: {EMBED_ID} is installed" in same.stdout
+    assert bed.chat(CHAT2_ID, key=bed.key()).status_code == 200
+
+
+def test_status_lists_every_model(bed: Bed) -> None:
+    proc = bed.run("status", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["healthy"] is True
+    names = {m["name"]: m for m in doc["models"]}
+    assert set(names) == {MODEL_ID, EMBED_ID, CHAT2_ID}
+    assert names[MODEL_ID]["default"] is True and names[EMBED_ID]["role"] == "embedding"
+    text = bed.run("status").stdout
+    assert EMBED_ID in text and CHAT2_ID in text
+
+
+def test_remove_frees_the_files_and_the_others_keep_serving(bed: Bed) -> None:
+    chat2 = next(m for m in bed.state()["library"] if m["name"] == CHAT2_ID)  # type: ignore[union-attr]
+    path = bed.home.root / chat2["files"][0]["path"]
+    assert path.is_file()
+    proc = bed.run("remove", CHAT2_ID)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"Removed {CHAT2_ID}" in proc.stdout
+    assert not path.exists() and not path.parent.exists()
+    assert [m["name"] for m in bed.state()["library"]] == [EMBED_ID]  # type: ignore[union-attr]
+    key = bed.key()
+    assert bed.chat(MODEL_ID, key=key).status_code == 200
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=key).status_code == 200
+    gone = bed.chat(CHAT2_ID, key=key)
+    assert gone.status_code == 400 and "not found" in gone.text
+    refused = bed.run("remove", MODEL_ID)
+    assert refused.returncode == 2 and "is the default model" in refused.stderr
+    unknown = bed.run("remove", "nope")
+    assert unknown.returncode == 2 and "no installed model is named nope" in unknown.stderr
+    assert "Traceback" not in refused.stderr + unknown.stderr
+
+
+def test_removing_the_last_other_model_serves_the_default_alone_again(bed: Bed) -> None:
+    proc = bed.run("remove", EMBED_ID)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (bed.home.root / "models.ini").exists()
+    assert "--models-preset" not in bed.home.run_sh.read_text(encoding="utf-8")
+    answer = bed.post("/v1/chat/completions", {"max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
+                      key=bed.key())
+    assert answer.status_code == 200, answer.text  # one model again: a request need not name it
