@@ -142,6 +142,11 @@ class CatalogModel:
     # sampling or thinks by default.
     thinks: bool = False
 
+    @property
+    def embedding(self) -> bool:
+        """An embedding model (RAG): served with ``--embeddings`` beside a chat model, never the default."""
+        return "--embeddings" in self.server_args or "--embedding" in self.server_args
+
     def quant(self, name: str | None) -> Quant:
         """The named quant (case-insensitive), or the default one."""
         wanted = (name or self.default_quant).lower()

@@ -43,7 +43,14 @@ from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.build import build_state
 from bootstrap.record.failure_record import clear_failure
-from bootstrap.record.state import InstallState, RequestRecord, launch_spec, resolve_in_home, save_state
+from bootstrap.record.state import (
+    InstallState,
+    LibraryModel,
+    RequestRecord,
+    preset_models,
+    resolve_in_home,
+    save_state,
+)
 from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
@@ -73,6 +80,9 @@ class DeployOptions:
     replan: Replanner | None = None
     # The speed prediction verify compares with (``Plan.speed.to_json()`` keys); a recorded one in tests.
     predicted_speed: Mapping[str, Any] | None = None
+    # The other models served beside this one and how many load at once (None: the previous install's, kept).
+    library: tuple[LibraryModel, ...] | None = None
+    models_max: int = 0
 
 
 @dataclass(frozen=True)
@@ -115,9 +125,9 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
         raise refuse(home, refused, files, upgrade=previous is not None,
                      engine_build=placed.working.installed.build)
     spec = replace(placed.untuned, args=tuple(tuned.final_args))
-    if previous is not None and previous.library:  # the other installed models keep being served beside it
-        kept = launch_spec(previous, home)
-        spec = replace(spec, others=kept.others, models_max=kept.models_max)
+    library, models_max = _library(previous, options)
+    if library:  # the other installed models are served beside it (router mode)
+        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max)
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)
@@ -131,7 +141,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     state = build_state(home, system=hardware.os.system, plan=serving.plan, working=placed.working, files=files,
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
-                        previous=previous, switch=serving.switch, speed=serving.speed)
+                        previous=previous, switch=serving.switch, speed=serving.speed, library=library,
+                        models_max=models_max)
     _commit(home, state, serving.journal)
     speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
     print_report(serving.report, speed)
@@ -140,6 +151,16 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     if serving.switch is not None:
         info(t("switch.gap", gap=f"{serving.switch.gap_s:.1f}", load=f"{serving.switch.load_s:.1f}"))
     return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name)
+
+
+def _library(previous: InstallState | None, options: DeployOptions) -> tuple[tuple[LibraryModel, ...], int]:
+    """The models served beside this one: the caller's set (``install --default`` moves the old default there),
+    else the previous install's."""
+    if options.library is not None:
+        return options.library, options.models_max
+    if previous is None:
+        return (), 0
+    return previous.library, previous.models_max
 
 
 def _predicted(plan: Plan, options: DeployOptions) -> Mapping[str, Any] | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bootstrap.catalog.model_ref import wanted_model
+from bootstrap.catalog.model_ref import Wanted, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
@@ -37,7 +37,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
 from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT
-from bootstrap.record.state import InstallState, RequestRecord, launch_spec, load_state
+from bootstrap.record.state import InstallState, LibraryModel, RequestRecord, launch_spec, load_state
 
 # The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
 # the network, planner and deploy code (about a second of imports on a slow machine, scripts/bench_rerun.py).
@@ -72,6 +72,7 @@ class InstallRequest:
     hardware_file: Path | None = None  # plan for the memory, GPUs and CPU this profile states (install --hardware)
     thinking: bool | None = None  # install --thinking on|off; None: as recorded, else the catalog's default
     ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
+    make_default: bool = False  # install --default MODEL: MODEL becomes the default, the old one is kept beside it
 
 
 CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
@@ -164,6 +165,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if request.ctx is None and previous is not None and previous.request is not None:
         request = replace(request, ctx=previous.request.ctx)  # and --ctx
     request = replace(request, ctx=request.ctx or None)  # CTX_AUTO: the plan's choice, recorded as no choice
+    switch = _default_switch(previous, wanted) if request.make_default else None
+    fetch_previous = previous if switch is None else switch.fetch_previous
     reasons: tuple[str, ...] = ()
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
         fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx)
@@ -192,6 +195,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         hardware = replace(hardware, kernel_rates=rates_in_state(previous, hardware.cpu.brand))
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
+    _refuse_embedding_default(wanted.ref, candidates)
     plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
                   variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
@@ -208,7 +212,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed
-    fetch_plan = plan_fetch(wanted, plan, source, home, previous, rehash=request.verify_files)
+    fetch_plan = plan_fetch(wanted, plan, source, home, fetch_previous, rehash=request.verify_files)
     _refused_before(home, fetch_plan, upgrade=previous is not None)
     archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
     # From a bundle every file is held until all are verified, so one bad file leaves nothing placed (the engine
@@ -223,7 +227,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         variant = _fallback_choice(working) if working.variant != plan.variant.name else plan.variant
         replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant)
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
-            fetch_plan = plan_fetch(wanted, replanned, source, home, previous, rehash=request.verify_files)
+            fetch_plan = plan_fetch(wanted, replanned, source, home, fetch_previous, rehash=request.verify_files)
             _refused_before(home, fetch_plan, upgrade=previous is not None)
             placed = None
         plan = replanned
@@ -239,6 +243,12 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # place → tune → render → register → verify → record (→ clean)
     options = _deploy_options(plan, request, previous, wanted.text, port)
     options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware, keep_ctx=request.ctx))
+    if switch is not None:  # the old default joins the others; how many load at once, for the new set
+        from bootstrap.install.library import models_max_for
+
+        planned = [plan.estimate.host_total, *(m.planned_ram or 0 for m in switch.library)]
+        options = replace(options, library=switch.library,
+                          models_max=models_max_for(planned, hardware.memory.total_bytes))
     if bundle is not None:  # no index at all: the bundle's wheels, or no venv
         options = replace(options, wheels_dir=wheels, venv=wheels is not None,
                           python_versions=bundle.manifest.python_versions, winsw=winsw)
@@ -252,6 +262,42 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
     return InstallOutcome(kind, result.state, result)
+
+
+@dataclass(frozen=True)
+class DefaultSwitch:
+    """``install --default MODEL`` with another model as the default: the set after the switch."""
+
+    library: tuple[LibraryModel, ...]  # the others: the old default added, MODEL's own entry (if any) gone
+    fetch_previous: InstallState  # what the fetch stage may reuse without a byte read: both models' files
+
+
+def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwitch | None:
+    """The set after MODEL becomes the default (None when MODEL already is, or nothing is installed): the old
+    default stays installed and served beside it, so switching back downloads nothing."""
+    from bootstrap.install.library import names_default, names_entry
+
+    if previous is None or previous.request is None or names_default(previous, wanted.text):
+        return None
+    entry = next((m for m in previous.library if names_entry(m, wanted)), None)
+    old = LibraryModel(name=previous.server.alias, model_id=previous.model_id, quant=previous.quant, role="chat",
+                       files=previous.files, args=previous.server.args, request=previous.request.model,
+                       source=previous.request.source, planned_ram=previous.server.planned_ram)
+    library = (*(m for m in previous.library if m is not entry), old)
+    reusable = previous.files + (entry.files if entry is not None else ())
+    return DefaultSwitch(library, replace(previous, files=reusable))
+
+
+def _refuse_embedding_default(ref: object, candidates: list[Candidate]) -> None:
+    """An embedding model answers no chat: it is added beside a chat model (``install/library.py``), never made the
+    default one (the install's proof is a chat)."""
+    from bootstrap.catalog.model_ref import CatalogRef
+    from bootstrap.catalog.models import load_catalog
+
+    catalog_says = isinstance(ref, CatalogRef) and load_catalog().model(ref.model_id).embedding
+    if catalog_says or (candidates and candidates[0].profile.embedding):
+        name = ref.model_id if isinstance(ref, CatalogRef) else candidates[0].model_id
+        raise UsageError(t("library.err_embedding_default", name=name), t("library.hint_embedding_default", name=name))
 
 
 def _tidy_after_bundle(home: Home, winsw: Path | None) -> None:

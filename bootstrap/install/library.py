@@ -87,6 +87,13 @@ def names_default(state: InstallState, text: str) -> bool:
     return False
 
 
+def names_entry(entry: LibraryModel, wanted: Wanted) -> bool:
+    """Whether MODEL (as typed) names this model of the library: its name, its request, or its catalog id."""
+    if wanted.text in (entry.name, entry.request):
+        return True
+    return isinstance(wanted.ref, CatalogRef) and wanted.ref.model_id == entry.model_id
+
+
 def is_embedding(profile: ModelProfile, extra_args: Sequence[str]) -> bool:
     """An embedding model: its header declares a pooling, or its catalog entry serves it with ``--embeddings``."""
     return profile.embedding or "--embeddings" in extra_args
@@ -197,6 +204,35 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
                                        if resolve_in_home(home, f.path) not in keep])
     _said_done(home, new_state, name, "library.added" if prior is None else "library.upgraded")
     return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
+
+
+def refresh_library(home: Home, *, verify_timeout: float = 300.0) -> list[LibraryOutcome]:
+    """A rerun: every other model checked as the default is (``freshness.check``: records, pins and ``stat()``
+    only, so nothing changed stays a no-op) and upgraded in place where the catalog or its hub moved on."""
+    from bootstrap.install import freshness
+    from bootstrap.record.state import RequestRecord, load_state
+
+    state = load_state(home)
+    if state is None or not state.library:
+        return []
+    stale = []
+    for entry in state.library:
+        alone = replace(state, model_id=entry.model_id, quant=entry.quant, files=entry.files,
+                        request=RequestRecord(entry.request, entry.source))
+        fresh = freshness.check(home, alone, wanted_model(entry.request, None), entry.source)
+        for note in fresh.notes:
+            warn(note)
+        if not fresh.up_to_date:
+            for reason in fresh.reasons:
+                info(t("install.change", reason=f"{entry.name}: {reason}"))
+            stale.append(entry)
+    outcomes = []
+    for entry in stale:
+        with home_lock(home, "install"):
+            current = require_state(home)
+            outcomes.append(_add(home, current, wanted_model(entry.request, None), entry.source, verify_timeout,
+                                 None))
+    return outcomes
 
 
 def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> LibraryOutcome:

@@ -17,7 +17,6 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, NoReturn
 
 from bootstrap.core.checkpoints import checkpoint
@@ -79,7 +78,7 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
     _stop_previous(home, manager)
     checkpoint("old-stopped")
 
-    journal = _journal(home, previous, files, spec.engine_dir)
+    journal = _journal(home, previous, files, spec)
     moves = journal.moves if journal is not None else ()
     retried: str | None = None
     try:
@@ -125,13 +124,16 @@ def _stop_previous(home: Home, manager: managers.ServiceManager) -> None:
 
 
 def _journal(home: Home, previous: InstallState | None, files: Sequence[PlacedFile],
-             engine_dir: Path) -> file_swap.Journal | None:
-    """What an upgrade will change, written before it changes anything (None for a first install)."""
+             spec: LaunchSpec) -> file_swap.Journal | None:
+    """What an upgrade will change, written before it changes anything (None for a first install). The files of
+    the other models the server keeps offering (``spec.others``) are the new install's too."""
     if previous is None:
         return None
+    engine_dir = spec.engine_dir
+    kept = [p for o in spec.others for p in (o.model, o.mmproj) if p is not None]
     return file_swap.Journal(
         moves=tuple(file_swap.plan_move(home, f.path, f.sha256) for f in files if f.staged is not None),
-        obsolete=tuple(cleanup.obsolete_paths(home, previous, [f.path for f in files], engine_dir)),
+        obsolete=tuple(cleanup.obsolete_paths(home, previous, [*(f.path for f in files), *kept], engine_dir)),
         new_files=tuple((relative_to_home(home, f.path), f.sha256) for f in files),
         new_engine=relative_to_home(home, engine_dir),
     )

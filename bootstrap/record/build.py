@@ -20,6 +20,7 @@ from bootstrap.record.state import (
     FileRecord,
     GivenUpRecord,
     InstallState,
+    LibraryModel,
     RequestRecord,
     ServerRecord,
     ServiceRecord,
@@ -34,7 +35,8 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
                 spec: LaunchSpec, tuned: TuneResult, retried: str | None, service_manager: str,
                 venv_python: Path | None, request: RequestRecord | None,
                 previous: InstallState | None, switch: SwitchRecord | None = None,
-                speed: SpeedCheck | None = None) -> InstallState:
+                speed: SpeedCheck | None = None, library: tuple[LibraryModel, ...] = (),
+                models_max: int = 0) -> InstallState:
     """The install record: the plan that runs (``retried``: why it is a smaller one), the engine with the builds given
     up on the way, the files in place, the server as started (``spec``), the service manager and the venv, and its
     speed measured against the prediction."""
@@ -56,8 +58,8 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
         venv_python=None if venv_python is None else relative_to_home(home, venv_python),
         request=request,
         speed=speed,
-        library=previous.library if previous is not None else (),
-        models_max=previous.models_max if previous is not None else 0,
+        library=library,
+        models_max=models_max if library else 0,
     )
 
 

@@ -308,22 +308,28 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
     if model is None:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
-    others = []
-    for entry in state.library:
-        main = entry.file("model")
-        if main is None:
-            raise _bad("library", t("state.err_no_model"))
-        projector = entry.file("mmproj")
-        others.append(PresetModel(entry.name, resolve_in_home(home, main.path),
-                                  None if projector is None else resolve_in_home(home, projector.path), entry.args,
-                                  load_on_startup=state.models_max > len(state.library)))
     return LaunchSpec(
         home=home.root, system=state.system, engine_dir=resolve_in_home(home, state.engine.dir),
         server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
-        others=tuple(others), models_max=state.models_max,
+        others=preset_models(home, state.library, state.models_max), models_max=state.models_max,
     )
+
+
+def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int) -> tuple[PresetModel, ...]:
+    """The library as the router's preset sees it; all of them load at startup when all fit (``models_max``
+    counts the default too), else each loads on its first request."""
+    out = []
+    for entry in library:
+        main = entry.file("model")
+        if main is None:
+            raise _bad("library", t("state.err_no_model"))
+        projector = entry.file("mmproj")
+        out.append(PresetModel(entry.name, resolve_in_home(home, main.path),
+                               None if projector is None else resolve_in_home(home, projector.path), entry.args,
+                               load_on_startup=models_max > len(library)))
+    return tuple(out)
 
 
 def load_launch_spec(home: Home) -> LaunchSpec:

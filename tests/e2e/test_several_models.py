@@ -9,6 +9,7 @@ one model's files and leaves the others serving.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -36,9 +37,13 @@ from tests.support.install_bed import (
 )
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
+from tests.support.tiny_vision import MMPROJ_NAME as VISION_MMPROJ
+from tests.support.tiny_vision import MODEL_NAME as VISION_MODEL
+from tests.support.tiny_vision import tiny_png, write_vision_pair
 
 EMBED_ID, EMBED_REPO, EMBED_FILE = "tiny-embed", "qwenkit-test/tiny-embed-GGUF", "tiny-embed-Q8_0.gguf"
 CHAT2_ID, CHAT2_REPO, CHAT2_FILE = "tiny-chat-two", "qwenkit-test/tiny-chat-two-GGUF", "tiny-chat-two-Q8_0.gguf"
+VISION_ID, VISION_REPO = "tiny-vision", "qwenkit-test/tiny-vision-GGUF"
 EMBED_DIM = 128  # the tiny llama's n_embd
 
 
@@ -47,6 +52,14 @@ class Bed:
     home: Home
     port: int
     env: dict[str, str]
+    hub: LoopbackHub
+    catalog: Path
+    revisions: dict[str, str]
+
+    def pin(self, model_id: str, revision: str) -> None:
+        """The catalog pins ``model_id`` to ``revision`` (what an updated catalog does)."""
+        self.revisions[model_id] = revision
+        self.catalog.write_text(catalog_of(self.revisions), encoding="utf-8")
 
     def run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "bootstrap", *argv], cwd=REPO_ROOT, env=self.env,
@@ -89,6 +102,17 @@ class Bed:
         return found
 
 
+def catalog_of(revisions: dict[str, str]) -> str:
+    return (catalog_text(revisions[MODEL_ID])
+            + model_block(revisions[EMBED_ID], model_id=EMBED_ID, repo=EMBED_REPO, file=EMBED_FILE,
+                          title="Tiny embeddings (test)", server_args=("-t", "2"))
+            + model_block(revisions[CHAT2_ID], model_id=CHAT2_ID, repo=CHAT2_REPO, file=CHAT2_FILE,
+                          title="Tiny chat two (test)")
+            + model_block(revisions[VISION_ID], model_id=VISION_ID, repo=VISION_REPO, file=VISION_MODEL,
+                          title="Tiny vision (test)")
+            + f'mmproj = {{ file = "{VISION_MMPROJ}" }}\n')
+
+
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[Bed]:
     root = tmp_path_factory.mktemp("several")
@@ -99,11 +123,10 @@ def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterato
         rev_embed = hub.create_repo(EMBED_REPO, {EMBED_FILE: embed})
         rev_chat2 = hub.create_repo(CHAT2_REPO, {CHAT2_FILE: write_chat_model(root / "src" / CHAT2_FILE, seed=7)})
         catalog = root / "catalog.toml"
-        catalog.write_text(catalog_text(rev)
-                           + model_block(rev_embed, model_id=EMBED_ID, repo=EMBED_REPO, file=EMBED_FILE,
-                                         title="Tiny embeddings (test)", server_args=("-t", "2"))
-                           + model_block(rev_chat2, model_id=CHAT2_ID, repo=CHAT2_REPO, file=CHAT2_FILE,
-                                         title="Tiny chat two (test)"), encoding="utf-8")
+        model, mmproj = write_vision_pair(root / "src" / "vision")
+        rev_vision = hub.create_repo(VISION_REPO, {VISION_MODEL: model, VISION_MMPROJ: mmproj})
+        revisions = {MODEL_ID: rev, EMBED_ID: rev_embed, CHAT2_ID: rev_chat2, VISION_ID: rev_vision}
+        catalog.write_text(catalog_of(revisions), encoding="utf-8")
         home = Home(root / "Qwen 家 home#1")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("QWENKIT_", "LLAMA_ARG_", "HF_"))}
         env.update({"QWENKIT_HOME": str(home.root), "QWENKIT_CATALOG": str(catalog),
@@ -111,7 +134,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterato
                     "QWENKIT_ENGINE_URL": engine_url, "QWENKIT_LANG": "en", "NO_COLOR": "1",
                     "NO_PROXY": "127.0.0.1,localhost", "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"})
         port = free_port()
-        b = Bed(home, port, env)
+        b = Bed(home, port, env, hub, catalog, revisions)
         try:
             first = b.run("install", "--yes", "--no-service", "--no-venv", "--port", str(port))
             assert first.returncode == 0, first.stderr[-3000:]
@@ -161,6 +184,29 @@ def test_models_added_beside_the_default_share_one_endpoint_and_key(bed: Bed) ->
         assert bed.post("/v1/embeddings", {"input": "x"}, port=port).status_code == 401
 
 
+def test_an_image_is_answered_through_the_router_by_a_model_with_its_projector(bed: Bed) -> None:
+    """A vision model (a real llama.cpp mtmd projector, LLaVA-style ``mlp``) added with its mmproj: an OpenAI-style
+    ``image_url`` (a base64 PNG) answered through the one endpoint, and refused without the key."""
+    proc = bed.run("install", VISION_ID, "--yes")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    entry = next(m for m in bed.state()["library"] if m["name"] == VISION_ID)  # type: ignore[union-attr]
+    assert sorted(f["role"] for f in entry["files"]) == ["mmproj", "model"]
+    assert f"mmproj = models/{VISION_REPO}/{VISION_MMPROJ}" in (bed.home.root / "models.ini").read_text("utf-8")
+    image = "data:image/png;base64," + base64.b64encode(tiny_png(20, 12)).decode()
+    body = {"model": VISION_ID, "max_tokens": 4, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": {"url": image}}]}]}
+    answer = bed.post("/v1/chat/completions", body, key=bed.key())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"]
+    assert answer.json()["usage"]["prompt_tokens"] > 16  # the 16 image tokens (4 x 4 patches) and the text
+    assert bed.post("/v1/chat/completions", body).status_code == 401
+    text_only = bed.post("/v1/chat/completions", {**body, "model": MODEL_ID}, key=bed.key())
+    assert text_only.status_code != 200  # the default model has no projector: the image is refused, not ignored
+    removed = bed.run("remove", VISION_ID)
+    assert removed.returncode == 0, removed.stderr[-2000:]
+
+
 def test_a_rerun_with_nothing_changed_is_a_no_op(bed: Bed) -> None:
     again = bed.run("install", "--yes", "--no-service", "--no-venv")
     assert again.returncode == 0, again.stderr[-3000:]
@@ -169,6 +215,25 @@ def test_a_rerun_with_nothing_changed_is_a_no_op(bed: Bed) -> None:
     assert same.returncode == 0, same.stderr[-3000:]
     assert f"Up to date: {EMBED_ID} is installed" in same.stdout
     assert bed.chat(CHAT2_ID, key=bed.key()).status_code == 200
+
+
+def test_a_rerun_upgrades_a_model_beside_the_default_in_place(bed: Bed, tmp_path: Path) -> None:
+    """A new revision of the embedding model in the catalog: the rerun says so, fetches it, and serves it; the
+    default is left as it was."""
+    before = next(m for m in bed.state()["library"] if m["name"] == EMBED_ID)  # type: ignore[union-attr]
+    newer = write_model("llama", tmp_path / EMBED_FILE, dtype="q8_0", n_layer=2, pooling=3, seed=11)
+    bed.pin(EMBED_ID, bed.hub.commit(EMBED_REPO, {EMBED_FILE: newer}))
+    default_files = bed.state()["files"]
+    proc = bed.run("install", "--yes", "--no-service", "--no-venv")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"Upgraded {EMBED_ID}" in proc.stdout
+    after = next(m for m in bed.state()["library"] if m["name"] == EMBED_ID)  # type: ignore[union-attr]
+    assert after["files"][0]["sha256"] != before["files"][0]["sha256"]
+    assert after["files"][0]["revision"] == bed.revisions[EMBED_ID]
+    assert bed.state()["files"] == default_files
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=bed.key()).status_code == 200
+    again = bed.run("install", "--yes", "--no-service", "--no-venv")
+    assert again.returncode == 0 and "Upgraded" not in again.stdout and "Up to date" in again.stdout
 
 
 def test_status_lists_every_model(bed: Bed) -> None:
@@ -181,6 +246,30 @@ def test_status_lists_every_model(bed: Bed) -> None:
     assert names[MODEL_ID]["default"] is True and names[EMBED_ID]["role"] == "embedding"
     text = bed.run("status").stdout
     assert EMBED_ID in text and CHAT2_ID in text
+
+
+def test_another_default_is_switched_to_and_back_without_a_download(bed: Bed) -> None:
+    """``install --default MODEL``: MODEL becomes the default, the old default stays installed beside it."""
+    files = sorted(p.name for p in (bed.home.root / "models").rglob("*.gguf"))
+    proc = bed.run("install", "--default", CHAT2_ID, "--yes", "--no-service", "--no-venv")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "downloading" not in proc.stderr
+    state = bed.state()
+    assert state["model_id"] == CHAT2_ID
+    assert sorted(m["name"] for m in state["library"]) == sorted([EMBED_ID, MODEL_ID])  # type: ignore[union-attr]
+    assert sorted(p.name for p in (bed.home.root / "models").rglob("*.gguf")) == files  # nothing deleted
+    key = bed.key()
+    assert all(bed.chat(m, key=key).status_code == 200 for m in (MODEL_ID, CHAT2_ID))
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=key).status_code == 200
+    back = bed.run("install", "--default", MODEL_ID, "--yes", "--no-service", "--no-venv")
+    assert back.returncode == 0, back.stderr[-3000:]
+    assert "downloading" not in back.stderr
+    state = bed.state()
+    assert state["model_id"] == MODEL_ID
+    assert sorted(m["name"] for m in state["library"]) == sorted([CHAT2_ID, EMBED_ID])  # type: ignore[union-attr]
+    assert bed.chat(CHAT2_ID, key=key).status_code == 200
+    refused = bed.run("install", "--default", EMBED_ID, "--yes", "--no-service", "--no-venv")
+    assert refused.returncode == 2 and f"{EMBED_ID} is an embedding model" in refused.stderr
 
 
 def test_remove_frees_the_files_and_the_others_keep_serving(bed: Bed) -> None:

@@ -116,6 +116,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         hardware_file=Path(args.hardware) if getattr(args, "hardware", None) else None,
         thinking=_thinking(getattr(args, "thinking", None), answers.get("thinking")),
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
+        make_default=bool(getattr(args, "default", False)),
     )
     return request, pick("home", None)
 
@@ -221,6 +222,11 @@ def run(args: argparse.Namespace) -> int:
         if added is not None:
             return added
     outcome = install(home, request, confirm)
+    if request.model is None and outcome.kind != "cancelled" and outcome.state is not None \
+            and outcome.state.library:  # a rerun upgrades every installed model, each checked as the default is
+        from bootstrap.install.library import refresh_library
+
+        refresh_library(home, verify_timeout=request.verify_timeout)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
     elif outcome.kind in ("installed", "upgraded", "verified"):

@@ -43,14 +43,34 @@ def verdict(model: CatalogModel, hardware: HardwareProfile) -> Verdict:
         return Verdict(None, False)
 
 
+def installed_here() -> dict[str, str]:
+    """Catalog ids installed in this home: "default" (what a request naming no model gets when it is the only one)
+    or "beside" (another model behind the same endpoint). Empty when nothing is installed or the record is
+    unreadable (``status`` says why)."""
+    from bootstrap.core.errors import QwenKitError
+    from bootstrap.record.state import load_state
+
+    try:
+        state = load_state(resolve_home())
+    except QwenKitError:
+        return {}
+    if state is None:
+        return {}
+    found = {m.model_id: "beside" for m in state.library}
+    found[state.model_id] = "default"
+    return found
+
+
 def _size(size: int | None, exact: bool) -> str:
     if size is None:
         return "?"
     return human_size(size) if exact else "~" + human_size(size)
 
 
-def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> dict[str, object]:
+def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict],
+            installed: dict[str, str] | None = None) -> dict[str, object]:
     models = []
+    installed = installed or {}
     for model in catalog.models:
         found = verdicts[model.id]
         plan = found.plan
@@ -60,6 +80,8 @@ def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> d
             "default": model.id == catalog.default_model,
             "default_quant": model.default_quant,
             "thinking_default": model.thinking_default,
+            "role": "embedding" if model.embedding else "chat",
+            "installed": installed.get(model.id),  # "default", "beside" or null
             "quants": [{"name": q.name, "file": q.file.path, "size": q.file.size, "size_exact": q.file.size_exact,
                         "default": q.name == model.default_quant} for q in model.quants],
             # downloaded beside every quant of a model that sees images (the install's projector line)
@@ -74,8 +96,10 @@ def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> d
             "models": models}
 
 
-def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict]) -> None:
+def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict],
+                 installed: dict[str, str] | None = None) -> None:
     """The human listing on stdout: one block per model, its quants, and the verdict for this machine."""
+    installed = installed or {}
     if budget.gpu_name:
         console.out(t("models.title", gpu=budget.gpu_name, vram=human_size(budget.gpu_bytes),
                        ram=human_size(budget.ram_bytes)))
@@ -83,6 +107,10 @@ def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict])
         console.out(t("models.title_cpu", ram=human_size(budget.ram_bytes)))
     for model in catalog.models:
         marker = t("models.default_model") if model.id == catalog.default_model else ""
+        if model.embedding:
+            marker += t("models.role_embedding")
+        if model.id in installed:
+            marker += t(f"models.installed_{installed[model.id]}")
         console.out("")
         console.out(f"{model.id}  {model.title}{marker}")
         found = verdicts[model.id]
@@ -115,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     verdicts = {model.id: verdict(model, hardware) for model in catalog.models}
     budget = budget_for(hardware, choose_variant(hardware))
+    installed = installed_here()
     if args.json:
-        console.emit_json(to_json(catalog, budget, verdicts))
+        console.emit_json(to_json(catalog, budget, verdicts, installed))
     else:
-        print_models(catalog, budget, verdicts)
+        print_models(catalog, budget, verdicts, installed)
     return 0
