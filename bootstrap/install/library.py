@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
+from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core.console import info, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
@@ -134,7 +135,26 @@ def add_model(home: Home, text: str, *, source: str | None = None, verify_timeou
     there, is upgraded in place)."""
     with home_lock(home, "install"):
         state = require_state(home)
-        return _add(home, state, wanted_model(text, None), source or _source_of(state), verify_timeout, confirm)
+        source = source or _source_of(state)
+        if is_hub_source(source):
+            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm)
+        # An offline bundle (or a mirror URL): its catalog in force, as for the install (``installer.install``)
+        from bootstrap.core import settings
+        from bootstrap.install.from_bundle import commit_records, discard_records, open_bundle
+
+        bundle = open_bundle(source, home)
+        if bundle is None:
+            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm)
+        if bundle.root is None:
+            raise UsageError(t("bundle.err_gone", where=source), t("bundle.hint_gone"))
+        try:
+            with settings.overridden(bundle.env()):
+                outcome = _add(home, state, wanted_model(text, None), bundle.root, verify_timeout, confirm)
+        except BaseException:
+            discard_records(bundle, home)
+            raise
+        (commit_records if outcome.kind in ("added", "upgraded") else discard_records)(bundle, home)
+        return outcome
 
 
 def _source_of(state: InstallState) -> str:

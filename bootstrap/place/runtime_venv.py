@@ -447,17 +447,20 @@ def _outside(python: PythonInfo, venv: Path) -> PythonInfo:
     return PythonInfo(path=base or os.path.realpath(python.path), version=python.version)
 
 
-def _render_example(home: Home, *, endpoint: str, api_key_file: Path, model: str) -> Path:
-    """``venv/examples/agent.py``; rewritten only when its text changes (endpoint, model, key path)."""
-    path = home.examples_dir / "agent.py"
-    text = render_template(EXAMPLE_TEMPLATE, endpoint=endpoint, api_key_file=str(api_key_file), model=model)
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except OSError:
-        pass
-    write_rendered(path, text, mode=0o644)
-    return path
+def _render_examples(home: Home, *, endpoint: str, api_key_file: Path, model: str) -> Path:
+    """``venv/examples/``: agent.py (tools, streaming), rag.py (embeddings and chat, two models behind the one
+    endpoint) and roles.py (thinking on or off per request), from the same values; each rewritten only when its
+    text changes (endpoint, model, key path). Returns agent.py, the one the report names."""
+    for template in (EXAMPLE_TEMPLATE, "rag.py.j2", "roles.py.j2"):
+        path = home.examples_dir / template.removesuffix(".j2")
+        text = render_template(template, endpoint=endpoint, api_key_file=str(api_key_file), model=model)
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                continue
+        except OSError:
+            pass
+        write_rendered(path, text, mode=0o644)
+    return home.examples_dir / EXAMPLE_TEMPLATE.removesuffix(".j2")
 
 
 # ---- the step ----------------------------------------------------------------------------------------------------
@@ -486,7 +489,7 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
     vpy = venv_python(venv)
 
     if _matches(read_stamp(venv), wanted) and vpy.is_file():
-        example = _render_example(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
+        example = _render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
         info(t("pyenv.reused", path=venv))
         return VenvResult(python=vpy, created=False, reused=True, installed=names, example=example,
                           skipped_reason=None)
@@ -506,7 +509,7 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
     _create_venv(home, python, env)
     checkpoint("venv-created")
     _install(home, python, requirements, kit, source, env, names, quiet=quiet)
-    example = _render_example(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
+    example = _render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
     # Last: the stamp is what makes this venv count as complete.
     write_atomic(venv / STAMP_NAME, (json.dumps(wanted, indent=2) + "\n").encode("utf-8"), mode=0o644)
     checkpoint("venv-ready")

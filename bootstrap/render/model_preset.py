@@ -91,11 +91,13 @@ def render_preset_text(spec: LaunchSpec) -> str:
     return render_template(PRESET_TEMPLATE, version=__version__, sections=sections)
 
 
-def write_preset(spec: LaunchSpec) -> Path:
-    """Write ``models.ini`` into the home (atomically, private: it names every model file)."""
+def write_preset(spec: LaunchSpec, path: Path | None = None) -> Path:
+    """Write ``models.ini`` (atomically, private: it names every model file) at ``path``, by default the spec's
+    own; a bundle or test renders a Windows home's file from another OS into a local folder."""
+    target = spec.preset_file if path is None else path
     newline = "\r\n" if spec.system == "Windows" else "\n"
-    write_rendered(spec.preset_file, render_preset_text(spec), newline=newline, mode=0o600)
-    return spec.preset_file
+    write_rendered(target, render_preset_text(spec), newline=newline, mode=0o600)
+    return target
 
 
 __all__ = ["PresetError", "PresetModel", "check_name", "render_preset_text", "write_preset"]

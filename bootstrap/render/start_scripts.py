@@ -124,7 +124,7 @@ def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     if spec.router:  # the router's preset first: a script is never left naming a preset that is not there
         from bootstrap.render.model_preset import write_preset
 
-        write_preset(spec)
+        write_preset(spec, home.root / spec.preset_file.name)
     if spec.system == "Windows":
         write_rendered(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644)
         return StartScripts(sh=None, bat=home.run_bat)

@@ -336,3 +336,32 @@ def test_a_copy_cut_short_is_refused_at_once(made: Made, tmp_path: Path) -> None
     assert not (tmp_path / "home" / "state.json").exists() and not (tmp_path / "home" / "models").exists()
     verify = qwenkit("bundle", "verify", str(copy), env=clean_env())
     assert verify.returncode == ExitCode.INTEGRITY and wheel.name in verify.stderr
+
+
+def test_a_second_model_of_the_bundle_is_added_beside_with_no_hub(made: Made, tmp_path: Path) -> None:
+    """A bundle carries several models: the default installs from it, then ``install MODEL --bundle DIR`` adds
+    another beside it — no hub endpoint, no catalog, no engine URL in the environment, and the hub sees nothing."""
+    home = Home(tmp_path / "两个模型 home")
+    env = clean_env(QWENKIT_HOME=str(home.root))
+    made.bed.hub.clear_log()
+    try:
+        first = qwenkit("install", "--bundle", str(made.root), "--yes", "--no-service", "--no-venv", env=env)
+        assert first.returncode == 0, first.stderr[-3000:]
+        added = qwenkit("install", MODEL_ID, "--bundle", str(made.root), "--yes", env=env)
+        assert added.returncode == 0, added.stderr[-3000:]
+        assert f"Added {MODEL_ID}: 2 models served" in added.stdout
+        key = home.api_key_file.read_text(encoding="utf-8").strip()
+        state = json.loads(home.state_file.read_text(encoding="utf-8"))
+        port = state["server"]["port"]
+        for model in (GEMMA_ID, MODEL_ID):
+            answer = requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=120,
+                                   headers={"Authorization": f"Bearer {key}", "Connection": "close"},
+                                   json={"model": model, "max_tokens": 4,
+                                         "messages": [{"role": "user", "content": "hello"}]})
+            assert answer.status_code == 200, (model, answer.text)
+        assert [m["source"] for m in state["library"]] == [str(made.root)]
+        listed = {f.sha256 for f in made.manifest.of_kind("model")}
+        assert state["library"][0]["files"][0]["sha256"] in listed
+    finally:
+        FallbackManager(home).stop()
+    assert made.bed.hub.requests() == []
