@@ -41,6 +41,7 @@ from bootstrap.core.log_files import MAX_BYTES, RotatingLog
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
 from bootstrap.register.server_identity import listening_url
+from bootstrap.render.model_preset import first_model
 
 RESTART_DELAYS_S = (1, 2, 4, 8, 16, 30)
 STEADY_S = 60  # a server that ran this long before ending restarts after the first delay again
@@ -194,8 +195,14 @@ class Supervisor:
         second = self._progress(session)
         return second is None or second == first
 
+    def _model(self) -> dict[str, str]:
+        """A router (several models: ``models.ini`` in the home, where the server runs) is asked about its default
+        model: a request naming none gets 400, which would pass for an answer whatever its children do."""
+        name = first_model(self.cwd / "models.ini")
+        return {"model": name} if name else {}
+
     def _answers(self, session: requests.Session) -> bool:
-        body = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+        body = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1, **self._model()}
         try:
             resp = session.post(f"{self._url}/v1/chat/completions", json=body,
                                 headers={"Authorization": f"Bearer {self._key()}"},
@@ -208,7 +215,7 @@ class Supervisor:
         """Each slot's (task, prompt tokens, tokens generated) from ``/slots``; None when it does not answer."""
         try:
             resp = session.get(f"{self._url}/slots", headers={"Authorization": f"Bearer {self._key()}"},
-                               timeout=self.watch.probe_deadline)
+                               params=self._model() or None, timeout=self.watch.probe_deadline)
             slots = resp.json() if resp.status_code == 200 else None
         except (requests.RequestException, ValueError):
             return None

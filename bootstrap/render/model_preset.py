@@ -91,6 +91,20 @@ def render_preset_text(spec: LaunchSpec) -> str:
     return render_template(PRESET_TEMPLATE, version=__version__, sections=sections)
 
 
+def first_model(path: Path) -> str | None:
+    """The default model of a preset written here (its first section), or None without a readable preset: what a
+    probe of a router must name (the router answers 400 to a request that names none)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                text = line.strip()
+                if text.startswith("[") and text.endswith("]"):
+                    return text[1:-1]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def write_preset(spec: LaunchSpec, path: Path | None = None) -> Path:
     """Write ``models.ini`` (atomically, private: it names every model file) at ``path``, by default the spec's
     own; a bundle or test renders a Windows home's file from another OS into a local folder."""
@@ -100,4 +114,4 @@ def write_preset(spec: LaunchSpec, path: Path | None = None) -> Path:
     return target
 
 
-__all__ = ["PresetError", "PresetModel", "check_name", "render_preset_text", "write_preset"]
+__all__ = ["PresetError", "PresetModel", "check_name", "first_model", "render_preset_text", "write_preset"]

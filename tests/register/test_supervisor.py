@@ -36,7 +36,7 @@ WATCH = {"QWENKIT_PROBE_INTERVAL": "1", "QWENKIT_PROBE_DEADLINE": "2"}
 class Supervised:
     """``tests/support/supervised.py`` over ``command`` in its own session, with its log and key."""
 
-    def __init__(self, tmp: Path, command: list[str], port: int, **env: str) -> None:
+    def __init__(self, tmp: Path, command: list[str], port: int, *, cwd: Path = REPO_ROOT, **env: str) -> None:
         self.log = tmp / "server.log"
         key_file = tmp / "api-key"
         key_file.write_text(KEY + "\n", encoding="utf-8")
@@ -44,7 +44,7 @@ class Supervised:
         self.base = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.supervised", str(self.log), str(key_file), "--", *command],
-            cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **WATCH, **env},
+            cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **WATCH, **env},
             stdin=subprocess.DEVNULL, start_new_session=True)
 
     def server_pid(self) -> int | None:
@@ -147,6 +147,26 @@ def test_a_stall_is_judged_by_a_chat_and_by_progress(tmp_path: Path, mode: str) 
         else:
             time.sleep(12)  # four probe rounds (1 s apart, 2 s deadline, 2 s between the two looks at /slots)
             assert sup.server_pid() == first and "stalled" not in sup.log_text()
+    finally:
+        sup.stop()
+
+
+def test_a_router_is_probed_by_its_default_model(tmp_path: Path) -> None:
+    """Several models (``models.ini`` in the home): the router answers 400 to a chat naming no model, so the probe
+    names the preset's first model; its child stalled (the stand-in hangs any chat naming one) is found and the
+    server restarted. Before, the 400 passed for an answer and a stalled router was never restarted."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models.ini").write_text("version = 1\n\n[qwen-default]\nmodel = a.gguf\n\n[embed]\nmodel = b.gguf\n",
+                                     encoding="utf-8")
+    port = free_port()
+    sup = Supervised(tmp_path, [sys.executable, str(REPO_ROOT / "tests" / "support" / "stalled_server.py"),
+                                str(port), "router"], port, cwd=home)
+    try:
+        sup.wait_for(lambda: sup.server_pid() is not None, 30)
+        first = sup.server_pid()
+        sup.wait_for(lambda: "stalled" in sup.log_text() and sup.server_pid() not in (None, first), 30)
+        assert (home / "models-asked.txt").read_text(encoding="utf-8").splitlines()[0] == "qwen-default"
     finally:
         sup.stop()
 
