@@ -115,12 +115,14 @@ def compare_speculation(spec: LaunchSpec, api_key: str, restart: Callable[[Launc
     on: SpeedSample | None = None
     on_error: str | None = None
     try:
-        on = measure_speed(spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout)
+        on = measure_speed(spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout,
+                           model=spec.alias if spec.router else None)
     except ServerError as exc:  # answered the chat proof, failed here (an MTP build's bug): "off" wins by default
         on_error = exc.message
     off_spec = replace(spec, args=without_speculation(spec.args))
     restart(off_spec)
-    off = measure_speed(off_spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout)
+    off = measure_speed(off_spec.base_url, api_key, runs=RUNS_PER_ARM, timeout=timeout,
+                        model=off_spec.alias if off_spec.router else None)
     kept = "on" if on is not None and speculation_wins(on, off) else "off"
     if kept == "on":
         restart(spec)

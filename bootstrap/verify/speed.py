@@ -52,21 +52,25 @@ MEASURE_TEXT = (
 )
 
 
-def measure_speed(base_url: str, api_key: str, *, runs: int = 1, timeout: float = 120.0) -> SpeedSample:
+def measure_speed(base_url: str, api_key: str, *, runs: int = 1, timeout: float = 120.0,
+                  model: str | None = None) -> SpeedSample:
     """Warm up, then ``runs`` measured requests; the best figures of the runs (noise only ever slows a run down).
-    A failed request is a ``ServerError`` (exit 6)."""
+    ``model``: the model a router routes the requests to (several models: ``LaunchSpec.router``; a router answers
+    400 to a request naming none). A failed request is a ``ServerError`` (exit 6)."""
     headers = {"Authorization": f"Bearer {api_key}"}
+    named = {"model": model} if model else {}
     with local_session() as session:
-        tokens = _prompt_tokens(session, base_url, headers, timeout)
-        _complete(session, base_url, headers, tokens[:WARMUP_TOKENS], 2, timeout)
-        timings = [_complete(session, base_url, headers, tokens, DECODE_TOKENS, timeout) for _ in range(runs)]
+        tokens = _prompt_tokens(session, base_url, headers, timeout, named)
+        _complete(session, base_url, headers, tokens[:WARMUP_TOKENS], 2, timeout, named)
+        timings = [_complete(session, base_url, headers, tokens, DECODE_TOKENS, timeout, named) for _ in range(runs)]
     return _best(timings)
 
 
-def _prompt_tokens(session: requests.Session, base_url: str, headers: dict[str, str], timeout: float) -> list[int]:
+def _prompt_tokens(session: requests.Session, base_url: str, headers: dict[str, str], timeout: float,
+                   named: dict[str, str]) -> list[int]:
     """``MEASURE_TEXT`` as exactly ``PROMPT_TOKENS`` token ids of this model (``/tokenize``, no BOS added)."""
     doc = checked_json(post_json(session, f"{base_url}/tokenize", "POST /tokenize", timeout,
-                                 {"content": MEASURE_TEXT, "add_special": False}, headers), "POST /tokenize")
+                                 {"content": MEASURE_TEXT, "add_special": False, **named}, headers), "POST /tokenize")
     tokens = [t for t in doc.get("tokens") or [] if isinstance(t, int)]
     if not tokens:
         raise _bad("POST /tokenize", "no tokens")
@@ -76,10 +80,10 @@ def _prompt_tokens(session: requests.Session, base_url: str, headers: dict[str, 
 
 
 def _complete(session: requests.Session, base_url: str, headers: dict[str, str], tokens: list[int], n_predict: int,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, named: dict[str, str]) -> dict[str, Any]:
     what = "POST /completion"
     body = {"prompt": tokens, "n_predict": n_predict, "ignore_eos": True, "cache_prompt": False, "seed": SEED,
-            "stream": False}
+            "stream": False, **named}
     doc = checked_json(post_json(session, f"{base_url}/completion", what, timeout, body, headers), what)
     timings = doc.get("timings")
     if not isinstance(timings, dict) or not isinstance(timings.get("predicted_per_second"), (int, float)):

@@ -58,7 +58,8 @@ def check_speed(spec: LaunchSpec, api_key: str, predicted: Mapping[str, Any] | N
     outcome = compare_speculation(spec, api_key, restart, timeout=timeout)
     if outcome is None:
         try:
-            measured = measure_speed(spec.base_url, api_key, timeout=timeout)
+            measured = measure_speed(spec.base_url, api_key, timeout=timeout,
+                                     model=spec.alias if spec.router else None)
         except ServerError as exc:  # a report, not a gate: the server already answered the chat proof
             warn(t("speed.not_measured", reason=exc.message))
             return Checked(None, spec)

@@ -254,6 +254,8 @@ def test_another_default_is_switched_to_and_back_without_a_download(bed: Bed) ->
     proc = bed.run("install", "--default", CHAT2_ID, "--yes", "--no-service", "--no-venv")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "downloading" not in proc.stderr
+    assert "speed could not be measured" not in proc.stderr  # the router routes the measurement to the default
+    assert "tokens/s" in proc.stdout
     state = bed.state()
     assert state["model_id"] == CHAT2_ID
     assert sorted(m["name"] for m in state["library"]) == sorted([EMBED_ID, MODEL_ID])  # type: ignore[union-attr]
