@@ -161,12 +161,23 @@ def _source_of(state: InstallState) -> str:
     return state.request.source if state.request is not None else "auto"
 
 
-def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,
-         confirm: Callable[[str], bool] | None) -> LibraryOutcome:
+@dataclass(frozen=True)
+class _Planned:
+    """A model planned to join the others: the plan, its name, its flags as served, and what it is for."""
+
+    plan: Plan
+    name: str
+    args: tuple[str, ...]
+    embedding: bool
+
+
+def _plan_model(home: Home, state: InstallState, wanted: Wanted, source: str) -> tuple[_Planned, int]:
+    """plan: for the engine in place (every model of a home shares it) and the RAM and VRAM free now (the running
+    models hold theirs); an embedding model gets its flags (``embedding_args``), the catalog's own come last.
+    With the machine's total RAM (what the set is checked against)."""
     from bootstrap.catalog.models import load_catalog
     from bootstrap.detect.profile import detect
     from bootstrap.install.candidates import candidates_for
-    from bootstrap.install.fetch_plan import fetch, plan_fetch
     from bootstrap.plan.engine_flags import with_overrides
     from bootstrap.plan.engine_variant import VariantChoice, check_engine
     from bootstrap.plan.planner import choose
@@ -177,51 +188,52 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
     if isinstance(wanted.ref, CatalogRef):
         extra = load_catalog().model(candidates[0].model_id).server_args
     variant = VariantChoice(state.engine.variant, t("library.same_engine", variant=state.engine.variant))
-    profile = candidates[0].profile
-    embedding = is_embedding(profile, extra)
-    requested = min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX) if embedding else None
+    embedding = is_embedding(candidates[0].profile, extra)
+    requested = min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX) if embedding else None
     plan = choose(candidates, hardware, requested_ctx=requested, variant=variant)
-    profile = next((c.profile for c in candidates if c.file == plan.file), profile)
+    profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
     name = model_name(plan, wanted)
     if name == state.server.alias:
         raise UsageError(t("library.err_is_default", name=name), t("library.hint_is_default"))
     args = list(plan.args)
     if embedding:
         args = with_overrides(args, embedding_args(profile))
-    args = with_overrides(args, list(extra))
+    return _Planned(plan, name, tuple(with_overrides(args, list(extra))), embedding), hardware.memory.total_bytes
+
+
+def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,
+         confirm: Callable[[str], bool] | None) -> LibraryOutcome:
+    from bootstrap.install.fetch_plan import fetch, plan_fetch
+
+    planned, total_ram = _plan_model(home, state, wanted, source)
+    plan, name = planned.plan, planned.name
     prior = next((m for m in state.library if m.name == name), None)
-    pseudo = None if prior is None else replace(state, files=prior.files)
-    fetch_plan = plan_fetch(wanted, plan, source, home, pseudo)
-    if prior is not None and not fetch_plan.changed and tuple(args) == prior.args:
+    fetch_plan = plan_fetch(wanted, plan, source, home, None if prior is None else replace(state, files=prior.files))
+    if prior is not None and not fetch_plan.changed and planned.args == prior.args:
         out(t("library.unchanged", name=name, url=launch_spec(state, home).client_openai_url))
         return LibraryOutcome("unchanged", name, state)
-    planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
-               plan.estimate.host_total]
-    models_max = models_max_for(planned, hardware.memory.total_bytes)
-    summary = t("library.confirm", name=name, role=t(f"library.role_{'embedding' if embedding else 'chat'}"),
+    together = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
+                plan.estimate.host_total]
+    models_max = models_max_for(together, total_ram)
+    summary = t("library.confirm", name=name, role=t(f"library.role_{'embedding' if planned.embedding else 'chat'}"),
                 file=plan.file, size=_gib(plan.file_size), ram=_gib(plan.estimate.host_total),
-                together=_gib(sum(planned)), total=_gib(hardware.memory.total_bytes))
+                together=_gib(sum(together)), total=_gib(total_ram))
     info(summary)
-    if models_max < len(planned):
-        warn(t("library.not_together", n=models_max, count=len(planned)))
+    if models_max < len(together):
+        warn(t("library.not_together", n=models_max, count=len(together)))
     if confirm is not None and not confirm(summary):
         return LibraryOutcome("cancelled", name, state)
     placed = fetch(fetch_plan)
-    _selftest(home, state, name, [p.bytes_at for p in placed], args, timeout)
-    for p in placed:  # a new revision of a model in the library: its bytes replace the old ones now
-        if p.staged is not None:
-            p.staged.replace(p.path)
+    _selftest(home, state, name, [p.bytes_at for p in placed], planned.args, timeout)
     entry = LibraryModel(name=name, model_id=plan.model_id, quant=plan.quant,
-                         role="embedding" if embedding else "chat",
-                         files=tuple(_record(home, p.role, p.path, p.sha256, p.source, p.revision) for p in placed),
-                         args=tuple(args), request=wanted.text, source=source, planned_ram=plan.estimate.host_total)
+                         role="embedding" if planned.embedding else "chat",
+                         files=tuple(_record(home, p.role, p.bytes_at, p.path, p.sha256, p.source, p.revision)
+                                     for p in placed),
+                         args=planned.args, request=wanted.text, source=source, planned_ram=plan.estimate.host_total)
     library = (*(m for m in state.library if m.name != name), entry)
     new_state = replace(state, library=library, models_max=models_max)
-    _switch(home, state, new_state, timeout)
-    if prior is not None:
-        keep = {resolve_in_home(home, f.path) for f in entry.files}
-        cleanup.remove_obsolete(home, [resolve_in_home(home, f.path) for f in prior.files
-                                       if resolve_in_home(home, f.path) not in keep])
+    # a new revision of a model already served: its bytes take the old ones' place while the server is stopped
+    _switch(home, state, new_state, timeout, swaps=[(p.staged, p.path) for p in placed if p.staged is not None])
     _said_done(home, new_state, name, "library.added" if prior is None else "library.upgraded")
     return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
 
@@ -289,8 +301,10 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.2f}"
 
 
-def _record(home: Home, role: str, path: Path, sha256: str, source: str, revision: str | None) -> FileRecord:
-    st = path.stat()
+def _record(home: Home, role: str, at: Path, path: Path, sha256: str, source: str,
+            revision: str | None) -> FileRecord:
+    """The record of verified bytes now ``at`` that will be at ``path`` (a rename keeps size, mtime and inode)."""
+    st = at.stat()
     return FileRecord(role, relative_to_home(home, path), st.st_size, sha256, source, revision,
                       mtime_ns=st.st_mtime_ns, inode=st.st_ino)
 
@@ -336,8 +350,10 @@ def _backend_flags(args: Sequence[str]) -> list[str]:
     return kept
 
 
-def _switch(home: Home, old: InstallState, new: InstallState, timeout: float) -> None:
-    """Render the new set, restart the server, prove it; on failure the previous scripts come back and start."""
+def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
+            swaps: Sequence[tuple[Path, Path]] = ()) -> None:
+    """Render the new set, restart the server (``swaps``: staged files moved into place while it is stopped, the
+    old bytes kept aside), prove it; on failure the old files and scripts come back and start again."""
     from bootstrap.register import managers
     from bootstrap.render.start_scripts import render_start_scripts
 
@@ -345,8 +361,15 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float) ->
     manager = managers.manager_named(old.service.manager if old.service else "script", home)
     render_start_scripts(spec, home)
     _reinstall(manager, spec)
+    moved: list[tuple[Path, Path]] = []
     try:
         manager.stop()
+        for staged, final in swaps:
+            aside = final.with_name(final.name + ".previous")
+            if final.exists():
+                final.replace(aside)
+            staged.replace(final)
+            moved.append((final, aside))
         manager.start()
         prove(home, spec, new, timeout)
     except QwenKitError:
@@ -357,9 +380,14 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float) ->
         if not old_spec.router:
             old_spec.preset_file.unlink(missing_ok=True)
         manager.stop()
+        for final, aside in reversed(moved):
+            if aside.exists():
+                aside.replace(final)
         manager.start()
         raise
     save_state(home, new)
+    for _final, aside in moved:
+        aside.unlink(missing_ok=True)
     if not spec.router:
         spec.preset_file.unlink(missing_ok=True)
 
