@@ -42,6 +42,9 @@ def default_home(system: str, env: Mapping[str, str], user_home: PurePath) -> Pu
     return base / APP_DIR_LINUX
 
 
+PRESET_NAME = "models.ini"  # the router preset beside the start scripts (render/model_preset.py)
+
+
 @dataclass(frozen=True)
 class Home:
     """Every location inside one install home."""
@@ -120,6 +123,11 @@ class Home:
     @property
     def run_sh(self) -> Path:
         return self.root / "run_qwen.sh"
+
+    @property
+    def preset_file(self) -> Path:
+        """llama-server's router preset, when several models are installed (docs/several-models.md)."""
+        return self.root / PRESET_NAME
 
     @property
     def run_bat(self) -> Path:

@@ -66,7 +66,7 @@ class HomeLeft:
 
 
 def _our_files(home: Home) -> list[Path]:
-    return [home.state_file, home.run_sh, home.run_bat]
+    return [home.state_file, home.run_sh, home.run_bat, home.preset_file]
 
 
 def our_entries(home: Home, keep_models: bool) -> list[Path]:

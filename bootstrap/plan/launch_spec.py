@@ -15,6 +15,7 @@ from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
+from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.input_checks import check_text
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
@@ -192,7 +193,7 @@ class LaunchSpec:
     @property
     def preset_file(self) -> Path:
         """The router's preset (INI) file, beside the start scripts."""
-        return self.home / "models.ini"
+        return self.home / PRESET_NAME
 
     def child_env(self) -> dict[str, str]:
         """Variables the start scripts set for the server: in router mode the key file, which the router passes on
@@ -269,7 +270,7 @@ class LaunchSpec:
     def preset_arg(self) -> str:
         """``--models-preset``'s value: relative to the home on Windows (as ``key_file_arg``), else absolute."""
         if self.system == "Windows":
-            return "models.ini"
+            return PRESET_NAME
         return str(self.preset_file)
 
     def argv(self) -> list[str]:

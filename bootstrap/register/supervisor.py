@@ -37,6 +37,7 @@ from typing import Any
 
 import requests
 
+from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.log_files import MAX_BYTES, RotatingLog
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
@@ -198,7 +199,7 @@ class Supervisor:
     def _model(self) -> dict[str, str]:
         """A router (several models: ``models.ini`` in the home, where the server runs) is asked about its default
         model: a request naming none gets 400, which would pass for an answer whatever its children do."""
-        name = first_model(self.cwd / "models.ini")
+        name = first_model(self.cwd / PRESET_NAME)
         return {"model": name} if name else {}
 
     def _answers(self, session: requests.Session) -> bool:

@@ -303,3 +303,12 @@ def test_removing_the_last_other_model_serves_the_default_alone_again(bed: Bed) 
     answer = bed.post("/v1/chat/completions", {"max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
                       key=bed.key())
     assert answer.status_code == 200, answer.text  # one model again: a request need not name it
+
+
+def test_uninstall_takes_every_model_and_the_preset(bed: Bed) -> None:
+    added = bed.run("install", EMBED_ID, "--yes")
+    assert added.returncode == 0, added.stderr[-2000:]
+    assert bed.home.preset_file.is_file()
+    gone = bed.run("uninstall", "--yes")
+    assert gone.returncode == 0, gone.stderr[-2000:]
+    assert not bed.home.root.exists()
