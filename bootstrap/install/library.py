@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 # How much of the machine's RAM the models loaded together may take; the rest stays for the OS and the user's
 # programs (the same share the planner leaves when it sizes one model: plan/planner.py).
 TOGETHER_SHARE = 0.8
-EMBED_CTX = 8192  # Qwen3-Embedding's card: one input must fit one micro-batch (-ub 8192)
+EMBED_CTX = 8192  # tokens one input may have (Qwen3-Embedding's card serves 8,192)
+EMBED_BATCH, EMBED_UBATCH = 2048, 512  # llama.cpp's defaults (common/common.h n_batch, n_ubatch)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -100,15 +101,27 @@ def is_embedding(profile: ModelProfile, extra_args: Sequence[str]) -> bool:
     return profile.embedding or "--embeddings" in extra_args
 
 
-def embedding_args(profile: ModelProfile) -> list[str]:
-    """llama-server's flags for an embedding model: ``--embeddings`` with the header's pooling, and a batch that
-    takes a whole input (llama-server refuses an input longer than ``-ub``: "input is too large to process")."""
+def pooling_of(profile: ModelProfile, extra_args: Sequence[str]) -> str | None:
+    """The pooling an embedding model is served with: the catalog's ``--pooling``, else its header's."""
     from bootstrap.plan.model_profile import POOLING_NAMES
 
-    ctx = min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX)
-    out_args = ["--embeddings", "-c", str(ctx), "-b", str(ctx), "-ub", str(ctx), "--cache-ram", "0"]
-    if profile.pooling in POOLING_NAMES:
-        out_args += ["--pooling", POOLING_NAMES[profile.pooling]]
+    flags = list(extra_args)
+    if "--pooling" in flags[:-1]:
+        return flags[flags.index("--pooling") + 1]
+    return POOLING_NAMES.get(profile.pooling)
+
+
+def embedding_args(pooling: str | None, ctx: int) -> list[str]:
+    """llama-server's flags for an embedding model: ``--embeddings``, its pooling, no prompt cache (nothing to
+    reuse), and the batch sizes. With ``last`` pooling llama-server splits a long input over micro-batches
+    (``can_split`` in b11434 ``server-context.cpp``: 4,000 tokens answered at ``-ub 512``, measured): llama.cpp's
+    own defaults, since a request is all prompt and no stream waits on it. Any other pooling needs the whole input
+    in one micro-batch ("input (N tokens) is too large to process"), so ``-b``/``-ub`` are the context then."""
+    whole = pooling != "last"
+    batch, ubatch = (ctx, ctx) if whole else (EMBED_BATCH, EMBED_UBATCH)
+    out_args = ["--embeddings", "-c", str(ctx), "--cache-ram", "0", "-b", str(batch), "-ub", str(ubatch)]
+    if pooling:
+        out_args += ["--pooling", pooling]
     return out_args
 
 
@@ -195,10 +208,31 @@ def _plan_model(home: Home, state: InstallState, wanted: Wanted, source: str) ->
     name = model_name(plan, wanted)
     if name == state.server.alias:
         raise UsageError(t("library.err_is_default", name=name), t("library.hint_is_default"))
-    args = list(plan.args)
     if embedding:
-        args = with_overrides(args, embedding_args(profile))
-    return _Planned(plan, name, tuple(with_overrides(args, list(extra))), embedding), hardware.memory.total_bytes
+        plan = as_embedding(plan, profile, extra)
+    args = tuple(with_overrides(list(plan.args), list(extra)))
+    return _Planned(plan, name, args, embedding), hardware.memory.total_bytes
+
+
+def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str]) -> Plan:
+    """The plan of a chat model turned into the one an embedding model is served with (``embedding_args``), its
+    memory estimated for them: no prompt cache, and where the pooling needs it a micro-batch as large as the
+    context (a 1,024-wide model at 8,192 tokens: 576.31 MiB of compute buffer as llama-server logged it, and as
+    ``memory.estimate`` gives it, against 36.02 MiB at 512)."""
+    from bootstrap.plan.engine_flags import with_overrides
+    from bootstrap.plan.memory import estimate
+    from bootstrap.plan.planner import Reason
+
+    ctx = plan.settings.ctx
+    pooling = pooling_of(profile, extra_args)
+    args = with_overrides(list(plan.args), embedding_args(pooling, ctx))
+    batch, ubatch = (int(args[args.index(f) + 1]) for f in ("-b", "-ub"))
+    settings = replace(plan.settings, ubatch=ubatch, batch=batch, cache_ram_mib=0, ctx_checkpoints=0)
+    reasons = tuple(r for r in plan.reasons if r.topic not in ("prompt_cache", "batch"))
+    why = Reason("embeddings", pooling or "-", t("library.reason_embeddings", pooling=pooling or "-",
+                                                 batch=batch, ubatch=ubatch))
+    return replace(plan, settings=settings, estimate=estimate(profile, settings), args=tuple(args),
+                   reasons=(*reasons, why))
 
 
 def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,

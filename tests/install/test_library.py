@@ -11,8 +11,8 @@ import pytest
 
 from bootstrap.catalog.model_ref import wanted_model
 from bootstrap.core.home import Home
-from bootstrap.install.library import embedding_args, models_max_for, names_default, names_entry
-from bootstrap.plan.model_profile import POOLING_NAMES
+from bootstrap.install.library import embedding_args, models_max_for, names_default, names_entry, pooling_of
+from bootstrap.plan.model_profile import POOLING_NAMES, ModelProfile
 from bootstrap.record.state import (
     FileRecord,
     LibraryModel,
@@ -81,17 +81,43 @@ def test_model_is_told_apart_from_the_default(tmp_path: Path) -> None:
     assert not names_entry(entry, wanted_model("qwen3.5-4b", None))
 
 
-def test_embedding_flags_take_the_header_pooling_and_a_whole_input_per_batch() -> None:
-    from bootstrap.plan.model_profile import ModelProfile
+def _profile(pooling: int) -> ModelProfile:
+    return ModelProfile(architecture="qwen3", n_layer=2, n_embd=64, n_head=1, n_vocab=10, n_ctx_train=32768,
+                        n_head_kv=(1, 1), key_length=64, value_length=64, n_expert=0, n_expert_used=0,
+                        kv_layers=(0, 1), swa_layers=(), n_swa=0, recurrent_layers=(), recurrent_bytes_per_seq=0,
+                        layers=(), token_embd_bytes=0, output_bytes=0, other_bytes=0, total_weight_bytes=0,
+                        is_moe=False, pooling=pooling)
 
-    profile = ModelProfile(architecture="qwen3", n_layer=2, n_embd=64, n_vocab=10, n_ctx_train=32768, n_head=1,
-                           n_head_kv=(1,), key_length=64, value_length=64, n_expert=0, n_expert_used=0,
-                           kv_layers=(0, 1), swa_layers=(), n_swa=0, recurrent_layers=(),
-                           recurrent_bytes_per_seq=0, layers=(), token_embd_bytes=0, output_bytes=0,
-                           other_bytes=0, total_weight_bytes=0, is_moe=False, pooling=3)
-    assert profile.embedding and POOLING_NAMES[3] == "last"
-    flags = embedding_args(profile)
+
+def test_embedding_flags_follow_the_pooling() -> None:
+    """``last`` pooling is split over micro-batches by llama-server; mean/cls need the whole input in one."""
+    last = _profile(3)
+    assert last.embedding and POOLING_NAMES[3] == "last" and pooling_of(last, ()) == "last"
+    flags = embedding_args(pooling_of(last, ()), 8192)
     assert flags[:1] == ["--embeddings"] and flags[flags.index("--pooling") + 1] == "last"
-    assert flags[flags.index("-ub") + 1] == flags[flags.index("-c") + 1] == "8192"
+    assert flags[flags.index("-c") + 1] == "8192" and flags[flags.index("-ub") + 1] == "512"
     assert flags[flags.index("--cache-ram") + 1] == "0"  # no prompt cache for embeddings (nothing to reuse)
-    assert "--pooling" not in embedding_args(replace(profile, pooling=0))
+    mean = embedding_args(pooling_of(_profile(1), ()), 4096)
+    assert mean[mean.index("-ub") + 1] == mean[mean.index("-b") + 1] == "4096"
+    assert pooling_of(_profile(0), ("--embeddings", "--pooling", "last")) == "last"  # the catalog's word wins
+    assert not _profile(0).embedding
+
+
+def test_an_embedding_plan_counts_the_batch_it_is_served_with() -> None:
+    """A whole-input micro-batch costs compute memory: the plan's estimate is made for it (the engine's own
+    figure for a 1024-wide model at 8,192 tokens matched to the 0.01 MiB: docs/several-models.md)."""
+    from bootstrap.install.library import as_embedding
+    from bootstrap.plan.engine_variant import VariantChoice
+    from bootstrap.plan.memory import LaunchSettings, estimate
+    from bootstrap.plan.planner import Budget, Plan
+
+    profile = _profile(2)  # cls: the whole input in one micro-batch
+    settings = LaunchSettings(ctx=8192, cache_ram_mib=1024)
+    plan = Plan(model_id="e", title="e", quant="Q8_0", file="e.gguf", file_size=1, variant=VariantChoice("cpu", ""),
+                settings=settings, estimate=estimate(profile, settings), budget=Budget(0, 1 << 34, False, None),
+                args=("-c", "8192", "-b", "2048", "-ub", "512", "--cache-ram", "1024"), dropped_flags=(),
+                reasons=(), warnings=(), speed_class="cpu", speed=None)  # type: ignore[arg-type]
+    served = as_embedding(plan, profile, ())
+    assert served.estimate.prompt_cache == 0 and served.settings.ubatch == 8192
+    assert served.estimate.compute_cpu > 10 * plan.estimate.compute_cpu
+    assert served.args[served.args.index("-ub") + 1] == "8192" and "--embeddings" in served.args

@@ -19,6 +19,7 @@ from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
+from bootstrap.install.library import EMBED_CTX, as_embedding, is_embedding
 from bootstrap.install.measure import recorded_rates
 from bootstrap.plan.context import check_range
 from bootstrap.plan.engine_variant import check_engine
@@ -39,6 +40,12 @@ def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]
     """(candidates in preference order, fallbacks) for MODEL (the catalog's default when None)."""
     ref = parse_model_ref(model) if model else CatalogRef(load_catalog().default_model)
     return candidates.candidates_for(ref, resolve_home().models_dir)
+
+
+def _catalog_args(model: str | None) -> tuple[str, ...]:
+    """The catalog entry's own llama-server flags (an embedding model's ``--embeddings --pooling``)."""
+    ref = parse_model_ref(model) if model else CatalogRef(load_catalog().default_model)
+    return load_catalog().model(ref.model_id).server_args if isinstance(ref, CatalogRef) else ()
 
 
 def print_plan(plan: Plan) -> None:
@@ -66,7 +73,14 @@ def run(args: argparse.Namespace) -> int:
         check_range(args.ctx)
     hardware = hardware_for(args.hardware)
     candidates, fallbacks = candidates_for(args.model)
-    plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
+    extra = _catalog_args(args.model)
+    if is_embedding(candidates[0].profile, extra):  # served beside a chat model, as ``install MODEL`` adds it
+        ctx = args.ctx or min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX)
+        plan = choose(candidates, hardware, requested_ctx=ctx)
+        profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
+        plan = as_embedding(plan, profile, extra)
+    else:
+        plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
     if args.json:
         console.emit_json(plan_to_json(plan))
     else:

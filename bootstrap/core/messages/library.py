@@ -151,4 +151,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "install a chat model first (qwenkit install), then qwenkit install {name}",
         "zh": "请先安装一个对话模型（qwenkit install），再运行 qwenkit install {name}。",
     },
+    "plan.topic_embeddings": {"en": "embeddings", "zh": "向量嵌入"},
+    "library.reason_embeddings": {
+        "en": "an embedding model ({pooling} pooling): served at /v1/embeddings beside a chat model "
+              "(qwenkit install MODEL), no prompt cache, batch {batch} / micro-batch {ubatch}",
+        "zh": "向量嵌入模型（{pooling} 池化）：在对话模型旁通过 /v1/embeddings 提供服务（qwenkit install MODEL），"
+              "不使用提示缓存，批大小 {batch} / 微批 {ubatch}",
+    },
 }
