@@ -140,9 +140,9 @@ MESSAGES: dict[str, dict[str, str]] = {
     "status.model_loaded": {"en": "loaded", "zh": "已加载"},
     "status.model_loading": {"en": "loading", "zh": "加载中"},
     "status.model_unloaded": {"en": "not loaded", "zh": "未加载"},
-    "models.role_embedding": {"en": " · embeddings (RAG)", "zh": " · 向量嵌入（RAG）"},
-    "models.installed_default": {"en": " · installed, default", "zh": " · 已安装（默认）"},
-    "models.installed_beside": {"en": " · installed", "zh": " · 已安装"},
+    "models.role_embedding": {"en": " - embeddings (RAG)", "zh": " - 向量嵌入（RAG）"},
+    "models.installed_default": {"en": " - installed, default", "zh": " - 已安装（默认）"},
+    "models.installed_beside": {"en": " - installed", "zh": " - 已安装"},
     "library.err_embedding_default": {
         "en": "{name} is an embedding model: it serves beside a chat model, not as the default",
         "zh": "{name} 是向量嵌入模型：它在对话模型旁提供服务，不能作为默认模型",
