@@ -8,7 +8,9 @@ embedding model (``qwenkit install MODEL``). Measured, side by side in this one 
 
 - ``add_s``: each ``qwenkit install MODEL`` (plan, fetch, self-test alone, restart as a router, every model proven);
 - ``rerun_s``: the median of three reruns with nothing changed (the no-op);
-- memory: the router and its children's RSS (``status --json``) against the sum the plans promised;
+- memory: the router and its children's RSS (``status --json``) against the sum the plans promised, and per model
+  its child's RSS against its plan without the prompt-cache budget (``qwenkit plan MODEL --json``: what is
+  allocated at load; the cache fills with use);
 - with every model loaded (the kit's ``--models-max``, all three fit): the median one-token chat per model;
 - with ``--models-max 1`` (a machine where only one fits): the first request to an unloaded model — the router
   unloads the one in memory and loads the other — against a warm request, per model;
@@ -131,6 +133,27 @@ def _one_at_a_time(home: Home, key: str, models: list[tuple[str, bool]], rounds:
             for name, _ in models}
 
 
+def _per_model(env: dict[str, str], port: int, names: list[str]) -> dict[str, dict[str, int]]:
+    """Each child's RSS (found by its ``--alias``) beside its plan at load: ``host_bytes`` less the prompt cache and
+    checkpoints, which fill only with use."""
+    import psutil
+
+    router = next(c.pid for c in psutil.net_connections("tcp")
+                  if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid)
+    rss: dict[str, int] = {}
+    for child in psutil.Process(router).children(recursive=True):
+        argv = child.cmdline()
+        if "--alias" in argv[:-1]:
+            rss[argv[argv.index("--alias") + 1]] = child.memory_info().rss
+    out = {}
+    for name in names:
+        doc = json.loads(_run(env, "plan", name, "--json")[0].stdout)["memory"]
+        grows = doc["breakdown"]["prompt_cache"] + doc["breakdown"]["checkpoints"]
+        out[name] = {"rss_mib": round(rss.get(name, 0) / 2**20),
+                     "planned_at_load_mib": round((doc["host_bytes"] - grows) / 2**20)}
+    return out
+
+
 def _rss_mib(pids: list[int]) -> int:
     import psutil
 
@@ -218,6 +241,7 @@ def main() -> int:
                     "all_loaded_request_s": loaded,
                 })
                 result["rss_over_planned"] = round(result["rss_mib"] / max(result["planned_total_mib"], 1), 2)
+                result["per_model"] = _per_model(env, port, [name for name, _ in models])
                 FallbackManager(home).stop()
                 result["one_loaded_at_a_time"] = _one_at_a_time(home, key, models, args.rounds)
                 result["thinking_per_role"] = _roles(gemma, template)
