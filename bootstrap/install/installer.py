@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bootstrap.catalog.model_ref import Wanted, wanted_model
+from bootstrap.catalog.model_ref import ModelRef, Wanted, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core import settings
 from bootstrap.core.checkpoints import checkpoint
@@ -288,7 +288,7 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     return DefaultSwitch(library, replace(previous, files=reusable))
 
 
-def _refuse_embedding_default(ref: object, candidates: list[Candidate]) -> None:
+def _refuse_embedding_default(ref: ModelRef, candidates: list[Candidate]) -> None:
     """An embedding model answers no chat: it is added beside a chat model (``install/library.py``), never made the
     default one (the install's proof is a chat)."""
     from bootstrap.catalog.model_ref import CatalogRef
