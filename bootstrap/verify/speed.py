@@ -67,10 +67,11 @@ def measure_speed(base_url: str, api_key: str, *, runs: int = 1, timeout: float 
 
 
 def _prompt_tokens(session: requests.Session, base_url: str, headers: dict[str, str], timeout: float,
-                   named: dict[str, str]) -> list[int]:
+                   named: dict[str, str] | None = None) -> list[int]:
     """``MEASURE_TEXT`` as exactly ``PROMPT_TOKENS`` token ids of this model (``/tokenize``, no BOS added)."""
     doc = checked_json(post_json(session, f"{base_url}/tokenize", "POST /tokenize", timeout,
-                                 {"content": MEASURE_TEXT, "add_special": False, **named}, headers), "POST /tokenize")
+                                 {"content": MEASURE_TEXT, "add_special": False, **(named or {})}, headers),
+                       "POST /tokenize")
     tokens = [t for t in doc.get("tokens") or [] if isinstance(t, int)]
     if not tokens:
         raise _bad("POST /tokenize", "no tokens")
@@ -80,10 +81,10 @@ def _prompt_tokens(session: requests.Session, base_url: str, headers: dict[str, 
 
 
 def _complete(session: requests.Session, base_url: str, headers: dict[str, str], tokens: list[int], n_predict: int,
-              timeout: float, named: dict[str, str]) -> dict[str, Any]:
+              timeout: float, named: dict[str, str] | None = None) -> dict[str, Any]:
     what = "POST /completion"
     body = {"prompt": tokens, "n_predict": n_predict, "ignore_eos": True, "cache_prompt": False, "seed": SEED,
-            "stream": False, **named}
+            "stream": False, **(named or {})}
     doc = checked_json(post_json(session, f"{base_url}/completion", what, timeout, body, headers), what)
     timings = doc.get("timings")
     if not isinstance(timings, dict) or not isinstance(timings.get("predicted_per_second"), (int, float)):

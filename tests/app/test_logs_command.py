@@ -87,13 +87,20 @@ def test_a_closed_pipe_ends_quietly(home: Home) -> None:
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr and proc.stderr == b""
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_follow_survives_a_truncation_and_a_roll(home: Home) -> None:
     """``-f`` as ``tail -F``: appended lines as they come, a file truncated in place read again from the top, a
     rolled one (renamed, a new file in its place) finished before the new one is followed; Ctrl-C ends it, exit 0.
     (The pauses only give the 0.25 s poll time to look; the order of the output is what is checked.)"""
     log = home.logs_dir / "server.log"
+    # Ctrl-C as a terminal delivers it: a suite started in the background (``cmd &`` in a script) inherits SIGINT
+    # ignored, and a Python started with it ignored never raises KeyboardInterrupt.
     follower = subprocess.Popen([sys.executable, "-m", "bootstrap", "logs", "-f", "-n", "1"], cwd=REPO_ROOT,
-                                env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=_sigint_default)
 
     def append(text: bytes) -> None:
         with open(log, "ab") as fh:
