@@ -1,4 +1,5 @@
-"""Byte counts as people read them: the one place sizes are turned into text, and the binary units they use."""
+"""Byte counts and token rates as people read them: the one place they are turned into text, and the binary units
+sizes use."""
 
 from __future__ import annotations
 
@@ -17,3 +18,8 @@ def human_size(count: int, decimals: int = 1) -> str:
         if count >= 1 << power:
             return f"{count / (1 << power):.{decimals}f} {unit}"
     return f"{count} B"
+
+
+def rate_text(tokens_per_s: float) -> str:
+    """``7.2``, ``34``, ``5000``: a token rate, one decimal only where it is small enough for it to matter."""
+    return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"

@@ -22,6 +22,7 @@ from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import QwenKitError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
+from bootstrap.core.sizes import rate_text
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.detect.kernel_rates import KernelRates, read_kernel_rates
 from bootstrap.place.working_engine import WorkingEngine
@@ -86,8 +87,8 @@ def measure_and_predict(home: Home, plan: Plan, hardware: HardwareProfile, worki
     again = replan(measured)
     if (again.model_id, again.quant, again.file, again.args) != (plan.model_id, plan.quant, plan.file, plan.args):
         return plan, hardware
-    info(t("speed_source.measured", seconds=f"{rates.millis / 1000:.1f}", tps=_tps(again.speed.decode_tps),
-           before=_tps(plan.speed.decode_tps)))
+    info(t("speed_source.measured", seconds=f"{rates.millis / 1000:.1f}", tps=rate_text(again.speed.decode_tps),
+           before=rate_text(plan.speed.decode_tps)))
     return again, measured
 
 
@@ -97,9 +98,6 @@ def _shape(found: object) -> tuple[int, int]:
         return int(found[0]), int(found[1])
     return DEFAULT_SHAPE
 
-
-def _tps(value: float) -> str:
-    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
 def rates_in_state(state: InstallState | None, cpu_brand: str) -> KernelRates | None:

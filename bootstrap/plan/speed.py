@@ -46,6 +46,7 @@ from itertools import pairwise
 from typing import Any
 
 from bootstrap.core.console import t
+from bootstrap.core.sizes import rate_text
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.detect.kernel_rates import DeviceRates, KernelRates
 from bootstrap.plan.memory import CACHE_TYPES, LaunchSettings, ModelProfile
@@ -449,9 +450,6 @@ def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
     return total
 
 
-def _tps(value: float) -> str:
-    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
-
 
 def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, where the numbers come from
@@ -459,8 +457,9 @@ def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure
     its download), the assumption when the RAM bandwidth was not measured, and (``thinking``, for a model that has
     a thinking mode) what thinking does to an answer's length."""
     p = prediction
-    lines = [t("plan.speed_tps", tps=_tps(p.decode_tps), low=_tps(p.decode_low), high=_tps(p.decode_high),
-               prompt=_tps(p.prompt_tps), prompt_low=_tps(p.prompt_low), prompt_high=_tps(p.prompt_high),
+    lines = [t("plan.speed_tps", tps=rate_text(p.decode_tps), low=rate_text(p.decode_low),
+               high=rate_text(p.decode_high), prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
+               prompt_high=rate_text(p.prompt_high),
                fill=p.context_fill)]
     if p.source == "measured":
         lines.append(t("speed_source.measured_here", when=(p.measured_on or "").replace("T", " ").rstrip("Z")))

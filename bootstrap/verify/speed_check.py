@@ -18,6 +18,7 @@ from typing import Any
 
 from bootstrap.core.console import join_items, t, warn
 from bootstrap.core.errors import ServerError
+from bootstrap.core.sizes import rate_text
 from bootstrap.detect.probes.contention import (
     ContentionReadings,
     probe_contention,
@@ -74,37 +75,34 @@ def check_speed(spec: LaunchSpec, api_key: str, predicted: Mapping[str, Any] | N
     return Checked(check, spec)
 
 
-def _tps(value: float) -> str:
-    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
-
 
 def _predicted_text(predicted: Mapping[str, Any] | None, what: str) -> str:
     rng = predicted_range(predicted, what)
     if rng is None:
         return t("speed.no_prediction")
-    return t("speed.predicted", value=_tps(rng[0]), low=_tps(rng[1]), high=_tps(rng[2]))
+    return t("speed.predicted", value=rate_text(rng[0]), low=rate_text(rng[1]), high=rate_text(rng[2]))
 
 
 def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
     """(information lines, warnings) for the install report and ``status``."""
     m = check.measured
-    lines = [t("speed.decode", measured=_tps(m.decode_tps), predicted=_predicted_text(check.predicted, "decode")),
-             t("speed.prompt", measured=_tps(m.prompt_tps), tokens=m.prompt_n,
+    lines = [t("speed.decode", measured=rate_text(m.decode_tps), predicted=_predicted_text(check.predicted, "decode")),
+             t("speed.prompt", measured=rate_text(m.prompt_tps), tokens=m.prompt_n,
                predicted=_predicted_text(check.predicted, "prompt"))]
     trial = check.speculation
     if trial is not None and trial.on is not None:
-        lines.append(t("speed.spec_ab", flags=" ".join(trial.flags), on=_tps(trial.on.decode_tps),
-                       off=_tps(trial.off.decode_tps), acceptance=_acceptance(trial.on),
+        lines.append(t("speed.spec_ab", flags=" ".join(trial.flags), on=rate_text(trial.on.decode_tps),
+                       off=rate_text(trial.off.decode_tps), acceptance=_acceptance(trial.on),
                        kept=t(f"speed.kept_{trial.kept}")))
     elif trial is not None:
-        lines.append(t("speed.spec_failed", flags=" ".join(trial.flags), off=_tps(trial.off.decode_tps),
+        lines.append(t("speed.spec_failed", flags=" ".join(trial.flags), off=rate_text(trial.off.decode_tps),
                        reason=trial.on_error or "?"))
     warnings: list[str] = []
     if check.verdict == "slow":
         rng = predicted_range(check.predicted, "decode")
-        low = _tps(rng[1]) if rng is not None else "?"
+        low = rate_text(rng[1]) if rng is not None else "?"
         causes = join_items(t(f"speed.cause_{c}") for c in check.causes) or t("speed.cause_unknown")
-        warnings.append(t("speed.slow", measured=_tps(m.decode_tps), low=low, causes=causes))
+        warnings.append(t("speed.slow", measured=rate_text(m.decode_tps), low=low, causes=causes))
     return lines, warnings
 
 
