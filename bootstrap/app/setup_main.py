@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,4 +128,8 @@ def setup_main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # py-cpuinfo reads CPUID in a child process (multiprocessing, spawned on Windows): a frozen program must hand such
+    # a child to multiprocessing first (Python docs, multiprocessing.freeze_support), or the child runs the setup
+    # with "parent_pid=..." as its command and the CPU's flags come back empty (seen under Wine: "No AVX2").
+    multiprocessing.freeze_support()
     sys.exit(setup_main())

@@ -252,5 +252,13 @@ def error(message: str, hint: str | None = None) -> None:
 
 
 def emit_json(document: Any) -> None:
-    """The single JSON document of a ``--json`` run, on stdout."""
-    _write_out(json.dumps(document, ensure_ascii=False, indent=2))
+    """The single JSON document of a ``--json`` run, on stdout. It is data, so a character the stream's encoding
+    cannot hold is escaped (``\\u5f20``: the same JSON), never replaced by ``?`` as text lines are: on Windows a
+    redirected stdout uses the ANSI code page (cp1252 on an English system) and a Chinese path would be lost."""
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(document, ensure_ascii=True, indent=2)
+    _write_out(text)

@@ -128,6 +128,7 @@ def home_lock(home: Home, what: str = "install") -> Iterator[None]:
         fd = os.open(home.lock_file, flags, 0o644)
     except OSError as exc:  # a link planted as .lock (O_NOFOLLOW), a read-only home…
         raise UsageError(t("lock.err_open", path=home.lock_file, detail=exc), t("lock.hint")) from exc
+    failed = False
     try:
         if not _try_lock(fd):
             pid, holder = _read_holder(fd)
@@ -136,10 +137,16 @@ def home_lock(home: Home, what: str = "install") -> Iterator[None]:
             _write_holder(fd, what)
             yield
         except BaseException:
-            if created:
+            failed = True
+            if created and os.name != "nt":
                 _remove_if_unused(home.lock_file, created)
             raise
         finally:
             _unlock(fd)
     finally:
         os.close(fd)
+        # Windows deletes no file that is open anywhere (seen under Wine: a refused install left the home with its
+        # lock): there the cleanup waits for the close, and another installer holding the lock by then makes the
+        # delete fail, which keeps the home as it should.
+        if failed and created and os.name == "nt":
+            _remove_if_unused(home.lock_file, created)

@@ -100,6 +100,18 @@ def test_plan_and_json_keep_their_streams(tmp_path: Path) -> None:
     assert as_json.returncode == 0 and as_json.stdout.lstrip().startswith("{") and as_json.stdout.rstrip()[-1] == "}"
 
 
+def test_json_is_kept_whole_on_a_code_page_without_chinese(tmp_path: Path) -> None:
+    """A redirected stdout on Windows uses the ANSI code page (cp1252 on an English system; seen in the setup.exe
+    under Wine): text lines lose Chinese to ``?`` there, but a ``--json`` document is data and stays exact, escaped."""
+    env = {**_env(tmp_path / "home", PYTHONIOENCODING="cp1252"), "QWENKIT_LANG": "zh"}
+    zh = _run(["plan", "--hardware", HARDWARE, "--json"], {**env, "PYTHONIOENCODING": "utf-8"})
+    narrow = _run(["plan", "--hardware", HARDWARE, "--json"], env)
+    assert zh.returncode == narrow.returncode == 0
+    assert narrow.stdout.isascii() and "?" not in "".join(r["text"] for r in json.loads(narrow.stdout)["reasons"])
+    assert json.loads(narrow.stdout)["reasons"] == json.loads(zh.stdout)["reasons"]
+    assert not zh.stdout.isascii()  # where the stream can hold it, the document is written as it reads
+
+
 @pytest.mark.parametrize("argv", [["models", "--hardware", HARDWARE], ["models", "--hardware", HARDWARE, "--json"],
                                   ["doctor"], ["--help"], ["status"]])
 @pytest.mark.parametrize("both", [False, True], ids=["stdout", "2>&1"])
