@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 NAME = "QwenClientKit-Setup"
+if str(ROOT) not in sys.path:  # an embeddable CPython's ._pth file fixes sys.path: no script folder, no PYTHONPATH
+    sys.path.insert(0, str(ROOT))
 
 # Installed in the build venv (test tools, the hub SDKs and their extras) but never imported by the product at run
 # time; PyInstaller's analysis follows optional imports (numpy via huggingface_hub.inference, pytest, pygments,

@@ -91,6 +91,27 @@ def wine_prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wine.make_prefix(tmp_path_factory.mktemp("wine") / "prefix")
 
 
+@pytest.fixture(scope="session")
+def windows_python() -> Path:
+    """The test bed's Windows CPython (tests/support/windows_python.py); skips without Wine."""
+    from tests.support import windows_python as win_python
+
+    found = win_python.windows_python()
+    if found is None:
+        pytest.skip("needs Wine (scripts/setup_env.sh installs it)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def windows_setup(windows_python: Path, wine_prefix: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``QwenClientKit-Setup-windows-x64.exe`` built once per session from this checkout by ``build_installer.py``
+    run with the Windows CPython under Wine (about 35 s)."""
+    from tests.support import windows_python as win_python
+
+    root = Path(__file__).resolve().parents[1]
+    return win_python.build_setup_exe(windows_python, root, tmp_path_factory.mktemp("frozen-windows"), wine_prefix)
+
+
 @pytest.fixture
 def english() -> Iterator[None]:
     """UI messages in English for the test (assertions read them), restored afterwards."""
