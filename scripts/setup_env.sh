@@ -2,7 +2,8 @@
 # - system tools: cmake + g++ (fallback engine build), binutils (PyInstaller's objdump), systemd-analyze, curl (the
 #   verify snippet test), Node.js 20.19+ with npm (the engine's web UI build, Vite 7), Debian's chromium (the
 #   real-browser test, tests/e2e/test_browser.py; QWENKIT_TEST_NO_BROWSER=1 opts out of it), Wine and mingw-w64 (the
-#   start script run by a real cmd.exe, tests/render/test_bat_under_wine.py; QWENKIT_TEST_NO_WINE=1 opts out);
+#   start script run by a real cmd.exe, tests/render/test_bat_under_wine.py; the Windows llama-server.exe cross-built
+#   with mingw-w64's posix g++; the setup.exe built by a Windows CPython; QWENKIT_TEST_NO_WINE=1 opts out);
 # - .venv with this kit and its test/build extras from the package index (Python playwright drives
 #   /usr/bin/chromium; it never downloads a browser of its own).
 set -euo pipefail
@@ -10,10 +11,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 declare -A package_of=([cmake]="cmake" [g++]="g++ make" [objdump]="binutils" [systemd-analyze]="systemd"
                        [curl]="curl" [npm]="nodejs npm" [chromium]="chromium" [wine]="wine64 wine"
-                       [x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64")
+                       [x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64"
+                       [x86_64-w64-mingw32-g++-posix]="g++-mingw-w64-x86-64-posix")
 tools=(cmake g++ objdump systemd-analyze curl npm)
 [ "${QWENKIT_TEST_NO_BROWSER:-}" = 1 ] || tools+=(chromium)
-[ "${QWENKIT_TEST_NO_WINE:-}" = 1 ] || tools+=(wine x86_64-w64-mingw32-gcc)
+[ "${QWENKIT_TEST_NO_WINE:-}" = 1 ] || tools+=(wine x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++-posix)
 missing=()
 packages=()
 for tool in "${tools[@]}"; do

@@ -20,6 +20,7 @@ def human_size(count: int, decimals: int = 1) -> str:
     return f"{count} B"
 
 
-def rate_text(tokens_per_s: float) -> str:
-    """``7.2``, ``34``, ``5000``: a token rate, one decimal only where it is small enough for it to matter."""
-    return f"{tokens_per_s:.1f}" if tokens_per_s < 10 else f"{tokens_per_s:.0f}"
+def rate_text(tokens_per_s: float, fine_below: float = 10) -> str:
+    """``7.2``, ``34``, ``5000``: a token rate, one decimal below ``fine_below`` (where it matters: a measurement
+    judged against a threshold says ``24.1``, not the ``24`` it was compared as more than)."""
+    return f"{tokens_per_s:.1f}" if tokens_per_s < fine_below else f"{tokens_per_s:.0f}"

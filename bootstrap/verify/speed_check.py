@@ -30,6 +30,11 @@ from bootstrap.verify.speculation import compare_speculation
 from bootstrap.verify.speed import measure_speed
 from bootstrap.verify.speed_records import SpeedCheck, SpeedSample, predicted_range
 
+
+def _rate(value: float) -> str:
+    """Measured and predicted rates at verify: one decimal below 100 (the slow verdict is a threshold)."""
+    return rate_text(value, fine_below=100)
+
 SLOW_FRACTION = 0.75
 
 # The contention reader (``read_contention``); tests pass one fed with recorded readings.
@@ -80,29 +85,29 @@ def _predicted_text(predicted: Mapping[str, Any] | None, what: str) -> str:
     rng = predicted_range(predicted, what)
     if rng is None:
         return t("speed.no_prediction")
-    return t("speed.predicted", value=rate_text(rng[0]), low=rate_text(rng[1]), high=rate_text(rng[2]))
+    return t("speed.predicted", value=_rate(rng[0]), low=_rate(rng[1]), high=_rate(rng[2]))
 
 
 def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
     """(information lines, warnings) for the install report and ``status``."""
     m = check.measured
-    lines = [t("speed.decode", measured=rate_text(m.decode_tps), predicted=_predicted_text(check.predicted, "decode")),
-             t("speed.prompt", measured=rate_text(m.prompt_tps), tokens=m.prompt_n,
+    lines = [t("speed.decode", measured=_rate(m.decode_tps), predicted=_predicted_text(check.predicted, "decode")),
+             t("speed.prompt", measured=_rate(m.prompt_tps), tokens=m.prompt_n,
                predicted=_predicted_text(check.predicted, "prompt"))]
     trial = check.speculation
     if trial is not None and trial.on is not None:
-        lines.append(t("speed.spec_ab", flags=" ".join(trial.flags), on=rate_text(trial.on.decode_tps),
-                       off=rate_text(trial.off.decode_tps), acceptance=_acceptance(trial.on),
+        lines.append(t("speed.spec_ab", flags=" ".join(trial.flags), on=_rate(trial.on.decode_tps),
+                       off=_rate(trial.off.decode_tps), acceptance=_acceptance(trial.on),
                        kept=t(f"speed.kept_{trial.kept}")))
     elif trial is not None:
-        lines.append(t("speed.spec_failed", flags=" ".join(trial.flags), off=rate_text(trial.off.decode_tps),
+        lines.append(t("speed.spec_failed", flags=" ".join(trial.flags), off=_rate(trial.off.decode_tps),
                        reason=trial.on_error or "?"))
     warnings: list[str] = []
     if check.verdict == "slow":
         rng = predicted_range(check.predicted, "decode")
-        low = rate_text(rng[1]) if rng is not None else "?"
+        low = _rate(rng[1]) if rng is not None else "?"
         causes = join_items(t(f"speed.cause_{c}") for c in check.causes) or t("speed.cause_unknown")
-        warnings.append(t("speed.slow", measured=rate_text(m.decode_tps), low=low, causes=causes))
+        warnings.append(t("speed.slow", measured=_rate(m.decode_tps), low=low, causes=causes))
     return lines, warnings
 
 
