@@ -99,7 +99,6 @@ def _shape(found: object) -> tuple[int, int]:
     return DEFAULT_SHAPE
 
 
-
 def rates_in_state(state: InstallState | None, cpu_brand: str) -> KernelRates | None:
     """The rates the install recorded (inside its prediction), when measured on a CPU of this brand; a record
     without them, or with a damaged copy, gives None (they are a report, never a reason to reject the record)."""

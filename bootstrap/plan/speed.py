@@ -450,7 +450,6 @@ def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
     return total
 
 
-
 def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, where the numbers come from
     (this machine's measurement, or the published-run constants — ``will_measure``: the install measures before

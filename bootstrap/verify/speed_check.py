@@ -30,11 +30,6 @@ from bootstrap.verify.speculation import compare_speculation
 from bootstrap.verify.speed import measure_speed
 from bootstrap.verify.speed_records import SpeedCheck, SpeedSample, predicted_range
 
-
-def _rate(value: float) -> str:
-    """Measured and predicted rates at verify: one decimal below 100 (the slow verdict is a threshold)."""
-    return rate_text(value, fine_below=100)
-
 SLOW_FRACTION = 0.75
 
 # The contention reader (``read_contention``); tests pass one fed with recorded readings.
@@ -79,6 +74,10 @@ def check_speed(spec: LaunchSpec, api_key: str, predicted: Mapping[str, Any] | N
                        None if outcome is None else outcome.trial, time.perf_counter() - start)
     return Checked(check, spec)
 
+
+def _rate(value: float) -> str:
+    """Measured and predicted rates at verify: one decimal below 100 (the slow verdict is a threshold)."""
+    return rate_text(value, fine_below=100)
 
 
 def _predicted_text(predicted: Mapping[str, Any] | None, what: str) -> str:
