@@ -76,8 +76,8 @@ def measure_and_predict(home: Home, plan: Plan, hardware: HardwareProfile, worki
                         ) -> tuple[Plan, HardwareProfile]:
     """(the plan predicted from this machine's measured rates, the profile carrying them); unchanged when the plan
     is for another machine (``elsewhere``: ``--hardware``) or nothing could be measured. ``replan`` is the planner
-    run again on the new profile: the rates change only the prediction, so the same file and placement come back
-    (anything else keeps the plan as it was)."""
+    run again on the new profile: the rates change the prediction and what is derived from it (``same_placement``),
+    never the file or the placement (a plan that moved them keeps the plan as it was)."""
     if elsewhere:
         return plan, hardware
     rates = measure_here(home, plan, hardware, working)
@@ -85,11 +85,22 @@ def measure_and_predict(home: Home, plan: Plan, hardware: HardwareProfile, worki
         return plan, hardware
     measured = replace(hardware, kernel_rates=rates)
     again = replan(measured)
-    if (again.model_id, again.quant, again.file, again.args) != (plan.model_id, plan.quant, plan.file, plan.args):
+    if not same_placement(plan, again):
         return plan, hardware
     info(t("speed_source.measured", seconds=f"{rates.millis / 1000:.1f}", tps=rate_text(again.speed.decode_tps),
            before=rate_text(plan.speed.decode_tps)))
     return again, measured
+
+
+def same_placement(plan: Plan, again: Plan) -> bool:
+    """The same model file, context, slots and devices. Speed decides only the batch sizes of a server with several
+    slots and the prompt cache those leave room for (``planner._interleaved``): a measured prompt speed may move
+    them, and the measured plan is then the better one (comparing every argument threw the measurement away on a
+    machine whose speed moved them: the rates were then missing from the record)."""
+    derived = {"batch": 0, "ubatch": 0, "cache_ram_mib": 0, "ctx_checkpoints": 0}
+    return ((plan.model_id, plan.quant, plan.file, plan.variant.name) ==
+            (again.model_id, again.quant, again.file, again.variant.name)
+            and replace(plan.settings, **derived) == replace(again.settings, **derived))
 
 
 def _shape(found: object) -> tuple[int, int]:
