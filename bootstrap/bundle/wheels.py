@@ -38,6 +38,7 @@ from pathlib import Path
 
 from bootstrap.catalog.bundle_platforms import TargetPlatform
 from bootstrap.core import settings
+from bootstrap.core.atomic_file import copy_atomic
 from bootstrap.core.console import info, t, warn
 from bootstrap.core.errors import SourceError, UnsupportedMachine
 from bootstrap.core.hashing import sha256_file
@@ -246,7 +247,7 @@ def _stage(python: str, target: TargetPlatform, version: str, kit: Path, staging
     staging.mkdir(parents=True)
     _download(python, target, version, staging, ["-r", str(requirements_file()), str(kit)], env)
     if not (staging / kit.name).is_file():
-        shutil.copyfile(kit, staging / kit.name)
+        copy_atomic(kit, staging / kit.name)
     markers = target_markers(target, version)
     for _ in range(MAX_ROUNDS):
         missing = missing_requirements(sorted(staging.glob("*.whl")), markers)

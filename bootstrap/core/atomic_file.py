@@ -45,3 +45,27 @@ def write_atomic(path: Path, data: bytes, *, mode: int = PUBLIC) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def copy_atomic(source: Path, target: Path, *, mode: int | None = None) -> None:
+    """Copy ``source`` over ``target`` as ``write_atomic`` writes, keeping its modification time (and its mode
+    unless ``mode`` is given). Streamed with plain reads and writes: Python 3.12+ copies with ``CopyFile2`` on
+    Windows, which Wine 8 lacks (the process aborts: "unimplemented function KERNEL32.dll.CopyFile2")."""
+    import shutil
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stat = os.stat(source)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, (stat.st_mode & 0o777) if mode is None else mode)
+        os.utime(tmp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(target.parent)

@@ -8,6 +8,11 @@ user put there stay, and then the home stays too (``tidy_home``). A service that
 files still go. Outside the home only the ``qwenkit`` launcher that ``state.json`` records goes, while it is exactly
 as written, and the PATH entry the install added (``register.shell_command``).
 The command (``bootstrap/app/commands/uninstall.py``) asks first and reports.
+
+Windows deletes no running program, and ``qwenkit uninstall`` usually runs from the home itself (the runtime venv's
+``qwenkit.exe``, or the setup's copy in ``app\\``, through the launcher). Those folders are left to
+``remove-after-exit.bat`` (``templates/``), started detached in the home: it deletes them once this program has
+exited, then the home if nothing else is in it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,9 +33,11 @@ from bootstrap.core.errors import QwenKitError, ServerError
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
-from bootstrap.core.processes import run_command
+from bootstrap.core.processes import NO_WINDOW, run_command
+from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.record.state import load_state
 from bootstrap.register.base import Runner, manager_label
+from bootstrap.register.fallback import script_argv
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.register.managers import (
     FallbackManager,
@@ -55,6 +63,7 @@ class Removal:
     removed: tuple[str, ...]  # entries deleted, relative to the home (folders end in ``/``)
     freed: int  # bytes, including the part of an entry that could only be deleted in part
     failed: int  # entries that could not be deleted
+    deferred: tuple[str, ...] = ()  # folders holding this running program, deleted after it exits (Windows)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,42 @@ def uninstall(home: Home, keep_models: bool, *, admin: bool, probe: HostProbe | 
 
             for line in remove_launcher(launcher, this_system()):
                 console.info(line)
-        return _delete(home, our_entries(home, keep_models))
+        removal = _delete(home, our_entries(home, keep_models))
+    if removal.deferred:  # after the lock is released: the script may find the home empty at once
+        _remove_after_exit(home, removal)
+    return removal
+
+
+AFTER_EXIT_SCRIPT = "remove-after-exit.bat"
+AFTER_EXIT_TRIES = 120  # about two minutes of one-second waits for this program to exit
+
+
+def _holds_this_program(path: Path) -> bool:
+    """Whether ``path`` holds the running program: the executable, or the venv it runs in (its ``.pyd`` files are
+    loaded too). Only Windows refuses to delete those."""
+    if os.name != "nt":
+        return False
+    running = [Path(sys.executable)] + ([Path(sys.prefix)] if sys.prefix != sys.base_prefix else [])
+    try:
+        target = path.resolve()
+        return any(target == p.resolve() or target in p.resolve().parents for p in running)
+    except OSError:
+        return False
+
+
+def _remove_after_exit(home: Home, removal: Removal) -> None:
+    """Write ``remove-after-exit.bat`` into the home and start it detached, with a hidden console (the ``ping`` it
+    waits with would open a window otherwise). Failing that, the folders stay and are counted as not removed."""
+    script = home.root / AFTER_EXIT_SCRIPT
+    names = [name.rstrip("/") for name in removal.deferred]
+    try:
+        write_rendered(script, render_template("remove-after-exit.bat.j2", entries=names, tries=AFTER_EXIT_TRIES,
+                                               lock=home.lock_file.name), newline="\r\n")
+        subprocess.Popen(script_argv(script), cwd=home.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, close_fds=True,
+                         creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) | NO_WINDOW)
+    except OSError as exc:
+        console.warn(t("uninstall.warn_not_removed", path=home.root / names[0], detail=os_reason(exc)))
 
 
 def _recorded_launcher(home: Home) -> LauncherRecord | None:
@@ -189,10 +233,14 @@ def _remove_service(home: Home, admin: bool, probe: HostProbe | None, runner: Ru
 def _delete(home: Home, entries: list[Path]) -> Removal:
     """Delete ``entries``, warning about each one that cannot be deleted."""
     removed: list[str] = []
+    deferred: list[str] = []
     freed = 0
     failed = 0
     for path in entries:
         shown = _shown(home, path)
+        if path.is_dir() and not _is_link(path) and _holds_this_program(path):
+            deferred.append(shown)  # not even begun: a half-deleted venv would fail this program's next import
+            continue
         before = tree_size(path)
         try:
             remove_entry(path)
@@ -203,17 +251,20 @@ def _delete(home: Home, entries: list[Path]) -> Removal:
             continue
         freed += before
         removed.append(shown)
-    return Removal(tuple(removed), freed, failed)
+    return Removal(tuple(removed), freed, failed, tuple(deferred))
 
 
-def tidy_home(home: Home) -> HomeLeft:
-    """Remove the home once only our ``.lock`` is left; otherwise name the foreign entries that keep it (kept models
-    are not foreign)."""
+def tidy_home(home: Home, removal: Removal | None = None) -> HomeLeft:
+    """Remove the home once only our ``.lock`` is left; otherwise name the foreign entries that keep it (kept models,
+    and folders left to ``remove-after-exit.bat`` with the script itself, are not foreign)."""
     try:
         left = sorted(name for name in os.listdir(home.root) if name != home.lock_file.name)
     except OSError:
         return HomeLeft(False, ())
-    foreign = tuple(name for name in left if name != home.models_dir.name)
+    pending = {home.models_dir.name}
+    if removal is not None and removal.deferred:
+        pending |= {name.rstrip("/") for name in removal.deferred} | {AFTER_EXIT_SCRIPT}
+    foreign = tuple(name for name in left if name not in pending)
     if left:
         return HomeLeft(False, foreign)
     try:

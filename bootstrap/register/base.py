@@ -8,7 +8,6 @@ managers whose tools cannot run here (no systemd as PID 1, no macOS, no Windows)
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import subprocess
 from abc import ABC, abstractmethod
@@ -16,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bootstrap.core.atomic_file import copy_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
@@ -99,10 +99,7 @@ def remove_empty_dir(path: Path) -> None:
 
 def copy_file(source: Path, target: Path) -> None:
     """Copy ``source`` to ``target`` through a temp name + rename, so the OS never reads a half-written file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.copyfile(source, tmp)
-    tmp.replace(target)
+    copy_atomic(source, target)
 
 
 class ServiceManager(ABC):

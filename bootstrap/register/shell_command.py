@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from bootstrap.core import settings
+from bootstrap.core.atomic_file import copy_atomic
 from bootstrap.core.console import t
 from bootstrap.core.hashing import sha256_bytes
 from bootstrap.core.home import Home
@@ -115,7 +116,7 @@ def keep_frozen_copy(executable: Path, target: Path) -> None:
     already has its size and time."""
     meipass = getattr(sys, "_MEIPASS", None)
     if meipass and Path(meipass).resolve().is_relative_to(executable.resolve().parent):  # --onedir
-        shutil.copytree(executable.resolve().parent, target.parent, dirs_exist_ok=True)
+        shutil.copytree(executable.resolve().parent, target.parent, dirs_exist_ok=True, copy_function=_copy_plain)
         return
     try:
         same = (target.stat().st_size, int(target.stat().st_mtime)) == (executable.stat().st_size,
@@ -123,10 +124,13 @@ def keep_frozen_copy(executable: Path, target: Path) -> None:
     except OSError:
         same = False
     if not same:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        shutil.copy2(executable, partial)
-        os.replace(partial, target)
+        copy_atomic(executable, target)
+
+
+def _copy_plain(source: str, target: str) -> str:
+    """``copytree``'s copy without ``CopyFile2`` (``atomic_file.copy_atomic``)."""
+    copy_atomic(Path(source), Path(target))
+    return target
 
 
 def render_launcher(system: str, target: LauncherTarget, home: Home) -> str:
@@ -246,18 +250,22 @@ def remove_launcher(record: LauncherRecord, system: str, *, env: Mapping[str, st
     added. Returns the sentences to report (nothing is raised: the rest of the uninstall goes on)."""
     said: list[str] = []
     path = Path(record.path)
+    deleted = ""
     try:
         if path.is_file() and not path.is_symlink() and sha256_bytes(path.read_bytes()) == record.sha256:
             path.unlink()
+            deleted = path.name.lower()
             said.append(t("path.removed", path=path))
         elif os.path.lexists(path):
             said.append(t("path.kept_changed", path=path))
     except OSError as exc:
         said.append(t("path.remove_failed", path=path, detail=exc.strerror or exc))
     # The folder is shared (pipx and uv put their commands there too): its PATH entry goes only when it is empty.
+    # Our launcher may still be listed after its deletion: a file deleted while a program has it open (cmd.exe
+    # running it: ``qwenkit uninstall`` typed as a command) stays until that program closes it.
     if record.path_entry and system == "Windows":
         folder = Path(record.path_entry)
-        if folder.is_dir() and any(folder.iterdir()):
+        if folder.is_dir() and any(entry.name.lower() != deleted for entry in folder.iterdir()):
             said.append(t("path.entry_kept", folder=folder))
             return said
         try:

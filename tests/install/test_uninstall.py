@@ -309,3 +309,26 @@ def test_a_second_run_finds_nothing(home: Home, outside: Path, capsys: pytest.Ca
     assert uninstall.run(args()) == 0
     assert f"Nothing installed in {home.root}." in capsys.readouterr().out
     assert sorted(os.listdir(home.root)) == [".lock", "notes.txt"]
+
+
+def test_on_windows_the_running_programs_folder_is_left_to_a_script_that_runs_after_exit(
+        home: Home, outside: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Windows deletes no running program and ``qwenkit uninstall`` runs from the home's venv: that folder is not
+    even begun (a half-deleted venv fails the next import) but handed to ``remove-after-exit.bat``, started detached.
+    Here the two Windows facts stand in: which folder holds the running program, and cmd.exe (``true`` runs instead);
+    tests/render/test_remove_after_exit_under_wine.py runs the script itself under Wine."""
+    build_installed(home, outside)
+    venv_files = snapshot(home.venv_dir)
+    monkeypatch.setattr(uninstall_stage, "_holds_this_program", lambda path: path == home.venv_dir)
+    started: list[list[str]] = []
+    monkeypatch.setattr(uninstall_stage, "script_argv", lambda script: started.append([str(script)]) or ["true"])
+    assert uninstall.run(args()) == 0
+    out = capsys.readouterr().out
+    assert "venv/ hold this running program" in out and "a few seconds after it exits" in out
+    assert "is kept" not in out  # neither the venv nor the script counts as the user's
+    assert snapshot(home.venv_dir) == venv_files
+    script = home.root / uninstall_stage.AFTER_EXIT_SCRIPT
+    assert started == [[str(script)]]
+    text = script.read_bytes()
+    assert text.isascii() and b'rmdir /s /q "%~dp0venv"' in text and b"\r\n" in text
+    assert sorted(p.name for p in home.root.iterdir()) == [".lock", script.name, "venv"]

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
         console.out(t("uninstall.nothing", home=home.root))
     else:
         _report(home, removal, keep_models)
-    _report_home(home, tidy_home(home))
+    _report_home(home, tidy_home(home, removal))
     if removal is not None:
         console.out_ok(t("uninstall.done"))
     return 0
@@ -70,6 +70,8 @@ def _report(home: Home, removal: Removal, keep_models: bool) -> None:
     if removal.removed:
         console.out(t("uninstall.removed", home=home.root, entries=", ".join(removal.removed)))
     console.out(t("uninstall.freed", size=human_size(removal.freed), count=f"{removal.freed:,}"))
+    if removal.deferred:
+        console.out(t("uninstall.deferred", entries=", ".join(removal.deferred)))
     if keep_models and home.models_dir.exists():
         console.out(t("uninstall.models_kept", path=home.models_dir, size=human_size(tree_size(home.models_dir))))
     if removal.failed:

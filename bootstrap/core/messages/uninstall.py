@@ -71,6 +71,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Freed {size} ({count} bytes).",
         "zh": "释放了 {size}（{count} 字节）。",
     },
+    "uninstall.deferred": {
+        "en": "{entries} hold this running program (Windows deletes none): they go, with the home if it is empty, "
+              "a few seconds after it exits.",
+        "zh": "{entries} 中有正在运行的本程序（Windows 不允许删除）：本程序退出几秒后将删除它们，"
+              "主目录为空时也一并删除。",
+    },
     "uninstall.models_kept": {
         "en": "Models kept in {path} ({size}).",
         "zh": "模型保留在 {path}（{size}）。",
