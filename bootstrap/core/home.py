@@ -133,6 +133,10 @@ class Home:
     def run_bat(self) -> Path:
         return self.root / "run_qwen.bat"
 
+    def start_script(self, system: str) -> Path:
+        """The one start script an install for ``system`` (``platform.system()``) renders and runs."""
+        return self.run_bat if system == "Windows" else self.run_sh
+
     @property
     def app_dir(self) -> Path:
         """A copy of the frozen setup the ``qwenkit`` launcher runs when the runtime venv holds no kit (the setup

@@ -8,15 +8,22 @@ Long-running children (the server, a streamed pip) are started where they are wa
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 DEFAULT_TIMEOUT_S = 60.0
 NOT_FOUND = 127  # the shell's codes: a missing program, one that could not start, and ``timeout(1)``'s hang
 NOT_STARTED = 126
 TIMED_OUT = 124
+
+NO_WINDOW = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+"""Windows: a console program started from the kit gets a hidden console, not a window flashing up (0 elsewhere)."""
 
 SERVER_STOP_TIMEOUT_S = 1
 """Seconds from asking llama-server to stop (SIGTERM; Ctrl+C under WinSW) to killing it (SIGKILL; TerminateProcess).
@@ -42,9 +49,34 @@ A kill loses nothing: llama-server keeps no state on disk, and the OS frees its 
 """
 
 
+def detached_options() -> dict[str, Any]:
+    """``Popen`` arguments for a process that outlives the kit (the start-script install's supervisor).
+
+    POSIX: its own session (``setsid``), so a terminal closing does not hang it up and its group can be signalled
+    as one. Windows ignores ``start_new_session``; there the process gets its own process group (Ctrl+C in the
+    installer's window does not reach it) and no console at all (``DETACHED_PROCESS``: closing that window does not
+    end it; Microsoft Learn, "Process Creation Flags")."""
+    if os.name == "nt":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS}
+    return {"start_new_session": True}
+
+
+def kill_tree(pid: int) -> None:
+    """Kill ``pid`` and every process it started, the parent first (so it starts nothing new): on Windows a
+    process's children outlive it, and ``TerminateProcess`` is the only stop a process without a console gets."""
+    try:
+        parent = psutil.Process(pid)
+        tree = [parent, *parent.children(recursive=True)]
+    except psutil.Error:
+        return
+    for proc in tree:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
 def _options(env: Mapping[str, str] | None, text: bool) -> dict[str, Any]:
     options: dict[str, Any] = {"capture_output": True, "check": False, "stdin": subprocess.DEVNULL,
-                               "creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+                               "creationflags": NO_WINDOW}
     if env is not None:
         options["env"] = dict(env)
     if text:

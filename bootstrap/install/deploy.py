@@ -253,5 +253,5 @@ def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOption
         warn(why)
         manager = managers.FallbackManager(home)
     if isinstance(manager, managers.FallbackManager):
-        warn(t("service.no_manager", script=home.run_sh))
+        warn(t("service.no_manager", script=manager.start_script))
     return manager

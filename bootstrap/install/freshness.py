@@ -53,7 +53,7 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     for record in state.files:
         if not file_intact(record, resolve_in_home(home, record.path)):
             reasons.append(t("fresh.file_changed", path=record.path))
-    if not home.run_sh.is_file() or not home.api_key_file.is_file():
+    if not home.start_script(state.system).is_file() or not home.api_key_file.is_file():
         reasons.append(t("fresh.scripts_missing"))
     if not reasons:
         _check_revisions(state, wanted, source, reasons, notes)

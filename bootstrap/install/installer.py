@@ -478,12 +478,14 @@ def _port_asked(request: InstallRequest, previous: InstallState | None) -> int:
 
 
 def _manager_name(home: Home, request: InstallRequest) -> str:
-    """Which manager will run the server (``managers.choose_manager``), or "script" with ``--no-service``."""
+    """Which manager will run the server (``managers.choose_manager``), or "script" with ``--no-service`` or where
+    that manager cannot run here (the deploy stage falls back the same way, and says why)."""
     if not request.service:
         return "script"
     from bootstrap.register import managers
 
-    return managers.choose_manager(managers.this_system(), home, admin=request.admin).name
+    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
+    return manager.name if manager.available()[0] else "script"
 
 
 def _port_before_download(home: Home, request: InstallRequest, previous: InstallState | None) -> int:

@@ -82,7 +82,7 @@ class StatusReport:
 
     @property
     def start_script(self) -> str:
-        return str(self.home.run_bat if self.state.system == "Windows" else self.home.run_sh)
+        return str(self.home.start_script(self.state.system))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -23,7 +23,7 @@ import requests
 
 from bootstrap.core import settings
 from bootstrap.core.console import t
-from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
+from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import (
     HTTP_ERROR,
@@ -157,12 +157,11 @@ def run_selftest(server: Path, model: Path, log: Path, *, args: Sequence[str] = 
     base = f"http://127.0.0.1:{free_port()}"
     port = base.rpartition(":")[2]
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", port, "-c", "256", "-np", "1", *args]
-    flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
     start = time.monotonic()
     with open(log, "wb") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=engine_env(server), creationflags=flags)
+                                    env=engine_env(server), creationflags=NO_WINDOW)
         except OSError as exc:
             return SelfTest(0.0, classify(None, f"{exc.strerror or exc}", log_path=str(log)), log)
         try:

@@ -1,10 +1,15 @@
-"""No service manager (containers, WSL without systemd): run ``run_qwen.sh`` detached and track it by a pid file.
+"""No service manager (containers, WSL without systemd, Wine, ``--no-service``): run the start script detached and
+track it by a pid file.
 
-The script runs under ``qwenkit supervise`` (``register/supervisor``), which restarts a server that died or
-stalled after it served and keeps its log bounded; nothing starts it at boot, which the user is told
-(``service.no_manager``). The pid file ``<home>/run/server.pid`` (the supervisor's) is the only state; stop
-signals that pid's session only while its command line is still ours (the supervisor of this home's script,
-``llama-server``, or the start script before its ``exec``), so a pid the OS reused is never killed.
+The script (``run_qwen.sh``; ``run_qwen.bat`` on Windows) runs under ``qwenkit supervise`` (``register/supervisor``),
+which restarts a server that died or stalled after it served and keeps its log bounded; nothing starts it at boot
+or logon, which the user is told (``service.no_manager``). The pid file ``<home>/run/server.pid`` (the supervisor's)
+is the only state; stop ends that pid's session (POSIX) or process tree (Windows) only while its command line is
+still ours (the supervisor of this home's script, ``llama-server``, or the start script before its ``exec``), so a
+pid the OS reused is never killed.
+
+Windows has no signals to ask with: a stop there is ``TerminateProcess`` of the supervisor and everything it
+started (llama-server keeps nothing on disk, so a hard stop loses nothing; ``core.processes``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
-from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
+from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, detached_options, kill_tree
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
@@ -37,12 +42,31 @@ SHELL = "/bin/sh"
 SERVER_NAME = "llama-server"
 SUPERVISE = "supervise"  # the hidden command (app/commands/supervise.py)
 SUPERVISOR_LOG = "supervisor.log"  # the supervisor's own output: empty unless it failed
+WINDOWS = os.name == "nt"
+
+
+def start_script(home: Home) -> Path:
+    """The script this system runs: ``run_qwen.bat`` on Windows, ``run_qwen.sh`` elsewhere."""
+    return home.start_script("Windows" if WINDOWS else "")
+
+
+def script_argv(script: Path) -> list[str]:
+    """How the supervisor runs ``script``, from the script's own folder (its working directory).
+
+    Windows: ``cmd /d /c .\\run_qwen.bat``. Named relative to the working directory, the command line holds no
+    character cmd would read (the home's path may hold ``&``, ``(``, ``!``, spaces, Chinese); ``.\\`` because cmd
+    skips the current folder where ``NoDefaultCurrentDirectoryInExePath`` is set; ``/d``: no AutoRun commands."""
+    if WINDOWS:
+        comspec = os.environ.get("COMSPEC") or str(Path(os.environ.get("SYSTEMROOT", r"C:\Windows"), "System32",
+                                                           "cmd.exe"))
+        return [comspec, "/d", "/c", f".\\{script.name}"]
+    return [SHELL, str(script)]
 
 
 def supervise_argv(home: Home) -> list[str]:
     """``qwenkit supervise --home HOME SCRIPT`` run by this very kit (the frozen setup, or this Python)."""
     kit = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "bootstrap"]
-    return [*kit, SUPERVISE, "--home", str(home.root), str(home.run_sh)]
+    return [*kit, SUPERVISE, "--home", str(home.root), str(start_script(home))]
 
 
 class FallbackManager(ServiceManager):
@@ -85,9 +109,13 @@ class FallbackManager(ServiceManager):
     def definition_paths(self) -> list[Path]:
         return [self.pid_file]
 
+    @property
+    def start_script(self) -> Path:
+        return start_script(self.home)
+
     def available(self) -> tuple[bool, str]:
-        if os.name == "nt":
-            return False, "Windows always has Task Scheduler"
+        if WINDOWS:
+            return True, "cmd.exe"
         return Path(SHELL).exists(), SHELL
 
     def install(self, spec: LaunchSpec) -> None:
@@ -95,8 +123,8 @@ class FallbackManager(ServiceManager):
         self._require_script()
 
     def _require_script(self) -> None:
-        if not self.home.run_sh.is_file():
-            raise UsageError(t("service.err_no_script", path=self.home.run_sh), t("service.hint_install"))
+        if not self.start_script.is_file():
+            raise UsageError(t("service.err_no_script", path=self.start_script), t("service.hint_install"))
 
     # -- the recorded process ------------------------------------------------------------------------------
     def _recorded_pid(self) -> int | None:
@@ -115,7 +143,7 @@ class FallbackManager(ServiceManager):
             cmdline = proc.cmdline()
         except (psutil.Error, OSError):
             return None
-        script = str(self.home.run_sh)
+        script = str(self.start_script)
         if any(Path(word).name.startswith(SERVER_NAME) for word in cmdline[:1]) or script in cmdline:
             return proc
         return None
@@ -128,7 +156,7 @@ class FallbackManager(ServiceManager):
                      os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "ab") as log:
             return subprocess.Popen(supervise_argv(self.home), cwd=self.home.root, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
+                                    stdout=subprocess.DEVNULL, stderr=log, close_fds=True, **detached_options())
 
     def start(self) -> None:
         """(Re)start: an old instance of ours is stopped first (docs/field-failures.md, failure mode 8)."""
@@ -139,7 +167,7 @@ class FallbackManager(ServiceManager):
         try:
             proc = self._spawn()
         except OSError as exc:
-            raise ServerError(t("service.err_spawn", path=self.home.run_sh, detail=exc)) from exc
+            raise ServerError(t("service.err_spawn", path=self.start_script, detail=exc)) from exc
         self._proc = proc
         write_atomic(self.pid_file, f"{proc.pid}\n".encode("ascii"), mode=0o644)
 
@@ -179,7 +207,11 @@ class FallbackManager(ServiceManager):
         self._collect(proc.pid)
 
     def _left_in_session(self, pid: int) -> list[psutil.Process]:
-        """Servers still running in the session the recorded supervisor led (it was killed alone, SIGKILL)."""
+        """Servers still running in the session the recorded supervisor led (it was killed alone, SIGKILL).
+
+        Windows has no sessions to ask: a server the dead supervisor left is found by its path (``_unrecorded``)."""
+        if WINDOWS:
+            return []
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             cmdline = proc.info.get("cmdline") or []
@@ -191,7 +223,7 @@ class FallbackManager(ServiceManager):
 
     def _unrecorded(self) -> list[psutil.Process]:
         """Servers started from this home's engine folder or start script (no other home's, no other program)."""
-        engines, script = self.home.engines_dir, str(self.home.run_sh)
+        engines, script = self.home.engines_dir, str(self.start_script)
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             cmdline = proc.info.get("cmdline") or []
@@ -213,7 +245,7 @@ class FallbackManager(ServiceManager):
         detail = t("service.detail_pid", pid=pid) if proc is not None else t("service.detail_not_running")
         if proc is not None and self.health_url:
             detail += f", /health {_health(self.health_url)}"
-        return ServiceStatus(self.name, self.home.run_sh.is_file(), proc is not None, False, detail)
+        return ServiceStatus(self.name, self.start_script.is_file(), proc is not None, False, detail)
 
     def uninstall(self) -> None:
         """Stop, then remove ``run/`` (the pid file) and nothing else: the script belongs to the render stage."""
@@ -226,7 +258,10 @@ class FallbackManager(ServiceManager):
 def _reap(pid: int) -> bool | None:
     """Collect our own exited child (a test, or a CLI that outlives it) so it does not linger as a zombie.
 
-    True: collected now; False: our child, not ended yet; None: not our child (or already collected)."""
+    True: collected now; False: our child, not ended yet; None: not our child (or already collected). Windows
+    keeps no zombies (and its ``waitpid`` takes a process handle): always None there."""
+    if WINDOWS:
+        return None
     try:
         return os.waitpid(pid, os.WNOHANG)[0] == pid
     except OSError:  # ChildProcessError: not our child, or already collected
@@ -259,7 +294,14 @@ def _is_zombie(pid: int) -> bool:
 
 
 def _signal_session(proc: psutil.Process, sig: signal.Signals) -> None:
-    """Signal the server's whole session (it leads one: ``start_new_session``), else just the process."""
+    """Signal the server's whole session (it leads one: ``start_new_session``), else just the process.
+
+    Windows: ``TerminateProcess`` for the process and every process it started (the supervisor, cmd.exe running the
+    script, llama-server and a router's children; a onefile setup's bootloader and the setup it unpacked), the
+    parent first so that nothing is restarted, whatever ``sig`` asked."""
+    if WINDOWS:
+        kill_tree(proc.pid)
+        return
     try:
         if os.getpgid(proc.pid) == proc.pid:
             os.killpg(proc.pid, sig)

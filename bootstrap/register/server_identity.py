@@ -19,6 +19,14 @@ whoever started it (the service, the start script, a user's terminal). Where the
 socket of another user's process: Linux shows no pid for it; macOS lists other processes' sockets only to root),
 the holder is not ours, and the message says its owner could not be seen.
 
+Wine answers ``GetExtendedTcpTable`` with owner pid 0 for every socket (measured with Wine 8.0 and psutil 7; the
+sockets belong to ``wineserver`` as Linux sees them). Windows itself never does: its own services always hold
+listening sockets with their pids (RPC on 135, SMB on 445…). A table in which no listening socket has an owner is
+read as "this OS tells no owners" (``owners_untold``), and then the holder is judged by the processes that can be
+seen: ours when one of this home's engine processes runs (judged by its command line: Wine does not tell program
+files either) and the port takes connections. That is weaker — a
+stranger binding the port while our server runs on another would pass — and only ever applies there.
+
 The check is one look (~15–30 ms: psutil walks the process table once). The moment between it and the request
 that follows is not closed (a stranger would have to bind the port in the instant our server dies); each request
 that carries the key is preceded by its own look.
@@ -83,9 +91,12 @@ def port_holder(spec: LaunchSpec) -> PortHolder:
     """Who listens where a local client of ``spec`` connects (``spec.connect_host``:``spec.port``)."""
     targets = _addresses(spec.connect_host)
     try:
-        listening = [(ip, pid) for ip, port, pid in _listeners() if port == spec.port and _covers(ip, targets)]
+        listeners = _listeners()
     except (psutil.Error, OSError):  # macOS: only root sees every socket (AccessDenied); ours are still readable
         return _holder_by_own_processes(spec, targets)
+    if owners_untold(listeners):
+        return _holder_by_engine_process(spec)
+    listening = [(ip, pid) for ip, port, pid in listeners if port == spec.port and _covers(ip, targets)]
     if not listening:
         return PortHolder("free", spec.port)
     for _ip, pid in listening:  # every socket that could take the connection must be ours (Windows lets a specific
@@ -120,11 +131,18 @@ def free_port_after(spec: LaunchSpec, tries: int = PORT_SEARCH) -> int:
     return spec.port + 1
 
 
-def is_our_server(proc: psutil.Process, spec: LaunchSpec) -> bool:
-    """Whether ``proc`` runs this home's engine as the home's owner; anything the OS will not tell is "no"."""
+def is_our_server(proc: psutil.Process, spec: LaunchSpec, *, argv_ok: bool = False) -> bool:
+    """Whether ``proc`` runs this home's engine as the home's owner; anything the OS will not tell is "no".
+    ``argv_ok``: where the OS tells no program files either (Wine: ``NtQuerySystemInformation`` fails for the
+    image name), the first word of the command line stands in for it."""
     try:
-        exe = proc.exe()
         uid = proc.uids().real if os.name != "nt" else None
+        try:
+            exe = proc.exe()
+        except (psutil.Error, OSError):
+            if not argv_ok:
+                raise
+            exe = next(iter(proc.cmdline()), "")
     except (psutil.Error, OSError):
         return False
     if not exe or (uid is not None and uid != _owner_uid(spec.home)):
@@ -160,6 +178,27 @@ def _listeners() -> list[tuple[str, int, int | None]]:
     return found
 
 
+def owners_untold(listeners: list[tuple[str, int, int | None]] | None = None) -> bool:
+    """Windows only: no listening socket has an owner pid (Wine; module docstring). ``None``: look now."""
+    if os.name != "nt":
+        return False
+    try:
+        listeners = _listeners() if listeners is None else listeners
+    except (psutil.Error, OSError):
+        return False
+    return bool(listeners) and all(not pid for _ip, _port, pid in listeners)
+
+
+def _holder_by_engine_process(spec: LaunchSpec) -> PortHolder:
+    """Where the OS tells no socket owners: ours when this home's engine runs and the port takes connections."""
+    if not _accepts(spec.connect_host, spec.port):
+        return PortHolder("free", spec.port)
+    for proc in psutil.process_iter():
+        if is_our_server(proc, spec, argv_ok=True):
+            return PortHolder("ours", spec.port, proc.pid, _name(proc) or SERVER_NAME)
+    return PortHolder("hidden", spec.port)
+
+
 def _holder_by_own_processes(spec: LaunchSpec, targets: set[str]) -> PortHolder:
     """Where the OS lists only our own processes' sockets: ours when one of this home's servers listens there;
     otherwise anything that accepts connections is of an owner we cannot see."""
@@ -190,6 +229,27 @@ def listening_url(pid: int) -> str | None:
     for conn in conns:
         if conn.status == psutil.CONN_LISTEN and conn.laddr:
             return f"http://{url_host(connect_host(str(conn.laddr.ip)))}:{conn.laddr.port}"
+    return None
+
+
+def argv_url(pid: int) -> str | None:
+    """``http://HOST:PORT`` from the ``--host``/``--port`` of the llama-server that is ``pid`` or runs under it:
+    where the OS tells no socket owners (``owners_untold``), the only account of where our own child listens."""
+    try:
+        parent = psutil.Process(pid)
+        tree = [parent, *parent.children(recursive=True)]
+    except (psutil.Error, OSError):
+        return None
+    for proc in tree:
+        try:
+            argv = proc.cmdline()
+        except (psutil.Error, OSError):
+            continue
+        if not argv or not Path(argv[0].replace("\\", "/")).name.startswith(SERVER_NAME):
+            continue
+        values = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag in ("--host", "--port")}
+        if values.get("--port", "").isdigit():
+            return f"http://{url_host(connect_host(values.get('--host', '127.0.0.1')))}:{values['--port']}"
     return None
 
 

@@ -20,6 +20,11 @@ and:
   three old files kept (``core/log_files``); its own lines start with ``qwenkit:``.
 
 SIGTERM/SIGINT/SIGHUP stop it: the server is stopped the same way and nothing is restarted.
+
+On Windows the child is ``cmd.exe`` running ``run_qwen.bat`` (``fallback.script_argv``), with llama-server its own
+child: the port is looked up over that tree, and a restart kills the tree (``TerminateProcess`` ends only the
+process it is given). The supervisor itself has no console there and gets no signal: ``FallbackManager.stop``
+kills it with its tree.
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import requests
 
 from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.log_files import MAX_BYTES, RotatingLog
-from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S
+from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, kill_tree
 from bootstrap.fetch.http_session import local_session
-from bootstrap.register.server_identity import listening_url
+from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
 from bootstrap.render.model_preset import first_model
 
 RESTART_DELAYS_S = (1, 2, 4, 8, 16, 30)
@@ -105,8 +111,9 @@ class Supervisor:
     # -- the loop --------------------------------------------------------------------------------------------
     def run(self) -> int:
         """Serve until stopped: 0; or the first start's own status when the server never served."""
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
+        for name in ("SIGTERM", "SIGINT", "SIGHUP"):  # Windows has no SIGHUP
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), self._on_signal)
         delay_index = -1
         try:
             while not self._stopping.is_set():
@@ -133,7 +140,7 @@ class Supervisor:
     def _run_once(self) -> tuple[bool, int]:
         """One life of the server: (it answered /health 200 at some point, its return code)."""
         child = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, close_fds=True)
+                                 stderr=subprocess.STDOUT, close_fds=True, creationflags=NO_WINDOW)
         self._url = ""
         pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
         pump.start()
@@ -144,7 +151,7 @@ class Supervisor:
                 if self._stopping.wait(0.5):
                     break
                 if not served:
-                    self._url = self._url or listening_url(child.pid) or ""
+                    self._url = self._url or _tree_url(child.pid) or ""
                     served = bool(self._url) and self._healthy(session)
                     if served:
                         self.note(f"llama-server (PID {child.pid}) serves at {self._url}; watching it")
@@ -161,7 +168,12 @@ class Supervisor:
         return served, child.wait()
 
     def _end(self, child: subprocess.Popen[bytes]) -> None:
-        """SIGTERM, then SIGKILL after ``SERVER_STOP_TIMEOUT_S`` (llama-server finishes nothing in flight)."""
+        """SIGTERM, then SIGKILL after ``SERVER_STOP_TIMEOUT_S`` (llama-server finishes nothing in flight).
+        Windows: the script's whole tree, at once (module docstring)."""
+        if os.name == "nt":
+            kill_tree(child.pid)
+            child.wait()
+            return
         with contextlib.suppress(ProcessLookupError):
             child.terminate()
         try:
@@ -223,6 +235,21 @@ class Supervisor:
         if not isinstance(slots, list):
             return None
         return tuple((s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s)) for s in slots if isinstance(s, dict))
+
+
+def _tree_url(pid: int) -> str | None:
+    """Where the script's server listens: the child itself (``exec`` in ``run_qwen.sh``), else a process it
+    started (llama-server under ``cmd.exe`` on Windows); where the OS tells no socket owners (Wine), what that
+    llama-server was told (``server_identity.argv_url``), once it answers there."""
+    url = listening_url(pid)
+    if url or os.name != "nt":
+        return url
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return None
+    url = next((u for u in (listening_url(p.pid) for p in descendants) if u), None)
+    return url or (argv_url(pid) if owners_untold() else None)
 
 
 def _decoded(slot: dict[str, Any]) -> object:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path, PureWindowsPath
 
+from bootstrap.core.console import t
 from bootstrap.core.home import Home
 from bootstrap.core.processes import run_command
 from bootstrap.core.templating import render_template, write_rendered
@@ -101,8 +102,16 @@ class TaskSchedulerManager(ServiceManager):
         return exit_of_task_result(result.stdout) if result.returncode == 0 else None
 
     def available(self) -> tuple[bool, str]:
+        """Whether a Task Scheduler answers: ``schtasks /Query`` lists the tasks the user can see, and Windows
+        always has some (its own maintenance tasks under ``\\Microsoft\\Windows``). Wine's ``schtasks`` is a stub
+        that exits 0 and lists nothing (and runs nothing it is given: ``/Run`` of any name "succeeds"), so an
+        empty answer means no scheduler: the start script is used instead, with the usual line."""
         result = self.run("schtasks", "/Query", "/FO", "CSV", "/NH", timeout=30)
-        return result.returncode == 0, output_of(result)
+        if result.returncode != 0:
+            return False, output_of(result)
+        if not result.stdout.strip():
+            return False, t("service.task_scheduler_empty")
+        return True, ""
 
 
     def _state(self) -> str:

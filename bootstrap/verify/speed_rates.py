@@ -36,6 +36,7 @@ from typing import Any
 
 import requests
 
+from bootstrap.core.processes import NO_WINDOW
 from bootstrap.detect.kernel_rates import DeviceRates, KernelRates, TypeRate
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_selftest import engine_env, free_port, stop_server
@@ -108,11 +109,10 @@ def _serving(server: Path, model: Path, args: Sequence[str], log: Path, env: dic
     exited or the deadline passed first. Stopped on leaving."""
     base = f"http://127.0.0.1:{free_port()}"
     argv = [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", base.rpartition(":")[2], *args]
-    flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                    creationflags=flags)
+                                    creationflags=NO_WINDOW)
         except OSError:
             yield None
             return

@@ -287,6 +287,24 @@ def test_task_scheduler_lifecycle(home: Home) -> None:
     assert files_under(home.root) == before
 
 
+SCHTASKS_QUERY = ("schtasks", "/Query", "/FO", "CSV", "/NH")
+
+
+@pytest.mark.parametrize(("answer", "usable"), [
+    # Windows 11 23H2, a standard user (two of the ~150 lines it printed)
+    ((0, '"\\MicrosoftEdgeUpdateTaskMachineCore","12/4/2026 9:14:00 AM","Ready"\r\n'
+         '"\\Microsoft\\Windows\\Defrag\\ScheduledDefrag","N/A","Ready"\r\n', ""), True),
+    ((0, "", ""), False),  # Wine 8.0's schtasks: a stub that lists nothing (and whose /Run "succeeds")
+    ((1, "", "ERROR: The Task Scheduler service is not available."), False),
+])
+def test_task_scheduler_is_usable_only_when_it_lists_tasks(home: Home, answer: tuple[int, str, str],
+                                                           usable: bool) -> None:
+    manager = TaskSchedulerManager(home, user_id="PC-01\\li", runner=FakeTools({SCHTASKS_QUERY: answer}))
+    ok, why = manager.available()
+    assert ok is usable
+    assert bool(why) is not usable
+
+
 TASK_RESULT = ("powershell", "-NoProfile", "-NonInteractive", "-Command",
                "(Get-ScheduledTaskInfo -TaskName 'QwenClientKit' -ErrorAction Stop).LastTaskResult")
 

@@ -61,7 +61,7 @@ def _nothing_installed(home: Home) -> UsageError:
 
 def _shown_path(manager: ServiceManager) -> Path:
     """What the user can open: the OS's copy of the definition, or the start script for the fallback."""
-    return manager.home.run_sh if isinstance(manager, FallbackManager) else manager.definition_paths[0]
+    return manager.start_script if isinstance(manager, FallbackManager) else manager.definition_paths[0]
 
 
 def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_WAIT_S) -> None:
@@ -74,7 +74,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
             raise ServerError(t("service.err_port_busy", host=spec.host, port=spec.port), t("service.hint_port_busy"))
     manager.prepare_logs()  # a planted logs link is refused before anything is said to start
     if isinstance(manager, FallbackManager):
-        console.warn(t("service.no_manager", script=manager.home.run_sh))
+        console.warn(t("service.no_manager", script=manager.start_script))
     label = manager_label(manager.name)
     started = time.monotonic()
     manager.start()

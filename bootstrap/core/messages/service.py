@@ -4,10 +4,14 @@ from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
     "service.no_manager": {
-        "en": "No service manager here (container / WSL without systemd): the server is started with {script} "
+        "en": "No service manager here (container, WSL without systemd, Wine): the server is started with {script} "
               "instead, under qwenkit's supervisor (restarted if it crashes or stalls); it does not start at boot.",
-        "zh": "此处没有服务管理器（容器或未启用 systemd 的 WSL）：改用 {script} 启动服务器，"
+        "zh": "此处没有服务管理器（容器、未启用 systemd 的 WSL 或 Wine）：改用 {script} 启动服务器，"
               "由 qwenkit 的监护进程看护（崩溃或卡死时自动重启）；它不会开机自启。",
+    },
+    "service.task_scheduler_empty": {
+        "en": "Task Scheduler lists no tasks at all (a stand-in such as Wine's schtasks, not Windows' own).",
+        "zh": "任务计划程序一个任务也列不出（是 Wine 等的替身，而非 Windows 自带的）。",
     },
     "service.installed": {
         "en": "Service installed ({manager}): {path}",

@@ -1,0 +1,302 @@
+"""An install through the real ``QwenClientKit-Setup-windows-x64.exe`` under Wine, serving with a real
+``llama-server.exe`` (the pinned sdist cross-compiled for Windows, served by the loopback hub as the ``win-cpu``
+release asset), into a user folder named with Chinese characters, spaces, ``&``, ``!`` and parentheses.
+
+Wine's Task Scheduler is a stub (``schtasks`` lists nothing and runs nothing, yet exits 0): the setup must see that,
+say so, and fall back to ``run_qwen.bat`` under its own supervisor, as a Linux container without systemd does. Then
+what a user does next, each through the exe: chat with the key, ``status``, a rerun with nothing to do, ``service
+stop``/``start``, a server killed behind the kit's back coming back, ``uninstall``.
+
+Opt-in like the Windows engine it needs (``QWENKIT_TESTBED_WINDOWS=1``; tests/testbed/test_windows_engine.py).
+Every command's output is a pipe, read in Wine's ANSI code page (cp1252); the detached supervisor Wine starts may
+keep the pipes open after the exe ends, so a command is over when its process is, not at the pipes' end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from tests.support import testbed, wine
+from tests.support.hub import LoopbackHub
+from tests.support.install_bed import ENGINE_REPO, ENGINE_TAG, MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
+from tests.support.llama import free_port
+
+HOME_DIR = "张三 A&B ! (x)"
+ASCII_HOME_DIR = "Li's A&B ! (x)"
+COMMAND_TIMEOUT_S = 900  # an install under Wine on a busy 2-core machine (engine self-test, speed check): a bound
+BACK_TIMEOUT_S = 120  # the supervisor's restart after a kill (1 s) plus Wine starting the exe: a bound
+
+
+@dataclass
+class WinInstall:
+    exe: Path
+    home: Path
+    env: dict[str, str]
+    port: int
+    first: subprocess.CompletedProcess[str]
+    hub: LoopbackHub
+    catalog: Path
+
+    def run(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        return run_exe(self.exe, list(args), self.env, timeout)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def key(self) -> str:
+        return (self.home / "secrets" / "api-key").read_text(encoding="utf-8").strip()
+
+    def chat(self, key: str | None) -> requests.Response:
+        headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+        return requests.post(f"{self.url}/v1/chat/completions", headers=headers, timeout=120,
+                             json={"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})
+
+
+def run_exe(exe: Path, args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``wine EXE ARGS``, stdin closed, until the process ends; its output as far as it came (module docstring)."""
+    proc = subprocess.Popen(["wine", str(exe), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    chunks: dict[int, list[bytes]] = {1: [], 2: []}
+
+    def pump(fd: int, stream: object) -> None:
+        while data := os.read(stream.fileno(), 65536):  # type: ignore[attr-defined]
+            chunks[fd].append(data)
+
+    readers = [threading.Thread(target=pump, args=(n, s), daemon=True) for n, s in ((1, proc.stdout), (2, proc.stderr))]
+    for reader in readers:
+        reader.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    for reader in readers:
+        reader.join(timeout=5)
+    text = {n: b"".join(c).decode("cp1252", errors="replace") for n, c in chunks.items()}
+    return subprocess.CompletedProcess(proc.args, rc, text[1], text[2])
+
+
+def _servers(home: Path) -> list[psutil.Process]:
+    """The Wine processes running this home's llama-server.exe (as Linux sees them)."""
+    mark = "llama-server.exe"
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if mark in cmdline and ("QwenClientKit" in cmdline or str(home) in cmdline):
+            found.append(proc)
+    return found
+
+
+def _answers(url: str, key: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=5).ok:
+                return True
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+    return False
+
+
+@contextlib.contextmanager
+def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinInstall]:
+    win_bin = testbed.windows_engine_dir()
+    if win_bin is None:
+        pytest.skip(f"the Windows engine is not provisioned (set {testbed.WINDOWS_OPT_IN}=1 to build it)")
+    asset = root / f"llama-{ENGINE_TAG}-bin-win-cpu-x64.zip"  # laid out as upstream's: the files at the top
+    with zipfile.ZipFile(asset, "w", zipfile.ZIP_DEFLATED) as archive:
+        for exe in sorted(win_bin.glob("*.exe")):
+            archive.write(exe, exe.name)
+    prefix = wine.make_prefix(root / "prefix")
+    with LoopbackHub(root / "hub") as hub:
+        hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, asset, asset.name)
+        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "model" / MODEL_FILE)})
+        catalog = root / "catalog.toml"
+        catalog.write_text(catalog_text(revision), encoding="utf-8")
+        home = root / home_dir / "QwenClientKit"
+        w = wine.windows_path
+        env = {k: v for k, v in wine.wine_env(prefix).items() if not k.startswith(("QWENKIT_", "LLAMA_"))}
+        env.update(QWENKIT_HOME=str(w(home)), QWENKIT_CATALOG=str(w(catalog)), QWENKIT_HF_ENDPOINT=hub.endpoint,
+                   QWENKIT_MODELSCOPE_ENDPOINT=hub.endpoint, QWENKIT_ENGINE_URL=hub.release_base(ENGINE_REPO),
+                   QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
+        port = free_port()
+        first = run_exe(windows_setup, ["install", "--yes", "--port", str(port)], env, COMMAND_TIMEOUT_S)
+        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog)
+        try:
+            yield bed
+        finally:
+            if home.exists():
+                bed.run("uninstall", "--yes", timeout=300)
+            for proc in _servers(home):
+                proc.kill()
+            subprocess.run(["wineserver", "-k"], env=env, timeout=60, check=False)
+
+
+@pytest.fixture(scope="module")
+def installed(windows_setup: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinInstall]:
+    with _installed(windows_setup, tmp_path_factory.mktemp("win-install"), HOME_DIR) as bed:
+        yield bed
+
+
+@pytest.fixture(scope="module")
+def installed_ascii(windows_setup: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinInstall]:
+    """For the ``qwenkit.cmd`` launcher: Wine's cmd reads a batch file in the ANSI code page whatever ``chcp 65001``
+    asks (it answers "invalid"), so the absolute Chinese path the launcher names cannot run there; Windows' cmd
+    reads it as UTF-8 after that line (tests/register/test_shell_command.py checks the text)."""
+    with _installed(windows_setup, tmp_path_factory.mktemp("win-install-ascii"), ASCII_HOME_DIR) as bed:
+        yield bed
+
+
+def test_the_setup_installs_and_falls_back_from_wines_task_scheduler(installed: WinInstall) -> None:
+    first = installed.first
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Task Scheduler lists no tasks at all" in first.stderr
+    assert "No service manager here" in first.stderr and "run_qwen.bat" in first.stderr
+    assert f"127.0.0.1:{installed.port}/v1" in first.stdout
+    state = json.loads((installed.home / "state.json").read_text(encoding="utf-8"))
+    assert state["service"]["manager"] == "script" and state["system"] == "Windows"
+    assert (installed.home / "run_qwen.bat").is_file() and not (installed.home / "run_qwen.sh").exists()
+    assert "win-cpu" in " ".join(p.name for p in (installed.home / "engine").iterdir())
+
+
+def test_the_server_answers_with_the_key_only(installed: WinInstall) -> None:
+    answer = installed.chat(installed.key())
+    assert answer.status_code == 200, answer.text[:300]
+    assert answer.json()["choices"][0]["message"]["content"]
+    assert installed.chat(None).status_code == 401
+    assert installed.chat("wrong").status_code == 401
+
+
+def test_status_says_healthy(installed: WinInstall) -> None:
+    done = installed.run("status")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "healthy: " in done.stdout and f"127.0.0.1:{installed.port}" in done.stdout
+
+
+def test_a_rerun_with_nothing_new_keeps_the_server(installed: WinInstall) -> None:
+    before = {p.pid for p in _servers(installed.home)}
+    done = installed.run("install", "--yes", "--port", str(installed.port))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Up to date: " in done.stdout, done.stderr[-3000:]
+    assert {p.pid for p in _servers(installed.home)} == before
+
+
+def test_a_killed_server_is_serving_again(installed: WinInstall) -> None:
+    """The supervisor (not a service manager: there is none under Wine) restarts llama-server.exe."""
+    servers = _servers(installed.home)
+    assert servers
+    for proc in servers:
+        proc.kill()
+    assert _answers(installed.url, installed.key(), BACK_TIMEOUT_S)
+    log = (installed.home / "logs" / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "starting it again" in log
+
+
+def test_service_stop_and_start(installed: WinInstall) -> None:
+    stopped = installed.run("service", "stop")
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    assert not _servers(installed.home)
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{installed.url}/health", timeout=5)
+    started = installed.run("service", "start")
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert "Server ready after" in started.stdout
+    assert installed.chat(installed.key()).status_code == 200
+
+
+def test_an_upgrade_keeps_answering_a_chatting_client(installed: WinInstall, tmp_path: Path) -> None:
+    """A new revision of the model: downloaded and verified while the old server keeps answering, then switched."""
+    revision = installed.hub.commit(MODEL_REPO, {MODEL_FILE: write_chat_model(tmp_path / MODEL_FILE, seed=7)})
+    installed.catalog.write_text(catalog_text(revision), encoding="utf-8")
+    codes: list[int | str] = []
+    stop = threading.Event()
+
+    def chatting() -> None:
+        while not stop.is_set():
+            try:
+                codes.append(installed.chat(installed.key()).status_code)
+            except requests.RequestException as exc:
+                codes.append(type(exc).__name__)
+            time.sleep(0.2)
+
+    client = threading.Thread(target=chatting, daemon=True)
+    client.start()
+    try:
+        done = installed.run("install", "--yes", "--port", str(installed.port))
+    finally:
+        stop.set()
+        client.join(timeout=150)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Switched over in " in done.stderr
+    state = json.loads((installed.home / "state.json").read_text(encoding="utf-8"))
+    assert revision in json.dumps(state)
+    assert codes.count(200) >= 3, codes  # the old server answered while the new revision was fetched and tested
+    assert installed.chat(installed.key()).status_code == 200
+
+
+def test_uninstall_removes_the_home_and_stops_the_server(installed: WinInstall) -> None:
+    done = installed.run("uninstall", "--yes", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "QwenClientKit is uninstalled." in done.stdout
+    assert not installed.home.exists()
+    assert not _servers(installed.home)
+
+
+def _user_path(bed: WinInstall) -> str:
+    done = subprocess.run(["wine", "reg", "query", r"HKCU\Environment", "/v", "Path"], capture_output=True,
+                          env=bed.env, timeout=120, check=False)
+    return done.stdout.decode("cp1252", errors="replace")
+
+
+def _launcher(bed: WinInstall, *args: str) -> subprocess.CompletedProcess[str]:
+    """``qwenkit ARGS`` typed in a new ``cmd`` window: found through the user PATH, with no QWENKIT_HOME set (the
+    launcher supplies the home it was written for)."""
+    env = {k: v for k, v in bed.env.items() if k != "QWENKIT_HOME"}
+    done = subprocess.run(["wine", "cmd", "/d", "/c", "qwenkit", *args], capture_output=True, env=env,
+                          timeout=COMMAND_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("cp1252", errors="replace"),
+                                       done.stderr.decode("cp1252", errors="replace"))
+
+
+def test_the_qwenkit_command_is_on_the_user_path(installed_ascii: WinInstall) -> None:
+    state = json.loads((installed_ascii.home / "state.json").read_text(encoding="utf-8"))
+    launcher = state["launcher"]["path"]
+    assert launcher.endswith("\\.local\\bin\\qwenkit.cmd")
+    assert launcher.rpartition("\\")[0].lower() in _user_path(installed_ascii).lower()
+    done = _launcher(installed_ascii, "status")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    assert "healthy: " in done.stdout
+
+
+def test_uninstall_through_the_launcher_removes_the_home_and_the_launcher(installed_ascii: WinInstall) -> None:
+    """The launcher runs the setup's copy in the home (no Python on this "PC"), which Windows will not delete while
+    it runs: ``app\\`` is left to ``remove-after-exit.bat``, and goes once the uninstall has ended. (Wine's cmd keeps
+    that script open while it runs, so there the emptied home folder itself stays.)"""
+    state = json.loads((installed_ascii.home / "state.json").read_text(encoding="utf-8"))
+    bin_dir = state["launcher"]["path"].rpartition("\\")[0]
+    done = _launcher(installed_ascii, "uninstall", "--yes")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    assert "app/ hold this running program" in done.stdout and "QwenClientKit is uninstalled." in done.stdout
+    assert not _servers(installed_ascii.home)
+    deadline = time.monotonic() + BACK_TIMEOUT_S
+    while installed_ascii.home.exists() and any(installed_ascii.home.iterdir()) and time.monotonic() < deadline:
+        time.sleep(1)
+    left = sorted(p.name for p in installed_ascii.home.iterdir()) if installed_ascii.home.exists() else []
+    assert left == []
+    assert bin_dir.lower() not in _user_path(installed_ascii).lower()
+    assert _launcher(installed_ascii, "status").returncode != 0  # no qwenkit any more
