@@ -7,7 +7,7 @@ say so, and fall back to ``run_qwen.bat`` under its own supervisor, as a Linux c
 what a user does next, each through the exe: chat with the key, ``status``, a rerun with nothing to do, ``service
 stop``/``start``, a server killed behind the kit's back coming back, ``uninstall``.
 
-Opt-in like the Windows engine it needs (``QWENKIT_TESTBED_WINDOWS=1``; tests/testbed/test_windows_engine.py).
+It needs the Windows engine the provisioning cross-builds (tests/testbed/test_windows_engine.py), and skips without it.
 Every command's output is a pipe, read in Wine's ANSI code page (cp1252); the detached supervisor Wine starts may
 keep the pipes open after the exe ends, so a command is over when its process is, not at the pipes' end.
 """
@@ -117,7 +117,7 @@ def _answers(url: str, key: str, timeout: float) -> bool:
 def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinInstall]:
     win_bin = testbed.windows_engine_dir()
     if win_bin is None:
-        pytest.skip(f"the Windows engine is not provisioned (set {testbed.WINDOWS_OPT_IN}=1 to build it)")
+        pytest.skip(f"the Windows engine is not provisioned (Wine or mingw-w64 missing, or {testbed.WINDOWS_OPT_IN}=0)")
     asset = root / f"llama-{ENGINE_TAG}-bin-win-cpu-x64.zip"  # laid out as upstream's: the files at the top
     with zipfile.ZipFile(asset, "w", zipfile.ZIP_DEFLATED) as archive:
         for exe in sorted(win_bin.glob("*.exe")):

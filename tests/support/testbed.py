@@ -692,10 +692,11 @@ def vulkan_engine_dir(*, provision: bool | None = None) -> Path | None:
 
 
 
-# ---- llama-server for Windows, run under Wine (opt-in) --------------------------------------------------------
+# ---- llama-server for Windows, run under Wine ---------------------------------------------------------------
 # The same sdist cross-compiled with mingw-w64 (Debian 12: gcc 12, posix threads for std::thread): a real Windows
 # llama-server.exe for the start script's runs under Wine (tests/testbed/test_windows_engine.py). About 14 min on 2
-# busy cores, so it is built only when asked (``QWENKIT_TESTBED_WINDOWS=1``); tests that need it skip without it.
+# busy cores, once (cached): the provisioning builds it where Wine and mingw-w64 are installed, unless
+# ``QWENKIT_TESTBED_WINDOWS=0``; tests that need it skip without it.
 WINDOWS_OPT_IN = "QWENKIT_TESTBED_WINDOWS"
 WINDOWS_APT = ("g++-mingw-w64-x86-64-posix", "gcc-mingw-w64-x86-64-posix", "wine64", "wine")
 # mingw-w64 10's headers lack the thread power-throttling struct ggml-cpu.c sets on Windows 8+ (its values from the
@@ -758,7 +759,7 @@ def provision_windows_engine(root: Path, jobs: int = 2) -> Path:
 
 def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
     """The Windows build's folder when it is built and prints its version under Wine; None when it is not built
-    and building it was not asked for (``provision``, else ``QWENKIT_TESTBED_WINDOWS=1``)."""
+    and building it was not asked for (``provision``, else unless ``QWENKIT_TESTBED_WINDOWS=0``)."""
     from .wine import make_prefix, missing_tools, wine_env
 
     root = cache_dir() / f"windows-{windows_key()}"
@@ -767,7 +768,7 @@ def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
     if stamp.is_file() and (final / "llama-server.exe").is_file():
         return final
     if provision is None:
-        provision = os.environ.get(WINDOWS_OPT_IN) == "1"
+        provision = os.environ.get(WINDOWS_OPT_IN, "1") != "0"
     if missing_tools() or (not provision and not (final / "llama-server.exe").is_file()):
         return None
     with cache_lock("windows"):
