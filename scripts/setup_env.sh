@@ -24,6 +24,11 @@ for tool in "${tools[@]}"; do
     packages+=(${package_of[$tool]})
   fi
 done
+# The zh_CN locale's source: tests/e2e/test_windows_setup.py compiles it (localedef) for a Chinese Windows under Wine.
+if [ "${QWENKIT_TEST_NO_WINE:-}" != 1 ] && [ ! -f /usr/share/i18n/locales/zh_CN ]; then
+  missing+=("zh_CN locale source")
+  packages+=(locales)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing system packages for: ${missing[*]}" >&2

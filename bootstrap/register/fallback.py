@@ -36,6 +36,7 @@ from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import SERVER_LOG, ServiceManager, ServiceStatus
+from bootstrap.register.shell_command import kept_program
 
 PID_NAME = "server.pid"
 SHELL = "/bin/sh"
@@ -64,9 +65,21 @@ def script_argv(script: Path) -> list[str]:
 
 
 def supervise_argv(home: Home) -> list[str]:
-    """``qwenkit supervise --home HOME SCRIPT`` run by this very kit (the frozen setup, or this Python)."""
-    kit = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "bootstrap"]
-    return [*kit, SUPERVISE, "--home", str(home.root), str(start_script(home))]
+    """``qwenkit supervise --home HOME SCRIPT`` run by this very kit: this Python, or the frozen setup's copy in the
+    home. The setup itself may sit on a USB drive about to be unplugged, or in Downloads: the supervisor outlives it."""
+    if getattr(sys, "frozen", False):
+        return [str(kept_program(home)), SUPERVISE, "--home", str(home.root), str(start_script(home))]
+    return [sys.executable, "-m", "bootstrap", SUPERVISE, "--home", str(home.root), str(start_script(home))]
+
+
+def supervisor_env() -> dict[str, str] | None:
+    """The supervisor's environment. A one-file PyInstaller program started by another takes itself for the other's
+    worker and runs from the other's unpacked folder, which that one deletes when it exits (seen under Wine as
+    "Failed to remove temporary directory"); ``PYINSTALLER_RESET_ENVIRONMENT=1`` makes it unpack its own
+    (PyInstaller 6.10+, "Run-time information": independent subprocess)."""
+    if not getattr(sys, "frozen", False):
+        return None
+    return {**os.environ, "PYINSTALLER_RESET_ENVIRONMENT": "1"}
 
 
 class FallbackManager(ServiceManager):
@@ -156,7 +169,8 @@ class FallbackManager(ServiceManager):
                      os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "ab") as log:
             return subprocess.Popen(supervise_argv(self.home), cwd=self.home.root, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=log, close_fds=True, **detached_options())
+                                    stdout=subprocess.DEVNULL, stderr=log, close_fds=True, env=supervisor_env(),
+                                    **detached_options())
 
     def start(self) -> None:
         """(Re)start: an old instance of ours is stopped first (docs/field-failures.md, failure mode 8)."""

@@ -111,9 +111,23 @@ def invoked_as(executable: Path, *, frozen: bool, argv0: str | None = None) -> s
     return f"{executable} -m bootstrap"
 
 
+def kept_program(home: Home, executable: Path | None = None) -> Path:
+    """The running setup's copy in the home (``app/``), made now when it is not there: what long-lived processes
+    run. Where it cannot be made (a full disk), the setup itself."""
+    executable = Path(sys.executable) if executable is None else executable
+    target = home.app_dir / executable.name
+    try:
+        keep_frozen_copy(executable, target)
+    except OSError:
+        return executable
+    return target
+
+
 def keep_frozen_copy(executable: Path, target: Path) -> None:
     """Copy the running setup into the home (a one-file build; a folder build's whole folder), unless the copy there
-    already has its size and time."""
+    already has its size and time, or is this very program."""
+    if executable.resolve() == target.resolve():
+        return
     meipass = getattr(sys, "_MEIPASS", None)
     if meipass and Path(meipass).resolve().is_relative_to(executable.resolve().parent):  # --onedir
         shutil.copytree(executable.resolve().parent, target.parent, dirs_exist_ok=True, copy_function=_copy_plain)

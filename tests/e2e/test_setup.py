@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -57,6 +58,12 @@ def _chat(bed: InstallBed) -> int:
                             json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).status_code
 
 
+def _supervisor(bed: InstallBed) -> list[psutil.Process]:
+    """The supervisor's processes: a one-file program is two, the bootloader and the Python it starts."""
+    return [p for p in psutil.process_iter(["cmdline"])
+            if "supervise" in (p.info["cmdline"] or []) and str(bed.home.root) in (p.info["cmdline"] or [])]
+
+
 def _commit(bed: InstallBed, tmp_path: Path, name: str, content: bytes) -> None:
     path = tmp_path / name / MODEL_FILE
     path.parent.mkdir(parents=True)
@@ -74,6 +81,12 @@ def test_frozen_setup_installs_upgrades_refuses_a_damaged_upgrade_and_uninstalls
     assert _chat(bed) == 200
     assert (bed.home.venv_dir / "bin" / "qwenkit").is_file()  # the runtime venv, built from the offline wheels
     assert _state(bed)["files"][0]["sha256"] == bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
+    # The supervisor outlives the setup: it runs the home's copy, unpacked on its own (a one-file program started by
+    # another would run from that one's unpacked folder, deleted when it exits: "(deleted)" in its maps).
+    supervisor = _supervisor(bed)
+    assert len(supervisor) == 2
+    assert {p.cmdline()[0] for p in supervisor} == {str(bed.home.app_dir / frozen_setup.name)}
+    assert [m.path for p in supervisor for m in p.memory_maps() if m.path.endswith("(deleted)")] == []
 
     # a "no" changes nothing
     _commit(bed, tmp_path, "rev2", write_chat_model(tmp_path / "w2" / MODEL_FILE, seed=2).read_bytes())

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +49,7 @@ class WinInstall:
     catalog: Path
 
     def run(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        return run_exe(self.exe, list(args), self.env, timeout)
+        return wine.run_until_exit(["wine", str(self.exe), *args], self.env, timeout)
 
     @property
     def url(self) -> str:
@@ -66,39 +64,9 @@ class WinInstall:
                              json={"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})
 
 
-def run_exe(exe: Path, args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """``wine EXE ARGS``, stdin closed, until the process ends; its output as far as it came (module docstring)."""
-    proc = subprocess.Popen(["wine", str(exe), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
-    chunks: dict[int, list[bytes]] = {1: [], 2: []}
-
-    def pump(fd: int, stream: object) -> None:
-        while data := os.read(stream.fileno(), 65536):  # type: ignore[attr-defined]
-            chunks[fd].append(data)
-
-    readers = [threading.Thread(target=pump, args=(n, s), daemon=True) for n, s in ((1, proc.stdout), (2, proc.stderr))]
-    for reader in readers:
-        reader.start()
-    try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-    for reader in readers:
-        reader.join(timeout=5)
-    text = {n: b"".join(c).decode("cp1252", errors="replace") for n, c in chunks.items()}
-    return subprocess.CompletedProcess(proc.args, rc, text[1], text[2])
-
-
 def _servers(home: Path) -> list[psutil.Process]:
     """The Wine processes running this home's llama-server.exe (as Linux sees them)."""
-    mark = "llama-server.exe"
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info.get("cmdline") or [])
-        if mark in cmdline and ("QwenClientKit" in cmdline or str(home) in cmdline):
-            found.append(proc)
-    return found
+    return wine.processes_running("llama-server.exe", "QwenClientKit", str(home))
 
 
 def _answers(url: str, key: str, timeout: float) -> bool:
@@ -118,10 +86,7 @@ def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinIn
     win_bin = testbed.windows_engine_dir()
     if win_bin is None:
         pytest.skip(f"the Windows engine is not provisioned (Wine or mingw-w64 missing, or {testbed.WINDOWS_OPT_IN}=0)")
-    asset = root / f"llama-{ENGINE_TAG}-bin-win-cpu-x64.zip"  # laid out as upstream's: the files at the top
-    with zipfile.ZipFile(asset, "w", zipfile.ZIP_DEFLATED) as archive:
-        for exe in sorted(win_bin.glob("*.exe")):
-            archive.write(exe, exe.name)
+    asset = wine.pack_win_cpu(win_bin, root, ENGINE_TAG)
     prefix = wine.make_prefix(root / "prefix")
     with LoopbackHub(root / "hub") as hub:
         hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, asset, asset.name)
@@ -135,7 +100,8 @@ def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinIn
                    QWENKIT_MODELSCOPE_ENDPOINT=hub.endpoint, QWENKIT_ENGINE_URL=hub.release_base(ENGINE_REPO),
                    QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
         port = free_port()
-        first = run_exe(windows_setup, ["install", "--yes", "--port", str(port)], env, COMMAND_TIMEOUT_S)
+        first = wine.run_until_exit(["wine", str(windows_setup), "install", "--yes", "--port", str(port)], env,
+                                    COMMAND_TIMEOUT_S)
         bed = WinInstall(windows_setup, home, env, port, first, hub, catalog)
         try:
             yield bed

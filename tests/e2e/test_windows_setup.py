@@ -111,3 +111,34 @@ def test_a_double_click_without_a_console_installs_nothing_and_says_what_to_do(
     assert "there is no terminal to confirm the install in" in done.stderr and "--yes" in done.stderr
     assert "Press Enter to close this window." in done.stderr
     assert not home.exists()
+
+
+def test_a_chinese_windows_reads_the_plan_and_the_errors_in_its_code_page(windows_setup: Path, wine_prefix: Path,
+                                                                          home: Path, tmp_path: Path) -> None:
+    """A Chinese Windows: Wine in the zh_CN.UTF-8 locale (``wine.chinese_windows``) has ANSI and OEM code page 936
+    (GBK) and a Chinese UI language, as a zh-CN Windows has. With no ``QWENKIT_LANG`` the setup speaks Chinese, and
+    its redirected output, written in that code page, reads back in GBK without one lost character: the plan, the
+    doctor's report (with the home's Chinese name) and a one-line error. A console is not tested: Python writes
+    a console in UTF-16 (PEP 528), whatever its code page."""
+    env = {k: v for k, v in wine.wine_env(wine_prefix).items() if not k.startswith("QWENKIT_")}
+    chinese = wine.chinese_windows(tmp_path)
+    if chinese is None:
+        pytest.skip("needs localedef and the zh_CN locale source (Debian's locales package)")
+    env.update(QWENKIT_HOME=str(wine.windows_path(home)), **chinese)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        done = subprocess.run(["wine", str(windows_setup), *args], capture_output=True, timeout=TIMEOUT_S, env=env,
+                              stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout.decode("gbk"), done.stderr.decode("gbk")  # strict: no stray byte
+
+    rc, out, err = run("plan")
+    assert rc == 0, err[-1500:]
+    assert out.startswith("方案：") and "运行于处理器（CPU）" in out, out[:500]
+    home.parent.mkdir()
+    rc, out, err = run("doctor")
+    disk = [line for line in out.splitlines() if line.startswith("磁盘")]
+    assert disk and str(wine.windows_path(home.parent)) in disk[0], out
+    rc, out, err = run("install", "--port", "99999", "--yes")
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines() == ["错误：端口 99999 不是有效的 TCP 端口（1-65535）"], err
+    assert not home.exists()

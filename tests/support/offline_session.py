@@ -5,7 +5,11 @@ the rerun with the drive unplugged and the final stop all run here, and the resu
 on stdout. The spec (argv[1], JSON):
 
     {"installer": [argv to run qwenkit or the setup], "bundle": "<folder>", "home": "<home>",
-     "pass_bundle": true|false   # false: the setup finds the bundle beside itself}
+     "pass_bundle": true|false,  # false: the setup finds the bundle beside itself
+     "kit": [argv to run qwenkit once installed],  # default: this checkout's (``python -m bootstrap``)
+     "encoding": "utf-8"}        # of the commands' output (a Windows program's under Wine: its ANSI code page)
+
+A command is over when its process is, not when its pipes close: a detached supervisor may inherit them (Wine).
 """
 
 from __future__ import annotations
@@ -13,19 +17,19 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.support.wine import run_until_exit
+
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = "The capital of France is"
 
 
-def _run(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False,
-                          stdin=subprocess.DEVNULL)
+def _run(argv: list[str], env: dict[str, str], encoding: str) -> dict[str, Any]:
+    proc = run_until_exit(argv, env, 900, encoding)
     return {"argv": argv, "rc": proc.returncode, "stdout": proc.stdout[-40000:], "stderr": proc.stderr[-40000:]}
 
 
@@ -51,18 +55,19 @@ def main() -> int:
     # The interfaces of this process's network namespace (sysfs may still show the host's).
     out: dict[str, Any] = {"interfaces": sorted(name for _index, name in socket.if_nameindex())}
     extra = ["--bundle", str(bundle)] if spec.get("pass_bundle", True) else []
-    out["install"] = _run([*spec["installer"], "install", "--yes", "--no-service", *extra], env)
+    kit, encoding = spec.get("kit", [sys.executable, "-m", "bootstrap"]), spec.get("encoding", "utf-8")
+    out["install"] = _run([*spec["installer"], "install", "--yes", "--no-service", *extra], env, encoding)
     if out["install"]["rc"] == 0:
         out["chat"] = _chat(home)
         # The drive is unplugged: a rerun that names no source still finds the install up to date and serving.
         unplugged = bundle.with_name(bundle.name + " (unplugged)")
         os.rename(bundle, unplugged)
         try:
-            out["rerun"] = _run([sys.executable, "-m", "bootstrap", "install", "--yes", "--no-service"], env)
+            out["rerun"] = _run([*kit, "install", "--yes", "--no-service"], env, encoding)
             out["chat_after_rerun"] = _chat(home)
         finally:
             os.rename(unplugged, bundle)
-    out["stop"] = _run([sys.executable, "-m", "bootstrap", "service", "stop"], env)
+    out["stop"] = _run([*kit, "service", "stop"], env, encoding)
     print(json.dumps(out))
     return 0
 

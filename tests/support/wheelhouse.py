@@ -18,7 +18,8 @@ On a Linux x86_64 machine the wheelhouse also holds the same set for the portabl
 (``bundle_platforms``: manylinux up to glibc 2.28). pip picks the newest tag it may, so the host-tagged set can
 hold wheels an older glibc refuses (cryptography's ``manylinux_2_34``); with both sets, ``bundle create`` tests can
 run ``pip download --no-index --find-links <wheelhouse> --platform …`` offline, as a bundle maker behind a
-firewall would with their own wheel mirror.
+firewall would with their own wheel mirror. On every machine it also holds the ``windows-x64`` set for CPython 3.13
+(the test bed's Windows CPython), for the bundle made for Windows and installed under Wine.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from bootstrap.bundle.wheels import missing_requirements, target_markers
 from bootstrap.catalog.bundle_platforms import PLATFORMS
 from tests.support import testbed
 
@@ -49,6 +51,7 @@ REPO = Path(__file__).resolve().parents[2]
 KIT_DIST = "qwenclientkit"
 _COMPLETE = ".complete"
 PORTABLE = "linux-x64"  # the bundle platform whose wheels are added on a Linux x86_64 machine
+WINDOWS = ("windows-x64", "3.13")  # and everywhere: the Windows bundle's wheels, for the test bed's Windows CPython
 # What the kit's wheel is built from (pyproject.toml: the package, and templates/ and payload/ force-included; the
 # metadata reads the README and the licence).
 KIT_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "bootstrap", "templates", "payload")
@@ -67,6 +70,7 @@ def wheelhouse_key(repo: Path = REPO) -> str:
     h.update(f"{sys.implementation.cache_tag}-{sys.platform}-{platform.machine()}".encode())
     if _portable_tags():
         h.update(("portable:" + ",".join(_portable_tags())).encode())
+    h.update(("windows:" + ",".join(WINDOWS)).encode())
     return h.hexdigest()[:16]
 
 
@@ -141,12 +145,34 @@ def _third_party(root: Path, repo: Path) -> Path:
         tags = _portable_tags()
         if tags:
             version = f"{sys.version_info.major}.{sys.version_info.minor}"
-            platforms = [arg for tag in tags for arg in ("--platform", tag)]
-            _pip("download", "--only-binary=:all:", "--implementation", "cp", "--python-version", version,
-                 *platforms, "-d", str(tmp), "-r", str(repo / "payload" / "requirements.txt"), str(kit))
+            _download_for(tags, version, tmp, repo, kit)
+        _windows_set(tmp, repo, kit)
         for stray in tmp.glob(f"{KIT_DIST}-*.whl"):  # pip download copies the local kit wheel in
             stray.unlink()
     return final
+
+
+def _download_for(tags: tuple[str, ...], version: str, dest: Path, repo: Path, kit: Path, *more: str) -> None:
+    platforms = [arg for tag in tags for arg in ("--platform", tag)]
+    _pip("download", "--only-binary=:all:", "--implementation", "cp", "--python-version", version, *platforms,
+         "-d", str(dest), "-r", str(repo / "payload" / "requirements.txt"), str(kit), *more)
+
+
+def _windows_set(dest: Path, repo: Path, kit: Path) -> None:
+    """The ``windows-x64`` wheels for the Windows CPython of the test bed, for the bundle made for Windows and
+    installed under Wine (tests/e2e/test_windows_bundle.py). pip reads markers against this machine, not the
+    target (pip issue 11664), so what the Windows markers add (tqdm's colorama) is fetched in a second pass, as
+    ``bundle create`` does (``bootstrap.bundle.wheels``)."""
+    target, version = PLATFORMS[WINDOWS[0]], WINDOWS[1]
+    with tempfile.TemporaryDirectory(prefix="win-wheels-") as work:
+        staging = Path(work)
+        _download_for(target.pip_platforms, version, staging, repo, kit)
+        missing = missing_requirements(sorted(staging.glob("*.whl")), target_markers(target, version))
+        if missing:
+            _download_for(target.pip_platforms, version, staging, repo, kit, *missing)
+        for wheel in staging.glob("*.whl"):
+            if not (dest / wheel.name).exists():
+                shutil.move(str(wheel), dest / wheel.name)
 
 
 def _link(src: Path, dest: Path) -> None:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
+
+import psutil
 
 MINGW_GCC = "x86_64-w64-mingw32-gcc"
 RECORDER_SOURCE = Path(__file__).parent / "win" / "argv_recorder.c"
@@ -69,3 +73,68 @@ def read_record(exe: Path) -> Record:
         elif line.startswith("home="):
             record = Record(record.args, record.seen, line[5:])
     return record
+
+
+def run_until_exit(argv: list[str], env: dict[str, str], timeout: float,
+                   encoding: str = "cp1252") -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (stdin closed) until *its process* ends, with its output as far as it came.
+
+    A detached program the command starts under Wine (the kit's supervisor) may hold the pipes open after the
+    command is over, so the end of the pipes is not waited for. A redirected stdout under Wine is read in its ANSI
+    code page (cp1252 in these prefixes).
+    """
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    chunks: dict[int, list[bytes]] = {1: [], 2: []}
+
+    def pump(fd: int, stream: object) -> None:
+        while data := os.read(stream.fileno(), 65536):  # type: ignore[attr-defined]
+            chunks[fd].append(data)
+
+    readers = [threading.Thread(target=pump, args=(n, s), daemon=True) for n, s in ((1, proc.stdout), (2, proc.stderr))]
+    for reader in readers:
+        reader.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    for reader in readers:
+        reader.join(timeout=5)
+    text = {n: b"".join(c).decode(encoding, errors="replace") for n, c in chunks.items()}
+    return subprocess.CompletedProcess(proc.args, rc, text[1], text[2])
+
+
+def pack_win_cpu(bin_dir: Path, dest: Path, tag: str) -> Path:
+    """The cross-built engine in ``bin_dir`` packed as upstream's ``win-cpu`` release asset: the files at the top."""
+    asset = dest / f"llama-{tag}-bin-win-cpu-x64.zip"
+    with zipfile.ZipFile(asset, "w", zipfile.ZIP_DEFLATED) as archive:
+        for exe in sorted(bin_dir.glob("*.exe")):
+            archive.write(exe, exe.name)
+    return asset
+
+
+def processes_running(program: str, *marks: str) -> list[psutil.Process]:
+    """The Wine processes (as Linux sees them) whose command line names ``program`` and any of ``marks``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if program in cmdline and any(mark in cmdline for mark in marks):
+            found.append(proc)
+    return found
+
+
+def chinese_windows(work: Path) -> dict[str, str] | None:
+    """The variables that make Wine a zh-CN Windows (ANSI and OEM code page 936, UI language 0x0804), or None where
+    this machine cannot. Wine takes its locale from ``LC_CTYPE``, and needs it to exist in glibc too, or it reads
+    the Unix environment as ASCII (seen: "张三" arrived as "e< d8\\t"); so zh_CN.UTF-8 is compiled from the
+    ``locales`` package's source into ``work`` with ``localedef`` and named by ``LOCPATH`` (glibc's search path
+    for locales), which changes nothing on the machine."""
+    if shutil.which("localedef") is None or not Path("/usr/share/i18n/locales/zh_CN").is_file():
+        return None
+    target = work / "locales" / "zh_CN.UTF-8"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["localedef", "-i", "zh_CN", "-f", "UTF-8", str(target)], capture_output=True, timeout=120,
+                   check=False)  # exit 1 on mere warnings
+    if not (target / "LC_CTYPE").is_file():
+        return None
+    return {"LOCPATH": str(target.parent), "LANG": "zh_CN.UTF-8", "LC_ALL": "zh_CN.UTF-8"}
