@@ -47,6 +47,7 @@ class WinInstall:
     first: subprocess.CompletedProcess[str]
     hub: LoopbackHub
     catalog: Path
+    console: wine.ConsoleRun | None = None  # the first install, when it was a double-click
 
     def run(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         return wine.run_until_exit(["wine", str(self.exe), *args], self.env, timeout)
@@ -82,7 +83,7 @@ def _answers(url: str, key: str, timeout: float) -> bool:
 
 
 @contextlib.contextmanager
-def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinInstall]:
+def _installed(windows_setup: Path, root: Path, home_dir: str, *, double_click: bool = False) -> Iterator[WinInstall]:
     win_bin = testbed.windows_engine_dir()
     if win_bin is None:
         pytest.skip(f"the Windows engine is not provisioned (Wine or mingw-w64 missing, or {testbed.WINDOWS_OPT_IN}=0)")
@@ -99,10 +100,18 @@ def _installed(windows_setup: Path, root: Path, home_dir: str) -> Iterator[WinIn
         env.update(QWENKIT_HOME=str(w(home)), QWENKIT_CATALOG=str(w(catalog)), QWENKIT_HF_ENDPOINT=hub.endpoint,
                    QWENKIT_MODELSCOPE_ENDPOINT=hub.endpoint, QWENKIT_ENGINE_URL=hub.release_base(ENGINE_REPO),
                    QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
-        port = free_port()
-        first = wine.run_until_exit(["wine", str(windows_setup), "install", "--yes", "--port", str(port)], env,
-                                    COMMAND_TIMEOUT_S)
-        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog)
+        console = None
+        if double_click:  # no arguments, a console of its own; Enter at the question and at the end
+            console = wine.run_in_console(["wine", str(windows_setup)], env, COMMAND_TIMEOUT_S, answer_at="[Y/n]",
+                                          close_at="Press Enter to close")
+            first = subprocess.CompletedProcess(["wine", str(windows_setup)], console.returncode, console.text, "")
+            state = home / "state.json"
+            port = json.loads(state.read_text(encoding="utf-8"))["server"]["port"] if state.is_file() else 0
+        else:
+            port = free_port()
+            first = wine.run_until_exit(["wine", str(windows_setup), "install", "--yes", "--port", str(port)], env,
+                                        COMMAND_TIMEOUT_S)
+        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog, console)
         try:
             yield bed
         finally:
@@ -124,7 +133,8 @@ def installed_ascii(windows_setup: Path, tmp_path_factory: pytest.TempPathFactor
     """For the ``qwenkit.cmd`` launcher: Wine's cmd reads a batch file in the ANSI code page whatever ``chcp 65001``
     asks (it answers "invalid"), so the absolute Chinese path the launcher names cannot run there; Windows' cmd
     reads it as UTF-8 after that line (tests/register/test_shell_command.py checks the text)."""
-    with _installed(windows_setup, tmp_path_factory.mktemp("win-install-ascii"), ASCII_HOME_DIR) as bed:
+    with _installed(windows_setup, tmp_path_factory.mktemp("win-install-ascii"), ASCII_HOME_DIR,
+                    double_click=True) as bed:
         yield bed
 
 
@@ -237,6 +247,21 @@ def _launcher(bed: WinInstall, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=COMMAND_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("cp1252", errors="replace"),
                                        done.stderr.decode("cp1252", errors="replace"))
+
+
+def test_a_double_click_asks_once_installs_and_keeps_its_window_until_enter(installed_ascii: WinInstall) -> None:
+    """The setup started with no arguments in a console of its own, as Explorer starts it: the checks and the plan,
+    one question answered with Enter (the default: yes), the install and its proof, then "Press Enter to close this
+    window." honoured: the program still runs 3 s after showing it, and ends with exit 0 on Enter."""
+    console = installed_ascii.console
+    assert console is not None
+    assert console.returncode == 0, console.text[-3000:]
+    text = console.text
+    assert "Plan: Tiny chat (test) Q8_0" in text and text.count("Continue? [Y/n]") == 1
+    assert text.index("Continue? [Y/n]") < text.index("The server answers")
+    assert text.rstrip().endswith("Press Enter to close this window.")
+    assert console.waited_to_close
+    assert installed_ascii.chat(installed_ascii.key()).status_code == 200
 
 
 def test_the_qwenkit_command_is_on_the_user_path(installed_ascii: WinInstall) -> None:

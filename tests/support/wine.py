@@ -7,9 +7,13 @@ Wine's root folder is the ``Z:`` drive, so a Linux path is a Windows one with ``
 from __future__ import annotations
 
 import os
+import pty
+import re
+import select
 import shutil
 import subprocess
 import threading
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
@@ -138,3 +142,63 @@ def chinese_windows(work: Path) -> dict[str, str] | None:
     if not (target / "LC_CTYPE").is_file():
         return None
     return {"LOCPATH": str(target.parent), "LANG": "zh_CN.UTF-8", "LC_ALL": "zh_CN.UTF-8"}
+
+
+@dataclass(frozen=True)
+class ConsoleRun:
+    """A program run in a console of its own, as a double-click gives it: what the window showed, and whether the
+    program was still waiting at its closing prompt (``close_at``) before Enter was pressed there."""
+
+    returncode: int
+    text: str
+    waited_to_close: bool
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def run_in_console(argv: list[str], env: dict[str, str], timeout: float, *, answer_at: str,
+                   close_at: str) -> ConsoleRun:
+    """Run ``argv`` with a terminal as its console (Wine gives a program started on a tty a console of its own, so
+    it counts as the only process there, as after a double-click); press Enter at the question ``answer_at`` and
+    again at ``close_at``. Wine's console drops keys typed before the program reads them, so each Enter waits a
+    moment after the prompt and is repeated while nothing moves."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env, close_fds=True)
+    os.close(terminal)
+    shown = b""
+    deadline = time.monotonic() + timeout
+    pressed: dict[str, float] = {}  # prompt -> when Enter was last pressed there
+    seen_at: dict[str, int] = {}  # prompt -> output length when it was pressed
+    waited = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(controller, 65536)
+                except OSError:  # the terminal is gone: every program on it has ended
+                    data = b""
+                if not data:
+                    break
+                shown += data
+            if proc.poll() is not None and not ready:
+                break
+            text = _ESCAPES.sub("", shown.decode("utf-8", errors="replace"))
+            for prompt in (answer_at, close_at):
+                if prompt not in text or (prompt == answer_at and close_at in text):
+                    continue
+                last = pressed.get(prompt)
+                moved = len(shown) > seen_at.get(prompt, -1) + 8  # more than the echo of the Enter
+                if last is None or (not moved and time.monotonic() - last > 20):
+                    time.sleep(3 if prompt == close_at else 1)
+                    if prompt == close_at and last is None:
+                        waited = proc.poll() is None
+                    os.write(controller, b"\r")
+                    pressed[prompt], seen_at[prompt] = time.monotonic(), len(shown)
+        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    return ConsoleRun(rc, _ESCAPES.sub("", shown.decode("utf-8", errors="replace")), waited)
