@@ -8,123 +8,40 @@ what a user does next, each through the exe: chat with the key, ``status``, a re
 stop``/``start``, a server killed behind the kit's back coming back, ``uninstall``.
 
 It needs the Windows engine the provisioning cross-builds (tests/testbed/test_windows_engine.py), and skips without it.
-Every command's output is a pipe, read in Wine's ANSI code page (cp1252); the detached supervisor Wine starts may
-keep the pipes open after the exe ends, so a command is over when its process is, not at the pipes' end.
+The install bed is tests/support/windows_install.py (the bench scripts/bench_windows_install.py uses it too).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 import requests
 
-from tests.support import testbed, wine
-from tests.support.hub import LoopbackHub
-from tests.support.install_bed import ENGINE_REPO, ENGINE_TAG, MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
-from tests.support.llama import free_port
+from tests.support import testbed
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
+from tests.support.windows_install import COMMAND_TIMEOUT_S, ChattingClient, WinInstall, answers, servers
+from tests.support.windows_install import installed as installed_under_wine
 
 HOME_DIR = "张三 A&B ! (x)"
 ASCII_HOME_DIR = "Li's A&B ! (x)"
-COMMAND_TIMEOUT_S = 900  # an install under Wine on a busy 2-core machine (engine self-test, speed check): a bound
 BACK_TIMEOUT_S = 120  # the supervisor's restart after a kill (1 s) plus Wine starting the exe: a bound
 
 
-@dataclass
-class WinInstall:
-    exe: Path
-    home: Path
-    env: dict[str, str]
-    port: int
-    first: subprocess.CompletedProcess[str]
-    hub: LoopbackHub
-    catalog: Path
-    console: wine.ConsoleRun | None = None  # the first install, when it was a double-click
-
-    def run(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        return wine.run_until_exit(["wine", str(self.exe), *args], self.env, timeout)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def key(self) -> str:
-        return (self.home / "secrets" / "api-key").read_text(encoding="utf-8").strip()
-
-    def chat(self, key: str | None) -> requests.Response:
-        headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
-        return requests.post(f"{self.url}/v1/chat/completions", headers=headers, timeout=120,
-                             json={"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})
-
-
-def _servers(home: Path) -> list[psutil.Process]:
-    """The Wine processes running this home's llama-server.exe (as Linux sees them)."""
-    return wine.processes_running("llama-server.exe", "QwenClientKit", str(home))
-
-
-def _answers(url: str, key: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=5).ok:
-                return True
-        except requests.RequestException:
-            pass
-        time.sleep(1)
-    return False
-
-
-@contextlib.contextmanager
-def _installed(windows_setup: Path, root: Path, home_dir: str, *, double_click: bool = False) -> Iterator[WinInstall]:
+def _win_bin() -> Path:
     win_bin = testbed.windows_engine_dir()
     if win_bin is None:
         pytest.skip(f"the Windows engine is not provisioned (Wine or mingw-w64 missing, or {testbed.WINDOWS_OPT_IN}=0)")
-    asset = wine.pack_win_cpu(win_bin, root, ENGINE_TAG)
-    prefix = wine.make_prefix(root / "prefix")
-    with LoopbackHub(root / "hub") as hub:
-        hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, asset, asset.name)
-        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "model" / MODEL_FILE)})
-        catalog = root / "catalog.toml"
-        catalog.write_text(catalog_text(revision), encoding="utf-8")
-        home = root / home_dir / "QwenClientKit"
-        w = wine.windows_path
-        env = {k: v for k, v in wine.wine_env(prefix).items() if not k.startswith(("QWENKIT_", "LLAMA_"))}
-        env.update(QWENKIT_HOME=str(w(home)), QWENKIT_CATALOG=str(w(catalog)), QWENKIT_HF_ENDPOINT=hub.endpoint,
-                   QWENKIT_MODELSCOPE_ENDPOINT=hub.endpoint, QWENKIT_ENGINE_URL=hub.release_base(ENGINE_REPO),
-                   QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
-        console = None
-        if double_click:  # no arguments, a console of its own; Enter at the question and at the end
-            console = wine.run_in_console(["wine", str(windows_setup)], env, COMMAND_TIMEOUT_S, answer_at="[Y/n]",
-                                          close_at="Press Enter to close")
-            first = subprocess.CompletedProcess(["wine", str(windows_setup)], console.returncode, console.text, "")
-            state = home / "state.json"
-            port = json.loads(state.read_text(encoding="utf-8"))["server"]["port"] if state.is_file() else 0
-        else:
-            port = free_port()
-            first = wine.run_until_exit(["wine", str(windows_setup), "install", "--yes", "--port", str(port)], env,
-                                        COMMAND_TIMEOUT_S)
-        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog, console)
-        try:
-            yield bed
-        finally:
-            if home.exists():
-                bed.run("uninstall", "--yes", timeout=300)
-            for proc in _servers(home):
-                proc.kill()
-            subprocess.run(["wineserver", "-k"], env=env, timeout=60, check=False)
+    return win_bin
 
 
 @pytest.fixture(scope="module")
 def installed(windows_setup: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WinInstall]:
-    with _installed(windows_setup, tmp_path_factory.mktemp("win-install"), HOME_DIR) as bed:
+    with installed_under_wine(windows_setup, _win_bin(), tmp_path_factory.mktemp("win-install"), HOME_DIR) as bed:
         yield bed
 
 
@@ -133,8 +50,8 @@ def installed_ascii(windows_setup: Path, tmp_path_factory: pytest.TempPathFactor
     """For the ``qwenkit.cmd`` launcher: Wine's cmd reads a batch file in the ANSI code page whatever ``chcp 65001``
     asks (it answers "invalid"), so the absolute Chinese path the launcher names cannot run there; Windows' cmd
     reads it as UTF-8 after that line (tests/register/test_shell_command.py checks the text)."""
-    with _installed(windows_setup, tmp_path_factory.mktemp("win-install-ascii"), ASCII_HOME_DIR,
-                    double_click=True) as bed:
+    with installed_under_wine(windows_setup, _win_bin(), tmp_path_factory.mktemp("win-install-ascii"), ASCII_HOME_DIR,
+                              double_click=True) as bed:
         yield bed
 
 
@@ -165,20 +82,20 @@ def test_status_says_healthy(installed: WinInstall) -> None:
 
 
 def test_a_rerun_with_nothing_new_keeps_the_server(installed: WinInstall) -> None:
-    before = {p.pid for p in _servers(installed.home)}
+    before = {p.pid for p in servers(installed.home)}
     done = installed.run("install", "--yes", "--port", str(installed.port))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Up to date: " in done.stdout, done.stderr[-3000:]
-    assert {p.pid for p in _servers(installed.home)} == before
+    assert {p.pid for p in servers(installed.home)} == before
 
 
 def test_a_killed_server_is_serving_again(installed: WinInstall) -> None:
     """The supervisor (not a service manager: there is none under Wine) restarts llama-server.exe."""
-    servers = _servers(installed.home)
-    assert servers
-    for proc in servers:
+    running = servers(installed.home)
+    assert running
+    for proc in running:
         proc.kill()
-    assert _answers(installed.url, installed.key(), BACK_TIMEOUT_S)
+    assert answers(installed.url, installed.key(), BACK_TIMEOUT_S)
     log = (installed.home / "logs" / "server.log").read_text(encoding="utf-8", errors="replace")
     assert "starting it again" in log
 
@@ -186,7 +103,7 @@ def test_a_killed_server_is_serving_again(installed: WinInstall) -> None:
 def test_service_stop_and_start(installed: WinInstall) -> None:
     stopped = installed.run("service", "stop")
     assert stopped.returncode == 0, stopped.stderr[-2000:]
-    assert not _servers(installed.home)
+    assert not servers(installed.home)
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{installed.url}/health", timeout=5)
     started = installed.run("service", "start")
@@ -199,24 +116,9 @@ def test_an_upgrade_keeps_answering_a_chatting_client(installed: WinInstall, tmp
     """A new revision of the model: downloaded and verified while the old server keeps answering, then switched."""
     revision = installed.hub.commit(MODEL_REPO, {MODEL_FILE: write_chat_model(tmp_path / MODEL_FILE, seed=7)})
     installed.catalog.write_text(catalog_text(revision), encoding="utf-8")
-    codes: list[int | str] = []
-    stop = threading.Event()
-
-    def chatting() -> None:
-        while not stop.is_set():
-            try:
-                codes.append(installed.chat(installed.key()).status_code)
-            except requests.RequestException as exc:
-                codes.append(type(exc).__name__)
-            time.sleep(0.2)
-
-    client = threading.Thread(target=chatting, daemon=True)
-    client.start()
-    try:
+    with ChattingClient(installed).running() as client:
         done = installed.run("install", "--yes", "--port", str(installed.port))
-    finally:
-        stop.set()
-        client.join(timeout=150)
+    codes = client.codes
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Switched over in " in done.stderr
     state = json.loads((installed.home / "state.json").read_text(encoding="utf-8"))
@@ -230,7 +132,7 @@ def test_uninstall_removes_the_home_and_stops_the_server(installed: WinInstall) 
     assert done.returncode == 0, done.stderr[-2000:]
     assert "QwenClientKit is uninstalled." in done.stdout
     assert not installed.home.exists()
-    assert not _servers(installed.home)
+    assert not servers(installed.home)
 
 
 def _user_path(bed: WinInstall) -> str:
@@ -283,7 +185,7 @@ def test_uninstall_through_the_launcher_removes_the_home_and_the_launcher(instal
     done = _launcher(installed_ascii, "uninstall", "--yes")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     assert "app/ hold this running program" in done.stdout and "QwenClientKit is uninstalled." in done.stdout
-    assert not _servers(installed_ascii.home)
+    assert not servers(installed_ascii.home)
     deadline = time.monotonic() + BACK_TIMEOUT_S
     while installed_ascii.home.exists() and any(installed_ascii.home.iterdir()) and time.monotonic() < deadline:
         time.sleep(1)
