@@ -169,7 +169,7 @@ def run_in_console(argv: list[str], env: dict[str, str], timeout: float, *, answ
     shown = b""
     deadline = time.monotonic() + timeout
     pressed: dict[str, float] = {}  # prompt -> when Enter was last pressed there
-    seen_at: dict[str, int] = {}  # prompt -> output length when it was pressed
+    seen_at: dict[str, int] = {}  # prompt -> length of the text shown when it was pressed
     waited = False
     try:
         while time.monotonic() < deadline:
@@ -189,13 +189,13 @@ def run_in_console(argv: list[str], env: dict[str, str], timeout: float, *, answ
                 if prompt not in text or (prompt == answer_at and close_at in text):
                     continue
                 last = pressed.get(prompt)
-                moved = len(shown) > seen_at.get(prompt, -1) + 8  # more than the echo of the Enter
+                moved = len(text) > seen_at.get(prompt, -1) + 8  # more than the echo of the Enter (a newline)
                 if last is None or (not moved and time.monotonic() - last > 20):
                     time.sleep(3 if prompt == close_at else 1)
                     if prompt == close_at and last is None:
                         waited = proc.poll() is None
                     os.write(controller, b"\r")
-                    pressed[prompt], seen_at[prompt] = time.monotonic(), len(shown)
+                    pressed[prompt], seen_at[prompt] = time.monotonic(), len(text)
         rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if proc.poll() is None:
