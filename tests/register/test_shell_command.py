@@ -15,7 +15,7 @@ import pytest
 from bootstrap.core.hashing import sha256_bytes
 from bootstrap.core.home import Home
 from bootstrap.register.launcher_record import launcher_intact
-from bootstrap.register.shell_command import MARKER, invoked_as, is_ours, put_on_path, remove_launcher
+from bootstrap.register.shell_command import MARKER, invoked_as, is_ours, kept_program, put_on_path, remove_launcher
 from bootstrap.register.user_path import WinregEnvironment
 from tests.register.test_user_path import DEFAULT, FakeWinreg
 
@@ -219,3 +219,21 @@ def test_windows_keeps_a_shared_folder_on_path_and_a_foreign_exe(tmp_path: Path)
     (folder / "qwenkit.exe").write_bytes(b"MZ")
     again = put_on_path(home, "Windows", env=env, registry=WinregEnvironment(reg), broadcast=lambda: None)
     assert again.record is None and not (folder / "qwenkit.cmd").exists()
+
+
+def test_long_lived_processes_run_the_setups_copy_in_the_home(tmp_path: Path) -> None:
+    """The supervisor of a frozen setup runs ``app/<setup>``: copied once (same size and time: not again), the copy
+    itself when that is what runs, and the setup where it is when no copy can be made."""
+    setup = tmp_path / "USB" / "QwenClientKit-Setup"
+    setup.parent.mkdir()
+    setup.write_bytes(b"\x7fELF setup")
+    home = Home(tmp_path / "home")
+    kept = kept_program(home, setup)
+    assert kept == home.app_dir / setup.name and kept.read_bytes() == setup.read_bytes()
+    before = kept.stat().st_ino
+    assert kept_program(home, setup) == kept and kept.stat().st_ino == before  # not copied again
+    assert kept_program(home, kept) == kept  # run from the copy: nothing to do
+    blocked = Home(tmp_path / "blocked")
+    blocked.root.mkdir()
+    blocked.app_dir.write_bytes(b"a file where the folder goes")
+    assert kept_program(blocked, setup) == setup
