@@ -4,16 +4,17 @@
 #   real-browser test, tests/e2e/test_browser.py; QWENKIT_TEST_NO_BROWSER=1 opts out of it), Wine and mingw-w64 (the
 #   start script run by a real cmd.exe, tests/render/test_bat_under_wine.py; the Windows llama-server.exe cross-built
 #   with mingw-w64's posix g++; the setup.exe built by a Windows CPython; QWENKIT_TEST_NO_WINE=1 opts out);
+#   iproute2's ip (the LAN of network namespaces, tests/support/lan.py);
 # - .venv with this kit and its test/build extras from the package index (Python playwright drives
 #   /usr/bin/chromium; it never downloads a browser of its own).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 declare -A package_of=([cmake]="cmake" [g++]="g++ make" [objdump]="binutils" [systemd-analyze]="systemd"
-                       [curl]="curl" [npm]="nodejs npm" [chromium]="chromium" [wine]="wine64 wine"
+                       [curl]="curl" [npm]="nodejs npm" [chromium]="chromium" [wine]="wine64 wine" [ip]="iproute2"
                        [x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64"
                        [x86_64-w64-mingw32-g++-posix]="g++-mingw-w64-x86-64-posix")
-tools=(cmake g++ objdump systemd-analyze curl npm)
+tools=(cmake g++ objdump systemd-analyze curl npm ip)
 [ "${QWENKIT_TEST_NO_BROWSER:-}" = 1 ] || tools+=(chromium)
 [ "${QWENKIT_TEST_NO_WINE:-}" = 1 ] || tools+=(wine x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++-posix)
 missing=()
