@@ -45,6 +45,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+from soak import percentile  # noqa: E402
+
 from tests.support import testbed  # noqa: E402
 from tests.support.llama import LlamaServer, free_port  # noqa: E402
 
@@ -91,13 +94,6 @@ def stream_chat(url: str, key: str, timeout: float = 300) -> Result:
     return Result(ok, first, tokens, own, started, time.monotonic(), "" if ok else "no tokens")
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def load(url: str, key: str, clients: int, per_client: int) -> dict[str, Any]:
     results: list[Result] = []
     lock = threading.Lock()
@@ -119,8 +115,8 @@ def load(url: str, key: str, clients: int, per_client: int) -> dict[str, Any]:
     ttfts = [r.ttft_s for r in ok if r.ttft_s is not None]
     tokens = sum(r.tokens for r in ok)
     return {"clients": clients, "requests": len(results), "failed": len(results) - len(ok),
-            "tokens_per_s": round(tokens / wall, 1), "ttft_p50_s": _round(percentile(ttfts, 0.5)),
-            "ttft_p95_s": _round(percentile(ttfts, 0.95)),
+            "tokens_per_s": round(tokens / wall, 1), "ttft_p50_s": _round(percentile(ttfts, 50)),
+            "ttft_p95_s": _round(percentile(ttfts, 95)),
             "own_read_share": round(sum(r.own_reads for r in ok) / tokens, 3) if tokens else None}
 
 
