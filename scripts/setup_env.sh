@@ -11,10 +11,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 declare -A package_of=([cmake]="cmake" [g++]="g++ make" [objdump]="binutils" [systemd-analyze]="systemd"
-                       [curl]="curl" [npm]="nodejs npm" [chromium]="chromium" [wine]="wine64 wine" [ip]="iproute2"
+                       [curl]="curl" [npm]="nodejs npm" [chromium]="chromium" [wine]="wine64 wine" [ip]="iproute2" [nginx]="nginx"
                        [x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64"
                        [x86_64-w64-mingw32-g++-posix]="g++-mingw-w64-x86-64-posix")
-tools=(cmake g++ objdump systemd-analyze curl npm ip)
+tools=(cmake g++ objdump systemd-analyze curl npm ip nginx)
 [ "${QWENKIT_TEST_NO_BROWSER:-}" = 1 ] || tools+=(chromium)
 [ "${QWENKIT_TEST_NO_WINE:-}" = 1 ] || tools+=(wine x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++-posix)
 missing=()
