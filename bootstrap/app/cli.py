@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "bundle": "bundle",
     "remove": "remove",
     "uninstall": "uninstall",
+    "team": "team",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
 }
@@ -138,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_remove, _add_uninstall):
+                _add_bundle, _add_remove, _add_uninstall, _add_team):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -249,6 +250,34 @@ def _add_uninstall(sub: Subcommands) -> None:
     uninstall = _command(sub, "uninstall")
     uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))
     uninstall.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+
+
+def _add_team(sub: Subcommands) -> None:
+    """``team add-member|remove-member|add-user|remove-user|start|stop|status`` (docs/team-endpoint.md)."""
+    team = _command(sub, "team")
+    actions = team.add_subparsers(dest="team_action", metavar="ACTION", required=True, parser_class=_Parser,
+                                  help=t("arg.team_action"))
+
+    def action(name: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=t(f"cmd.team_{name.replace('-', '_')}"),
+                                    description=t(f"cmd.team_{name.replace('-', '_')}"))
+        parser.add_argument("--home", metavar="DIR", help=t("arg.home"))
+        return parser
+
+    add_member = action("add-member")
+    add_member.add_argument("url", metavar="URL", help=t("arg.team_url"))
+    add_member.add_argument("--key-file", required=True, metavar="FILE", help=t("arg.team_key_file"))
+    add_member.add_argument("--name", metavar="NAME", help=t("arg.team_name"))
+    add_member.add_argument("--slots", type=int, metavar="N", help=t("arg.team_slots"))
+    action("remove-member").add_argument("member", metavar="NAME|URL", help=t("arg.team_member"))
+    action("add-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
+    action("remove-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
+    start = action("start")
+    start.add_argument("--host", metavar="H", help=t("arg.team_host"))
+    start.add_argument("--port", type=int, metavar="P", help=t("arg.team_port"))
+    start.add_argument("--nginx", metavar="PATH", help=t("arg.team_nginx"))
+    action("stop")
+    action("status").add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -121,6 +121,11 @@ class Home:
         return self.root / "cache" / "wheels"
 
     @property
+    def team_dir(self) -> Path:
+        """The team gateway's own folder (``qwenkit team``): its record, keys, nginx configuration, logs."""
+        return self.root / "team"
+
+    @property
     def run_sh(self) -> Path:
         return self.root / "run_qwen.sh"
 

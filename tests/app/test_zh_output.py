@@ -168,7 +168,7 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     dead = f"http://127.0.0.1:{_dead_port()}"
     outputs = [_text(bed, env, "--help")]
     for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "remove",
-                    "uninstall"):
+                    "uninstall", "team"):
         outputs.append(_text(bed, env, command, "--help"))
     outputs += [
         _text(bed, env, "doctor"),
@@ -194,6 +194,10 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "uninstall", "--yes"),
         _text(bed, env, "status", codes=(2,)),
+        _text(bed, env, "team", "status", codes=(6,)),  # no gateway yet: it says so and how to add a member
+        _text(bed, env, "team", "start", codes=(2,)),
+        _text(bed, env, "team", "add-member", dead, "--key-file", str(tmp_path / "missing-key"), codes=(2,)),
+        _text(bed, env, "team", "add-member", "ftp://pc/x", "--key-file", "-", codes=(2,)),
     ]
     text = "\n".join(outputs)
     print(text)  # what a Chinese user saw, for the report

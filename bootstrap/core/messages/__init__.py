@@ -61,6 +61,7 @@ from bootstrap.core.messages import (
     sources,
     speed_source,
     state,
+    team,
     uninstall,
     verify,
 )
@@ -68,7 +69,7 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus, options, output, speed_source, library)
+                                  bundle_create, identity, logs, gpus, options, output, speed_source, library, team)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -1,0 +1,201 @@
+"""Messages of ``qwenkit team`` (the team gateway over several member installs)."""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "cmd.team": {
+        "en": "one endpoint for a team over several installed PCs (members, users, the gateway)",
+        "zh": "把多台已安装的电脑合成一个团队端点（成员、用户、网关）",
+    },
+    "arg.team_action": {
+        "en": "add-member, remove-member, add-user, remove-user, start, stop or status",
+        "zh": "add-member、remove-member、add-user、remove-user、start、stop 或 status",
+    },
+    "cmd.team_add_member": {
+        "en": "add a member install by its URL and API key (asks it for its slots)",
+        "zh": "按 URL 和 API 密钥添加一台成员电脑（向它查询并发槽位数）",
+    },
+    "cmd.team_remove_member": {"en": "remove a member", "zh": "移除一台成员电脑"},
+    "cmd.team_add_user": {
+        "en": "add a user and print their new key (shown once)",
+        "zh": "添加一个用户并输出其新密钥（只显示一次）",
+    },
+    "cmd.team_remove_user": {"en": "remove a user (their key stops working)", "zh": "移除一个用户（其密钥随即失效）"},
+    "cmd.team_start": {
+        "en": "start the gateway, or apply changes to a running one",
+        "zh": "启动网关，或让正在运行的网关应用更改",
+    },
+    "cmd.team_stop": {"en": "stop the gateway", "zh": "停止网关"},
+    "cmd.team_status": {
+        "en": "the gateway and each member: up or down, busy slots, model",
+        "zh": "网关和每台成员电脑的状态：是否在线、忙碌槽位、模型",
+    },
+    "arg.team_url": {
+        "en": "the member's server, e.g. http://192.168.1.20:8080",
+        "zh": "成员电脑的服务器地址，例如 http://192.168.1.20:8080",
+    },
+    "arg.team_key_file": {
+        "en": "a file holding the member's API key (its secrets/api-key), or - to read it from stdin",
+        "zh": "存放该成员 API 密钥的文件（即其 secrets/api-key），或用 - 从标准输入读取",
+    },
+    "arg.team_name": {"en": "a short name for it (letters, digits, . _ -)", "zh": "一个简短名称（字母、数字、. _ -）"},
+    "arg.team_member": {"en": "the member's name or URL", "zh": "成员名称或 URL"},
+    "arg.team_slots": {
+        "en": "its number of slots, when it cannot be asked now",
+        "zh": "其并发槽位数（当前无法向它查询时使用）",
+    },
+    "arg.team_host": {
+        "en": "the address the gateway listens on (default 127.0.0.1; the PC's LAN address for a team)",
+        "zh": "网关监听的地址（默认 127.0.0.1；团队使用时填本机局域网地址）",
+    },
+    "arg.team_port": {"en": "the gateway's port (default 8090)", "zh": "网关端口（默认 8090）"},
+    "arg.team_nginx": {"en": "the nginx program to run", "zh": "要运行的 nginx 程序"},
+    "team.err_url": {
+        "en": "{url} is not a member URL (http:// or https://, a host and a port, nothing after)",
+        "zh": "{url} 不是有效的成员 URL（需为 http:// 或 https://、主机名和端口，其后不能有路径）",
+    },
+    "team.hint_url": {
+        "en": "Give it as the member's install report shows it, e.g. http://192.168.1.20:8080.",
+        "zh": "请按成员电脑安装报告中的写法填写，例如 http://192.168.1.20:8080。",
+    },
+    "team.err_key": {
+        "en": "the key in {where} is not a usable API key (16-512 letters, digits or - . _ ~ + / =)",
+        "zh": "{where} 中的密钥不是可用的 API 密钥（需为 16-512 个字母、数字或 - . _ ~ + / =）",
+    },
+    "team.hint_key": {
+        "en": "Copy the member's <home>/secrets/api-key file to this PC and pass it with --key-file.",
+        "zh": "请把成员电脑上的 <安装目录>/secrets/api-key 文件复制到本机，并用 --key-file 指定。",
+    },
+    "team.err_key_file": {"en": "cannot read {path}: {reason}", "zh": "无法读取 {path}：{reason}"},
+    "team.err_name": {
+        "en": "{name} is not a usable name (1-64 letters, digits or . _ -, starting with a letter or digit)",
+        "zh": "{name} 不是可用的名称（1-64 个字母、数字或 . _ -，以字母或数字开头）",
+    },
+    "team.hint_name": {
+        "en": "Pick a short name such as alice or pc-2.",
+        "zh": "请取一个简短的名称，例如 alice 或 pc-2。",
+    },
+    "team.err_host": {"en": "{host} is not an address to listen on", "zh": "{host} 不是可监听的地址"},
+    "team.err_port": {
+        "en": "port {port} is not a valid TCP port (1-65535)",
+        "zh": "端口 {port} 不是有效的 TCP 端口（1-65535）",
+    },
+    "team.err_record": {"en": "the team record {path} is damaged: {reason}", "zh": "团队记录 {path} 已损坏：{reason}"},
+    "team.hint_record": {
+        "en": "Restore it from a backup, or delete it and add the members and users again.",
+        "zh": "请从备份恢复，或删除它后重新添加成员和用户。",
+    },
+    "team.err_no_member": {"en": "no member named {name}", "zh": "没有名为 {name} 的成员"},
+    "team.hint_status": {"en": "'qwenkit team status' lists the team.", "zh": "运行 'qwenkit team status' 查看团队。"},
+    "team.err_member_exists": {
+        "en": "a member named {name} or at {url} is already in the team",
+        "zh": "团队中已有名为 {name} 或地址为 {url} 的成员",
+    },
+    "team.hint_member_exists": {
+        "en": "Remove it first ('qwenkit team remove-member {name}'), or give another --name.",
+        "zh": "请先移除它（'qwenkit team remove-member {name}'），或换一个 --name。",
+    },
+    "team.err_member_key": {"en": "{url} refuses this key", "zh": "{url} 拒绝了这个密钥"},
+    "team.hint_member_key": {
+        "en": "Use that PC's own key: the file <home>/secrets/api-key of its install.",
+        "zh": "请使用那台电脑自己的密钥：其安装目录中的 secrets/api-key 文件。",
+    },
+    "team.err_member_down": {"en": "{url} is {state} ({detail})", "zh": "{url} 当前{state}（{detail}）"},
+    "team.hint_member_down": {
+        "en": "Start its server ('qwenkit service start' on that PC) and check the address, or pass --slots N to "
+              "add it anyway.",
+        "zh": "请在那台电脑上启动服务器（'qwenkit service start'）并核对地址，或加上 --slots N 仍然添加。",
+    },
+    "team.err_slots": {"en": "the member's slot count is unknown", "zh": "不知道该成员的并发槽位数"},
+    "team.err_user_exists": {"en": "the team already has a user named {name}", "zh": "团队中已有名为 {name} 的用户"},
+    "team.hint_user_exists": {
+        "en": "To give {name} a new key: 'qwenkit team remove-user {name}', then add-user again.",
+        "zh": "要给 {name} 换新密钥：先运行 'qwenkit team remove-user {name}'，再重新 add-user。",
+    },
+    "team.err_no_user": {"en": "no user named {name}", "zh": "没有名为 {name} 的用户"},
+    "team.err_no_members": {"en": "the team has no member yet", "zh": "团队中还没有成员"},
+    "team.hint_no_members": {
+        "en": "Add one: qwenkit team add-member http://PC:8080 --key-file its-api-key.",
+        "zh": "请先添加：qwenkit team add-member http://电脑地址:8080 --key-file 其密钥文件。",
+    },
+    "team.err_no_users": {"en": "the team has no user yet", "zh": "团队中还没有用户"},
+    "team.hint_no_users": {
+        "en": "Add one: qwenkit team add-user alice (it prints alice's key).",
+        "zh": "请先添加：qwenkit team add-user alice（会输出 alice 的密钥）。",
+    },
+    "team.err_no_nginx": {"en": "nginx is not installed here ({path})", "zh": "此处未安装 nginx（{path}）"},
+    "team.hint_no_nginx": {
+        "en": "Install it (Debian/Ubuntu: apt install nginx; macOS: brew install nginx), or pass --nginx PATH.",
+        "zh": "请先安装（Debian/Ubuntu：apt install nginx；macOS：brew install nginx），或用 --nginx 指定路径。",
+    },
+    "team.err_config": {
+        "en": "nginx refuses the gateway's configuration: {detail}",
+        "zh": "nginx 不接受网关配置：{detail}",
+    },
+    "team.hint_config": {
+        "en": "The port may be taken or the address not this PC's: try another --port or --host.",
+        "zh": "端口可能已被占用，或地址不属于本机：请换一个 --port 或 --host。",
+    },
+    "team.err_start": {"en": "the gateway did not start: {detail}", "zh": "网关未能启动：{detail}"},
+    "team.hint_start": {"en": "What nginx said is in {log}.", "zh": "nginx 的说明见 {log}。"},
+    "team.added_member": {
+        "en": "added member {name} ({url}): {slots} slots, {model}",
+        "zh": "已添加成员 {name}（{url}）：{slots} 个槽位，{model}",
+    },
+    "team.removed_member": {"en": "removed member {name}", "zh": "已移除成员 {name}"},
+    "team.added_user": {
+        "en": "added user {name}; the key above is shown only now: give it to them",
+        "zh": "已添加用户 {name}；上面的密钥只显示这一次，请交给对方",
+    },
+    "team.removed_user": {"en": "removed user {name}", "zh": "已移除用户 {name}"},
+    "team.saved": {
+        "en": "saved; 'qwenkit team start' starts the gateway",
+        "zh": "已保存；运行 'qwenkit team start' 启动网关",
+    },
+    "team.reloaded": {"en": "the running gateway uses it now", "zh": "正在运行的网关已应用更改"},
+    "team.reload_skipped": {
+        "en": "the running gateway keeps its old settings: it needs at least one member and one user",
+        "zh": "正在运行的网关保留旧设置：至少需要一个成员和一个用户",
+    },
+    "team.all_interfaces": {
+        "en": "the gateway listens on every network of this PC (0.0.0.0); anyone who reaches it still needs a key",
+        "zh": "网关在本机所有网络上监听（0.0.0.0）；能访问到它的人仍需密钥",
+    },
+    "team.endpoint": {"en": "Team endpoint: {url}", "zh": "团队端点：{url}"},
+    "team.started": {
+        "en": "gateway running (pid {pid}): {members} members, {users} users; each request is logged in {log}",
+        "zh": "网关正在运行（pid {pid}）：{members} 个成员，{users} 个用户；每个请求记录在 {log}",
+    },
+    "team.stopped": {"en": "gateway stopped", "zh": "网关已停止"},
+    "team.not_running": {"en": "the gateway was not running", "zh": "网关本来就未运行"},
+    "team.member_not_ready": {
+        "en": "member {name} ({url}) is {state}: requests go to the others",
+        "zh": "成员 {name}（{url}）当前{state}：请求会发往其他成员",
+    },
+    "team.status_running": {
+        "en": "Gateway: running (pid {pid}) at {url}",
+        "zh": "网关：正在运行（pid {pid}），地址 {url}",
+    },
+    "team.status_stopped": {"en": "Gateway: not running", "zh": "网关：未运行"},
+    "team.status_member": {
+        "en": "  {name}  {url}  {state}  busy/slots {slots}  {model}",
+        "zh": "  {name}  {url}  {state}  忙碌/槽位 {slots}  {model}",
+    },
+    "team.state_ready": {"en": "ready", "zh": "就绪"},
+    "team.state_loading": {"en": "loading its model", "zh": "正在加载模型"},
+    "team.state_down": {"en": "down", "zh": "无法连接"},
+    "team.state_key_refused": {"en": "refusing the key", "zh": "拒绝密钥"},
+    "team.state_not_llama_server": {"en": "not a llama-server", "zh": "不是 llama-server"},
+    "team.err_unit": {
+        "en": "systemd refused 'systemctl --user {command}' for the gateway: {detail}",
+        "zh": "systemd 拒绝了网关的 'systemctl --user {command}'：{detail}",
+    },
+    "team.hint_unit": {
+        "en": "'journalctl --user -u qwenclientkit-team' shows why; 'qwenkit team status' shows the gateway.",
+        "zh": "运行 'journalctl --user -u qwenclientkit-team' 查看原因；'qwenkit team status' 显示网关状态。",
+    },
+    "team.no_service": {
+        "en": "no service manager runs here: the gateway runs until this PC restarts ('qwenkit team start' then)",
+        "zh": "此处没有运行服务管理器：网关会一直运行到本机重启（重启后请运行 'qwenkit team start'）",
+    },
+}
