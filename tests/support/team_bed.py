@@ -1,0 +1,95 @@
+"""The team endpoint's bed on the LAN of network namespaces (tests/support/lan.py): members, the gateway, clients.
+
+Shared by the e2e test (tests/e2e/test_team_gateway.py) and the bench (scripts/bench_team.py): each member is the
+test bed's real llama-server bound to its host's LAN address with a key of its own; the gateway host runs the kit's
+``qwenkit team`` commands; the client host runs ``stream_clients.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support import lan
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = ROOT / "tests" / "support" / "stream_clients.py"
+PORT = 8080
+GATEWAY_PORT = 8090
+# Two slots, one thread each: two members share this machine's two cores.
+MEMBER_ARGS = ("-c", "2048", "-np", "2", "-t", "1", "--no-jinja", "--chat-template", "gemma", "--cache-ram", "0")
+
+
+def kit(host: lan.Host, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``qwenkit ARGS`` run on ``host`` (this checkout's package, English messages)."""
+    env = {**os.environ, "QWENKIT_HOME": str(home), "QWENKIT_LANG": "en"}
+    return host.run([sys.executable, "-m", "bootstrap", *args], check=False, text=True, env=env, cwd=ROOT,
+                    timeout=120)
+
+
+def start_member(host: lan.Host, binary: Path, model: Path, key: str, log: Path,
+                 args: tuple[str, ...] = MEMBER_ARGS) -> subprocess.Popen[bytes]:
+    with log.open("ab") as sink:
+        return host.popen([str(binary), "-m", str(model), "--host", host.address, "--port", str(PORT),
+                           "--api-key", key, *args], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def wait_ready(client: lan.Host, url: str, timeout: float = 120,
+               server: subprocess.Popen[Any] | None = None) -> None:
+    """Until ``url`` answers 200 from ``client`` (a member's ``/health``); ``ServerExited`` as soon as ``server``
+    (the process behind it) has ended."""
+    probe = "import sys, urllib.request as u; u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=3)"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server is not None and server.poll() is not None:
+            raise ServerExited(f"the server behind {url} exited with status {server.returncode}")
+        if client.run([sys.executable, "-I", "-c", probe, url], check=False).returncode == 0:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} did not become ready")
+
+
+class ServerExited(RuntimeError):
+    """The server a wait was for has ended."""
+
+
+def member_url(host: lan.Host) -> str:
+    return f"http://{host.address}:{PORT}"
+
+
+def start_gateway(gateway: lan.Host, home: Path, members: dict[str, tuple[lan.Host, str]],
+                  work: Path) -> tuple[str, str]:
+    """Add ``members`` (name → host, key) and one user, start the gateway on ``gateway``'s address; the endpoint
+    and the user's key."""
+    for name, (host, key) in members.items():
+        key_file = work / f"{name}-api-key"
+        key_file.write_text(key + "\n")
+        added = kit(gateway, home, "team", "add-member", member_url(host), "--key-file", str(key_file), "--name", name)
+        if added.returncode != 0:
+            raise RuntimeError(added.stderr)
+    user = kit(gateway, home, "team", "add-user", "alice")
+    started = kit(gateway, home, "team", "start", "--host", gateway.address, "--port", str(GATEWAY_PORT))
+    if user.returncode != 0 or started.returncode != 0:
+        raise RuntimeError(user.stderr + started.stderr)
+    return f"http://{gateway.address}:{GATEWAY_PORT}/v1", user.stdout.strip()
+
+
+def stream(client: lan.Host, url: str, key: str, clients: int, seconds: float,
+           max_tokens: int = 32) -> subprocess.Popen[str]:
+    """``clients`` streaming chat clients on ``client`` for ``seconds`` (see ``stream_clients.py``)."""
+    return client.popen([sys.executable, str(CLIENTS), url, key, "--clients", str(clients), "--seconds",
+                         str(seconds), "--max-tokens", str(max_tokens)], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+
+
+def records(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
+    """The clients' JSON lines, once they are done."""
+    out, err = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(err)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
