@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ def _summary(done: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     ok = [r for r in done if r["error"] is None]
     firsts = [r["first"] for r in ok if r["first"] is not None]
     p50, p95 = percentile(firsts, 50), percentile(firsts, 95)
-    return {"requests": len(done), "failed": len(done) - len(ok),
+    errors = Counter(str(r["error"]) for r in done if r["error"] is not None)
+    return {"requests": len(done), "failed": len(done) - len(ok), "errors": dict(errors),
             "tok_s": round(sum(r["tokens"] for r in ok) / seconds, 1),
             "ttft_p50_s": None if p50 is None else round(p50, 3), "ttft_p95_s": None if p95 is None else round(p95, 3)}
 
@@ -75,6 +77,7 @@ def _failover(client: lan.Host, url: str, key: str, victim: Any) -> dict[str, An
     after = sorted(r["start"] + r["first"] for r in done if r["start"] >= kill_at and r["first"] is not None)
     return {"requests": len(done),
             "failed_before_first_token": sum(1 for r in done if r["error"] and r["first"] is None),
+            "errors": dict(Counter(str(r["error"]) for r in done if r["error"] is not None)),
             "failed_mid_stream": sum(1 for r in done if r["error"] and r["first"] is not None),
             "first_token_after_kill_s": round(after[0] - kill_at, 3) if after else None}
 

@@ -56,6 +56,7 @@ class Team:
     port: int = DEFAULT_PORT
     members: list[Member] = field(default_factory=list)
     users: dict[str, str] = field(default_factory=dict)
+    nginx: str = ""  # the nginx given with --nginx at start, used again by reloads and stop ("": found on PATH)
 
     def member(self, name_or_url: str) -> Member | None:
         wanted = name_or_url.rstrip("/")
@@ -117,7 +118,8 @@ def load(home: Home) -> Team:
         return Team(host=check_host(raw["host"]), port=int(raw["port"]),
                     members=[Member(check_name(m["name"]), member_url(m["url"]), check_key(m["key"], m["name"]),
                                     int(m["slots"])) for m in raw["members"]],
-                    users={check_name(name): check_key(key, name) for name, key in raw["users"].items()})
+                    users={check_name(name): check_key(key, name) for name, key in raw["users"].items()},
+                    nginx=str(raw.get("nginx", "")))
     except UsageError as exc:  # a value that could not reach nginx safely: the file was edited or damaged
         raise UsageError(t("team.err_record", path=path, reason=exc.message), t("team.hint_record")) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -130,5 +132,5 @@ def save(home: Home, team: Team) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(DIR_MODE)
     document = {"schema": SCHEMA, "host": team.host, "port": team.port,
-                "members": [asdict(m) for m in team.members], "users": dict(team.users)}
+                "members": [asdict(m) for m in team.members], "users": dict(team.users), "nginx": team.nginx}
     write_atomic(record_file(home), (json.dumps(document, indent=2) + "\n").encode(), mode=FILE_MODE)

@@ -93,6 +93,19 @@ def _worker_user(prefix: Path) -> str:
         return ""
 
 
+def running_pid(home: Home) -> int | None:
+    """The gateway master's pid while it runs (its pid file names a live nginx), else None; needs no nginx binary,
+    so ``status`` works where nginx was removed."""
+    try:
+        pid = int((home.team_dir / PID).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    with contextlib.suppress(psutil.Error):
+        if psutil.pid_exists(pid) and "nginx" in psutil.Process(pid).name():
+            return pid
+    return None
+
+
 class Gateway:
     """The nginx of one home's team."""
 
@@ -141,15 +154,7 @@ class Gateway:
         return ports
 
     def pid(self) -> int | None:
-        """The master's pid while it runs (its pid file names a live nginx), else None."""
-        try:
-            pid = int((self.prefix / PID).read_text().strip())
-        except (OSError, ValueError):
-            return None
-        with contextlib.suppress(psutil.Error):
-            if psutil.pid_exists(pid) and "nginx" in psutil.Process(pid).name():
-                return pid
-        return None
+        return running_pid(self.home)
 
     def start(self) -> int:
         """Start the gateway (or apply a new configuration to a running one); its master's pid. Started under

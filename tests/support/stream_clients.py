@@ -53,7 +53,7 @@ def one_request(session: requests.Session, url: str, key: str, max_tokens: int, 
                         record["tokens"] += 1
                         if record["first"] is None:
                             record["first"] = round(time.monotonic() - start, 3)
-    except (requests.RequestException, ValueError) as exc:
+    except Exception as exc:  # requests' errors, urllib3's for a stream cut mid-way (ProtocolError), bad JSON
         record["error"] = type(exc).__name__
     finally:
         record["end"] = round(time.monotonic() - began, 3)
@@ -65,6 +65,9 @@ def one_request(session: requests.Session, url: str, key: str, max_tokens: int, 
 def _client(url: str, key: str, max_tokens: int, began: float, until: float) -> None:
     with requests.Session() as session:
         session.trust_env = False
+        # A connection per request: a kept-alive socket the server has closed fails the next request with
+        # "Remote end closed connection without response", which is the client's doing, not the server's.
+        session.headers["Connection"] = "close"
         while time.monotonic() < until:
             record = one_request(session, url, key, max_tokens, began)
             with _lock:

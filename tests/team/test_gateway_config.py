@@ -28,7 +28,7 @@ def test_the_configuration_routes_by_slots_and_carries_each_members_key() -> Non
     text = render_config(TEAM, Nginx(Path("nginx"), "1.22.1", frozenset({"uwsgi"})), inner_ports=[41001, 41002],
                          inner_secret="s3cr3t")
     assert "least_conn;" in text
-    assert "server 127.0.0.1:41001 weight=4 max_fails=1" in text and "server 127.0.0.1:41002 weight=1" in text
+    assert "server 127.0.0.1:41001 weight=4 max_fails=2" in text and "server 127.0.0.1:41002 weight=1" in text
     assert 'proxy_set_header Authorization "Bearer member-one-key-0123456789";' in text
     assert "proxy_pass https://member_2;" in text and "server pc-2.lan:8443;" in text
     assert f'"Bearer {"sk-team-" + "a" * 40}" alice;' in text

@@ -30,7 +30,8 @@ from bootstrap.core.home_lock import home_lock
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS
 from bootstrap.team import config, members
 from bootstrap.team.config import Member, Team
-from bootstrap.team.gateway import ACCESS_LOG, Gateway, find_nginx
+from bootstrap.team.gateway import ACCESS_LOG, Gateway, find_nginx, running_pid
+from bootstrap.team.service import TeamService
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
         elif action == "start":
             return _start(home, team, args)
         elif action == "stop":
-            gateway = Gateway(home, find_nginx(None))
-            console.ok(t("team.stopped") if gateway.stop() else t("team.not_running"))
+            if running_pid(home) is None and not TeamService(home).installed():
+                console.ok(t("team.not_running"))
+                return 0
+            console.ok(t("team.stopped") if Gateway(home, find_nginx(team.nginx or None)).stop()
+                       else t("team.not_running"))
             return 0
         config.save(home, team)
         _apply(home, team)
@@ -102,10 +106,10 @@ def _add_member(team: Team, args: argparse.Namespace) -> None:
 
 def _apply(home: Home, team: Team) -> None:
     """A change to a running gateway takes effect now (reload); a stopped one just keeps the record."""
-    gateway = Gateway(home, find_nginx(None))
-    if gateway.pid() is None:
+    if running_pid(home) is None:
         console.info(t("team.saved"))
         return
+    gateway = Gateway(home, find_nginx(team.nginx or None))
     if not team.members or not team.users:
         console.warn(t("team.reload_skipped"))
         return
@@ -125,7 +129,9 @@ def _start(home: Home, team: Team, args: argparse.Namespace) -> int:
         raise UsageError(t("team.err_no_members"), t("team.hint_no_members"))
     if not team.users:
         raise UsageError(t("team.err_no_users"), t("team.hint_no_users"))
-    gateway = Gateway(home, find_nginx(args.nginx))
+    if args.nginx is not None:
+        team.nginx = args.nginx
+    gateway = Gateway(home, find_nginx(team.nginx or None))
     if team.host in WILDCARD_HOSTS:
         console.warn(t("team.all_interfaces"))
     gateway.write_config(team)
@@ -152,7 +158,7 @@ def _state_text(state: str) -> str:
 
 def _status(home: Home, args: argparse.Namespace) -> int:
     team = config.load(home)
-    pid = Gateway(home, find_nginx(None)).pid() if team.members else None
+    pid = running_pid(home)
     states = [(m, members.describe(m)) for m in team.members]
     healthy = pid is not None and any(s.ready for _, s in states)
     if args.json:
