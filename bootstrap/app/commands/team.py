@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     action = args.team_action
     if action == "status":
         return _status(home, args)
+    new_key = None
     with home_lock(Home(home.team_dir), "team"):
         team = config.load(home)
         if action == "add-member":
@@ -53,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
             name = config.check_name(args.name)
             if name in team.users:
                 raise UsageError(t("team.err_user_exists", name=name), t("team.hint_user_exists", name=name))
-            team.users[name] = config.new_user_key()
-            console.out(team.users[name])
-            console.ok(t("team.added_user", name=name))
+            team.users[name] = new_key = config.new_user_key()
         elif action == "remove-user":
             if team.users.pop(args.name, None) is None:
                 raise UsageError(t("team.err_no_user", name=args.name), t("team.hint_status"))
@@ -70,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
                        else t("team.not_running"))
             return 0
         config.save(home, team)
+        if new_key is not None:  # shown once it is saved: a key printed but lost would not work
+            console.out(new_key)
+            console.ok(t("team.added_user", name=args.name))
         _apply(home, team)
     return 0
 
