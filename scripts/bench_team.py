@@ -9,8 +9,9 @@ kit's ``qwenkit team`` with nginx; ``client`` runs ``tests/support/stream_client
 Lines (one JSON document each):
 - ``direct`` and ``gateway``: per client count, aggregate tokens/s over the window, P50/P95 time to first token,
   failed requests; ``ratio_tok_s`` is gateway over direct at each count;
-- ``failover``: four clients through the gateway, ``m2`` SIGKILLed 6 s in: requests failed before and after their
-  first token, and ``first_token_after_kill_s`` (from the kill to the first token of a request begun after it);
+- ``failover``: four clients through the gateway, ``m2`` SIGKILLed 6 s in: requests failed before their answer
+  began (what the gateway must retry elsewhere) and after (streams cut with their member), and
+  ``first_token_after_kill_s`` (from the kill to the first token of a request begun after it);
 - ``rpc`` (unless ``--no-rpc``): one client, 48 tokens, Gemma on ``m1`` alone vs ``m1`` as the head with
   ``m2``'s ``ggml-rpc-server`` holding the layers (``--rpc``, ``-ngl 99``): tokens/s and the ratio.
 
@@ -76,9 +77,11 @@ def _failover(client: lan.Host, url: str, key: str, victim: Any) -> dict[str, An
     done = records(run)
     after = sorted(r["start"] + r["first"] for r in done if r["start"] >= kill_at and r["first"] is not None)
     return {"requests": len(done),
-            "failed_before_first_token": sum(1 for r in done if r["error"] and r["first"] is None),
+            # Before the answer began (no status, or an error status): what a gateway can and must retry elsewhere.
+            "failed_before_answer": sum(1 for r in done if r["error"] and r["status"] != 200),
+            # After the member had begun its answer (200 sent): a stream cut when its member died.
+            "failed_mid_stream": sum(1 for r in done if r["error"] and r["status"] == 200),
             "errors": dict(Counter(str(r["error"]) for r in done if r["error"] is not None)),
-            "failed_mid_stream": sum(1 for r in done if r["error"] and r["first"] is not None),
             "first_token_after_kill_s": round(after[0] - kill_at, 3) if after else None}
 
 

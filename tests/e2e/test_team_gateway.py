@@ -3,8 +3,9 @@
 Each member is a real llama-server with Gemma 3 270M bound to its LAN address with a key of its own and two slots;
 the gateway host runs ``qwenkit team`` (add-member, add-user, start) and its nginx; the client host streams chats
 through the gateway with a user's key. One member is SIGKILLed while four clients stream: no request may fail
-before its first token (a failure there is retried on the other member), every request begun after the kill is
-answered, and the gateway's ``status`` names the dead member. When it comes back, it is put back into service.
+before its answer began (a failure there is retried on the other member; a stream already under way on the dead
+member is cut), every request begun after the kill is answered, and the gateway's ``status`` names the dead member.
+When it comes back, it is put back into service.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def test_two_members_behind_the_gateway_serve_a_team_and_survive_one_dying(
         status = kit(gw, home, "team", "status")
         done = records(run)
         ok = [r for r in done if r["error"] is None]
-        assert [r for r in done if r["error"] is not None and r["first"] is None] == []  # none before a token
+        # None failed before its answer began (what the gateway retries elsewhere); only streams under way on m1
+        # may be cut (status 200 received, then the connection closed).
+        assert [r for r in done if r["error"] is not None and r["status"] != 200] == []
         assert len(ok) >= 8
         # Passed through: tokens arrived in reads of their own, not the whole answer at once.
         assert sum(r["reads"] for r in ok) >= 0.8 * sum(r["tokens"] for r in ok)
