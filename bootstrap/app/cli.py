@@ -278,6 +278,11 @@ def _add_team(sub: Subcommands) -> None:
     start.add_argument("--nginx", metavar="PATH", help=t("arg.team_nginx"))
     action("stop")
     action("status").add_argument("--json", action="store_true", help=t("cli.json"))
+    worker = action("worker-start")
+    worker.add_argument("--host", required=True, metavar="H", help=t("arg.rpc_host"))
+    worker.add_argument("--port", type=int, default=50052, metavar="P", help=t("arg.rpc_port"))
+    worker.add_argument("--accept-rpc-risk", action="store_true", help=t("arg.rpc_accept"))
+    action("worker-stop")
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from bootstrap.core.errors import ExitCode, SourceError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS
-from bootstrap.team import config, members
+from bootstrap.team import config, members, rpc_worker
 from bootstrap.team.config import Member, Team
 from bootstrap.team.gateway import ACCESS_LOG, Gateway, find_nginx, running_pid
 from bootstrap.team.service import TeamService
@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     action = args.team_action
     if action == "status":
         return _status(home, args)
+    if action in ("worker-start", "worker-stop"):
+        return _worker(home, args)
     new_key = None
     with home_lock(Home(home.team_dir), "team"):
         team = config.load(home)
@@ -73,6 +75,21 @@ def run(args: argparse.Namespace) -> int:
             console.out(new_key)
             console.ok(t("team.added_user", name=args.name))
         _apply(home, team)
+    return 0
+
+
+def _worker(home: Home, args: argparse.Namespace) -> int:
+    """This PC as an RPC worker (``team.rpc_worker``): private address, opt-in, the installed engine's worker."""
+    if args.team_action == "worker-stop":
+        console.ok(t("rpc.stopped") if rpc_worker.stop(home) else t("rpc.not_running"))
+        return 0
+    if not 1 <= args.port <= 65535:
+        raise UsageError(t("team.err_port", port=args.port), t("hint.usage"))
+    host = rpc_worker.check_address(args.host)
+    rpc_worker.worker_binary(home)  # installed, with a worker, before anything is recorded
+    rpc_worker.opt_in(home, args.accept_rpc_risk)
+    pid = rpc_worker.start(home, host, args.port)
+    console.ok(t("rpc.started", pid=pid, host=host, port=args.port))
     return 0
 
 
@@ -177,6 +194,9 @@ def _status(home: Home, args: argparse.Namespace) -> int:
                       slots=slots, model=state.model or "-"))
         if not state.ready:
             console.warn(t("team.member_not_ready", name=member.name, url=member.url, state=_state_text(state.state)))
+    worker = rpc_worker.running_pid(home)
+    if worker is not None:
+        console.out(t("rpc.status_running", pid=worker))
     if not team.members:
         console.info(t("team.hint_no_members"))
     return 0 if healthy else int(ExitCode.SERVER)

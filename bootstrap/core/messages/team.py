@@ -198,4 +198,77 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "no service manager runs here: the gateway runs until this PC restarts ('qwenkit team start' then)",
         "zh": "此处没有运行服务管理器：网关会一直运行到本机重启（重启后请运行 'qwenkit team start'）",
     },
+    "cmd.team_worker_start": {
+        "en": "lend this PC to a head as a llama.cpp RPC worker (private address only; read the warning)",
+        "zh": "把本机作为 llama.cpp RPC worker 借给主节点使用（仅限私有地址；请先阅读警告）",
+    },
+    "cmd.team_worker_stop": {"en": "stop this PC's RPC worker", "zh": "停止本机的 RPC worker"},
+    "arg.rpc_host": {
+        "en": "the private address the head reaches this PC on (never 0.0.0.0)",
+        "zh": "主节点访问本机所用的私有地址（绝不能是 0.0.0.0）",
+    },
+    "arg.rpc_port": {"en": "the worker's port (default 50052)", "zh": "worker 端口（默认 50052）"},
+    "arg.rpc_accept": {
+        "en": "I know the RPC protocol has no authentication and no encryption",
+        "zh": "我已知晓 RPC 协议既无身份验证也不加密",
+    },
+    "rpc.err_not_ip": {"en": "{host} is not an IP address", "zh": "{host} 不是 IP 地址"},
+    "rpc.err_wildcard": {
+        "en": "an RPC worker never listens on every network ({host})",
+        "zh": "RPC worker 绝不在所有网络上监听（{host}）",
+    },
+    "rpc.err_public": {
+        "en": "{host} is not a private address: an RPC worker there could be reached from outside",
+        "zh": "{host} 不是私有地址：在此监听的 RPC worker 可能被外部访问",
+    },
+    "rpc.hint_address": {
+        "en": "Give this PC's LAN address (10.x, 172.16-31.x, 192.168.x, or a VPN's 100.64-127.x), or 127.0.0.1 "
+              "with an SSH tunnel from the head.",
+        "zh": "请填写本机的局域网地址（10.x、172.16-31.x、192.168.x 或 VPN 的 100.64-127.x），或 127.0.0.1 并由主节点"
+              "通过 SSH 隧道连接。",
+    },
+    "rpc.err_opt_in": {
+        "en": "an RPC worker runs whatever its head sends it, unauthenticated and unencrypted",
+        "zh": "RPC worker 会执行主节点发来的任何内容，既无身份验证也不加密",
+    },
+    "rpc.hint_opt_in": {
+        "en": "Only on a network where you trust every device: rerun with --accept-rpc-risk (docs/team-endpoint.md).",
+        "zh": "仅在信任网络中每台设备时使用：加上 --accept-rpc-risk 重新运行（见 docs/team-endpoint.md）。",
+    },
+    "rpc.warning": {
+        "en": "llama.cpp: \"Never run the RPC server on an open network or in a sensitive environment!\" Anyone who "
+              "reaches this port can run code as this user; firewall it to the head's address.",
+        "zh": "llama.cpp 官方提示：切勿在开放网络或敏感环境中运行 RPC 服务器！任何能访问此端口的人都能以当前用户身份"
+              "执行代码；请用防火墙只允许主节点的地址访问。",
+    },
+    "rpc.err_not_installed": {"en": "nothing is installed in {home}", "zh": "{home} 中尚未安装任何内容"},
+    "rpc.hint_not_installed": {
+        "en": "Install this PC from the team's bundle first: qwenkit install --bundle DIR.",
+        "zh": "请先用团队的离线安装包安装本机：qwenkit install --bundle 目录。",
+    },
+    "rpc.err_no_worker": {
+        "en": "the installed engine ({engine}) has no ggml-rpc-server",
+        "zh": "已安装的引擎（{engine}）没有 ggml-rpc-server",
+    },
+    "rpc.hint_no_worker": {
+        "en": "Install an engine build with llama.cpp's RPC backend (upstream's release archives carry it).",
+        "zh": "请安装带有 llama.cpp RPC 后端的引擎构建（官方发布包中包含）。",
+    },
+    "rpc.err_running": {
+        "en": "this PC's RPC worker already runs (pid {pid})",
+        "zh": "本机的 RPC worker 已在运行（pid {pid}）",
+    },
+    "rpc.hint_running": {
+        "en": "'qwenkit team worker-stop' stops it.",
+        "zh": "运行 'qwenkit team worker-stop' 可停止它。",
+    },
+    "rpc.err_start": {"en": "the RPC worker did not start: {detail}", "zh": "RPC worker 未能启动：{detail}"},
+    "rpc.hint_start": {"en": "Its log is {log}.", "zh": "日志见 {log}。"},
+    "rpc.started": {
+        "en": "RPC worker running (pid {pid}) at {host}:{port}; on the head: --rpc {host}:{port}",
+        "zh": "RPC worker 正在运行（pid {pid}），地址 {host}:{port}；主节点使用：--rpc {host}:{port}",
+    },
+    "rpc.stopped": {"en": "RPC worker stopped", "zh": "RPC worker 已停止"},
+    "rpc.not_running": {"en": "no RPC worker was running", "zh": "RPC worker 本来就未运行"},
+    "rpc.status_running": {"en": "RPC worker: running (pid {pid})", "zh": "RPC worker：正在运行（pid {pid}）"},
 }
