@@ -108,3 +108,16 @@ def run_command(argv: Sequence[str | Path], timeout: float = DEFAULT_TIMEOUT_S,
         return subprocess.CompletedProcess(args, NOT_STARTED, "", exc.strerror or str(exc))
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(args, TIMED_OUT, "", f"timed out after {timeout:g} s")
+
+
+def live_pid(pid_file: Path, name: str) -> int | None:
+    """The pid ``pid_file`` names while a process of that pid runs a program called ``name`` (a prefix: Linux
+    keeps 15 characters of it, Windows adds ``.exe``); None when the file is missing or stale (the pid reused)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    with contextlib.suppress(psutil.Error):
+        if psutil.pid_exists(pid) and psutil.Process(pid).name().startswith(name[:15]):
+            return pid
+    return None

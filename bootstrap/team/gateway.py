@@ -24,7 +24,7 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError, UnsupportedMachine
 from bootstrap.core.home import Home
-from bootstrap.core.processes import run_command
+from bootstrap.core.processes import live_pid, run_command
 from bootstrap.core.templating import render_template
 from bootstrap.team.config import DIR_MODE, FILE_MODE, Team
 from bootstrap.team.service import TeamService
@@ -94,16 +94,9 @@ def _worker_user(prefix: Path) -> str:
 
 
 def running_pid(home: Home) -> int | None:
-    """The gateway master's pid while it runs (its pid file names a live nginx), else None; needs no nginx binary,
-    so ``status`` works where nginx was removed."""
-    try:
-        pid = int((home.team_dir / PID).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    with contextlib.suppress(psutil.Error):
-        if psutil.pid_exists(pid) and "nginx" in psutil.Process(pid).name():
-            return pid
-    return None
+    """The gateway master's pid while it runs, else None; needs no nginx binary, so ``status`` works where nginx
+    was removed."""
+    return live_pid(home.team_dir / PID, "nginx")
 
 
 class Gateway:

@@ -30,7 +30,7 @@ from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.console import t, warn
 from bootstrap.core.errors import ServerError, UnsupportedMachine, UsageError
 from bootstrap.core.home import Home
-from bootstrap.core.processes import detached_options, kill_tree
+from bootstrap.core.processes import detached_options, kill_tree, live_pid
 from bootstrap.record.state import launch_spec, load_state
 
 WORKER = "ggml-rpc-server"
@@ -82,14 +82,7 @@ def worker_binary(home: Home) -> Path:
 
 
 def running_pid(home: Home) -> int | None:
-    try:
-        pid = int((home.team_dir / PID_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    with contextlib.suppress(psutil.Error):
-        if psutil.pid_exists(pid) and psutil.Process(pid).name().startswith(WORKER[:15]):
-            return pid
-    return None
+    return live_pid(home.team_dir / PID_FILE, WORKER)
 
 
 def start(home: Home, host: str, port: int, *, threads: int | None = None) -> int:
