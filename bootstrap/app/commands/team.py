@@ -25,6 +25,7 @@ from pathlib import Path
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.errors import ExitCode, SourceError, UsageError
+from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS
@@ -99,7 +100,7 @@ def _read_key(source: str) -> str:
     try:
         return config.check_key(Path(source).read_text(encoding="utf-8", errors="replace"), source)
     except OSError as exc:
-        raise UsageError(t("team.err_key_file", path=source, reason=exc.strerror or exc), t("team.hint_key")) from None
+        raise UsageError(t("team.err_key_file", path=source, reason=os_reason(exc)), t("team.hint_key")) from None
 
 
 def _add_member(team: Team, args: argparse.Namespace) -> None:

@@ -52,7 +52,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.team_nginx": {"en": "the nginx program to run", "zh": "要运行的 nginx 程序"},
     "team.err_url": {
         "en": "{url} is not a member URL (http:// or https://, a host and a port, nothing after)",
-        "zh": "{url} 不是有效的成员 URL（需为 http:// 或 https://、主机名和端口，其后不能有路径）",
+        "zh": "{url} 不是有效的成员 URL（需为 HTTP 或 HTTPS 地址，含主机名和端口，其后不能有路径）",
     },
     "team.hint_url": {
         "en": "Give it as the member's install report shows it, e.g. http://192.168.1.20:8080.",
@@ -115,8 +115,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "team.err_no_user": {"en": "no user named {name}", "zh": "没有名为 {name} 的用户"},
     "team.err_no_members": {"en": "the team has no member yet", "zh": "团队中还没有成员"},
     "team.hint_no_members": {
-        "en": "Add one: qwenkit team add-member http://PC:8080 --key-file its-api-key.",
-        "zh": "请先添加：qwenkit team add-member http://电脑地址:8080 --key-file 其密钥文件。",
+        "en": "Add one: 'qwenkit team add-member http://192.168.1.21:8080 --key-file its-api-key'.",
+        "zh": "请先添加：'qwenkit team add-member http://192.168.1.21:8080 --key-file 其密钥文件'。",
     },
     "team.err_no_users": {"en": "the team has no user yet", "zh": "团队中还没有用户"},
     "team.hint_no_users": {
@@ -200,14 +200,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "cmd.team_worker_start": {
         "en": "lend this PC to a head as a llama.cpp RPC worker (private address only; read the warning)",
-        "zh": "把本机作为 llama.cpp RPC worker 借给主节点使用（仅限私有地址；请先阅读警告）",
+        "zh": "把本机作为 llama.cpp RPC 工作节点借给主节点使用（仅限私有地址；请先阅读警告）",
     },
-    "cmd.team_worker_stop": {"en": "stop this PC's RPC worker", "zh": "停止本机的 RPC worker"},
+    "cmd.team_worker_stop": {"en": "stop this PC's RPC worker", "zh": "停止本机的 RPC 工作节点"},
     "arg.rpc_host": {
         "en": "the private address the head reaches this PC on (never 0.0.0.0)",
         "zh": "主节点访问本机所用的私有地址（绝不能是 0.0.0.0）",
     },
-    "arg.rpc_port": {"en": "the worker's port (default 50052)", "zh": "worker 端口（默认 50052）"},
+    "arg.rpc_port": {"en": "the worker's port (default 50052)", "zh": "工作节点端口（默认 50052）"},
     "arg.rpc_accept": {
         "en": "I know the RPC protocol has no authentication and no encryption",
         "zh": "我已知晓 RPC 协议既无身份验证也不加密",
@@ -215,11 +215,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     "rpc.err_not_ip": {"en": "{host} is not an IP address", "zh": "{host} 不是 IP 地址"},
     "rpc.err_wildcard": {
         "en": "an RPC worker never listens on every network ({host})",
-        "zh": "RPC worker 绝不在所有网络上监听（{host}）",
+        "zh": "RPC 工作节点绝不在所有网络上监听（{host}）",
     },
     "rpc.err_public": {
         "en": "{host} is not a private address: an RPC worker there could be reached from outside",
-        "zh": "{host} 不是私有地址：在此监听的 RPC worker 可能被外部访问",
+        "zh": "{host} 不是私有地址：在此监听的 RPC 工作节点可能被外部访问",
     },
     "rpc.hint_address": {
         "en": "Give this PC's LAN address (10.x, 172.16-31.x, 192.168.x, or a VPN's 100.64-127.x), or 127.0.0.1 "
@@ -229,7 +229,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "rpc.err_opt_in": {
         "en": "an RPC worker runs whatever its head sends it, unauthenticated and unencrypted",
-        "zh": "RPC worker 会执行主节点发来的任何内容，既无身份验证也不加密",
+        "zh": "RPC 工作节点会执行主节点发来的任何内容，既无身份验证也不加密",
     },
     "rpc.hint_opt_in": {
         "en": "Only on a network where you trust every device: rerun with --accept-rpc-risk (docs/team-endpoint.md).",
@@ -256,19 +256,19 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "rpc.err_running": {
         "en": "this PC's RPC worker already runs (pid {pid})",
-        "zh": "本机的 RPC worker 已在运行（pid {pid}）",
+        "zh": "本机的 RPC 工作节点已在运行（pid {pid}）",
     },
     "rpc.hint_running": {
         "en": "'qwenkit team worker-stop' stops it.",
         "zh": "运行 'qwenkit team worker-stop' 可停止它。",
     },
-    "rpc.err_start": {"en": "the RPC worker did not start: {detail}", "zh": "RPC worker 未能启动：{detail}"},
+    "rpc.err_start": {"en": "the RPC worker did not start: {detail}", "zh": "RPC 工作节点未能启动：{detail}"},
     "rpc.hint_start": {"en": "Its log is {log}.", "zh": "日志见 {log}。"},
     "rpc.started": {
         "en": "RPC worker running (pid {pid}) at {host}:{port}; on the head: --rpc {host}:{port}",
-        "zh": "RPC worker 正在运行（pid {pid}），地址 {host}:{port}；主节点使用：--rpc {host}:{port}",
+        "zh": "RPC 工作节点正在运行（pid {pid}），地址 {host}:{port}；主节点使用：--rpc {host}:{port}",
     },
-    "rpc.stopped": {"en": "RPC worker stopped", "zh": "RPC worker 已停止"},
-    "rpc.not_running": {"en": "no RPC worker was running", "zh": "RPC worker 本来就未运行"},
-    "rpc.status_running": {"en": "RPC worker: running (pid {pid})", "zh": "RPC worker：正在运行（pid {pid}）"},
+    "rpc.stopped": {"en": "RPC worker stopped", "zh": "RPC 工作节点已停止"},
+    "rpc.not_running": {"en": "no RPC worker was running", "zh": "RPC 工作节点本来就未运行"},
+    "rpc.status_running": {"en": "RPC worker: running (pid {pid})", "zh": "RPC 工作节点：正在运行（pid {pid}）"},
 }
