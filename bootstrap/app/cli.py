@@ -197,6 +197,7 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--verify", action="store_true", help=t("arg.verify"))
     install.add_argument("--no-venv", action="store_true", help=t("arg.no_venv"))
     install.add_argument("--hardware", metavar="FILE.json", help=t("arg.install_hardware"))
+    install.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.install_rpc"))
     install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
     install.add_argument("--default", action="store_true", help=t("arg.install_default"))
 

@@ -24,7 +24,9 @@ SCHEMA_VERSION = 1
 # A profile is a few KiB; refusing anything far larger keeps a hostile --hardware file from costing memory.
 MAX_PROFILE_BYTES = 1 << 20
 VERDICTS = ("ok", "warn", "fail")
-GPU_VENDORS = ("nvidia", "apple", "amd", "intel", "unknown")
+# "rpc": a device lent by a llama.cpp RPC worker on another PC (``install --rpc``; its name is the worker's IP:PORT,
+# its engine_device "RPC0"…), never detected here: the install adds it from the engine's view (tune/devices.py).
+GPU_VENDORS = ("nvidia", "apple", "amd", "intel", "unknown", "rpc")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class Freshness:
 
 
 def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None,
-          ctx: int | None = None) -> Freshness:
+          ctx: int | None = None, rpc: tuple[str, ...] = ()) -> Freshness:
     """Whether a rerun can stop here (the server may still need a start: that is the installer's business).
     ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's); ``ctx``: the
     context asked for (``install --ctx``; None: the plan's)."""
@@ -45,6 +45,9 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     recorded_ctx = state.request.ctx if state.request is not None else None
     if recorded_ctx != ctx:
         reasons.append(t("options.fresh_ctx_changed", old=_ctx_text(recorded_ctx), new=_ctx_text(ctx)))
+    recorded_rpc = state.request.rpc if state.request is not None else ()
+    if recorded_rpc != rpc:
+        reasons.append(t("rpc.fresh_changed", old=",".join(recorded_rpc) or "none", new=",".join(rpc) or "none"))
     if state.kit_version != __version__:
         reasons.append(t("fresh.kit_changed", old=state.kit_version, new=__version__))
     found = engine_marker.find_installed(home, state.engine.variant)

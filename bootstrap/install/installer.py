@@ -73,6 +73,7 @@ class InstallRequest:
     thinking: bool | None = None  # install --thinking on|off; None: as recorded, else the catalog's default
     ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
     make_default: bool = False  # install --default MODEL: MODEL becomes the default, the old one is kept beside it
+    rpc: tuple[str, ...] | None = None  # install --rpc: RPC workers' endpoints; None: as recorded; (): none
 
 
 CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
@@ -165,11 +166,14 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if request.ctx is None and previous is not None and previous.request is not None:
         request = replace(request, ctx=previous.request.ctx)  # and --ctx
     request = replace(request, ctx=request.ctx or None)  # CTX_AUTO: the plan's choice, recorded as no choice
+    if request.rpc is None:  # and --rpc
+        request = replace(request, rpc=previous.request.rpc if previous and previous.request else ())
+    rpc = request.rpc or ()
     switch = _default_switch(previous, wanted) if request.make_default else None
     fetch_previous = previous if switch is None else switch.fetch_previous
     reasons: tuple[str, ...] = ()
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -193,6 +197,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         from bootstrap.install.measure import rates_in_state
 
         hardware = replace(hardware, kernel_rates=rates_in_state(previous, hardware.cpu.brand))
+    if rpc:  # the workers' memory, as this PC's installed engine sees it
+        hardware = _with_workers(home, hardware, rpc, previous)
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     _refuse_embedding_default(wanted.ref, candidates)
@@ -342,6 +348,25 @@ def _hardware(home: Home, request: InstallRequest, *, reach: bool = False) -> Ha
         raise UsageError(t("install.err_hardware_other", system=given.os.system, arch=given.cpu.arch,
                            here=f"{found.os.system} {found.cpu.arch}"), t("install.hint_hardware_other"))
     return replace(found, cpu=given.cpu, memory=given.memory, gpus=given.gpus)
+
+
+def _with_workers(home: Home, hardware: HardwareProfile, endpoints: tuple[str, ...],
+                  previous: InstallState | None) -> HardwareProfile:
+    """``hardware`` with the RPC workers' devices (``place.rpc_probe``: one worker at a time, so a failing one is
+    named). Asked through the engine this home already runs: a head is an installed member first, and the probe
+    must speak the same protocol version as the server that will use the workers."""
+    from bootstrap.core.sizes import MIB, gib_text
+    from bootstrap.place.rpc_probe import probe_workers
+    from bootstrap.tune.devices import with_rpc_workers
+
+    if previous is None:
+        raise UsageError(t("rpc.err_head_not_installed", home=home.root), t("rpc.hint_head_not_installed"))
+    spec = launch_spec(previous, home)
+    devices = probe_workers(spec.server, endpoints)
+    info(t("rpc.workers_seen", devices="; ".join(
+        t("rpc.device", device=d.name, endpoint=d.description, free=gib_text(d.free_mib * MIB),
+          total=gib_text(d.total_mib * MIB)) for d in devices)))
+    return with_rpc_workers(hardware, devices)
 
 
 def _place_engine(home: Home, plan: Plan, hardware: HardwareProfile, bundle: OpenedBundle | None,
@@ -537,7 +562,7 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx),
+        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or ()),
     )
 
 

@@ -26,6 +26,7 @@ from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, require_state, resolve_in_home
 from bootstrap.register.server_health import Health, check_health, server_props
 from bootstrap.register.server_identity import uptime_s
+from bootstrap.verify.rpc_workers import WorkerReach, endpoints_in, reach
 from bootstrap.verify.web_page import WebPage, check_web_page
 
 
@@ -75,6 +76,7 @@ class StatusReport:
     web_page: WebPage | None = None  # the chat page, checked only while the server is healthy
     server: ServerFigures | None = None  # the running server's figures, only while it is healthy
     models: tuple[ModelStatus, ...] = ()  # every installed model, the default first
+    workers: tuple[WorkerReach, ...] = ()  # the RPC workers the server was started with (``install --rpc``)
 
     @property
     def healthy(self) -> bool:
@@ -115,6 +117,7 @@ class StatusReport:
             "logs": str(self.home.logs_dir),
             "models": [m.to_json() for m in self.models],
             "models_max": self.spec.models_max if self.spec.router else 1,
+            "rpc_workers": [asdict(w) for w in self.workers],
         }
 
 
@@ -123,6 +126,8 @@ def collect(home: Home) -> StatusReport:
     state = require_state(home)
     spec = load_launch_spec(home)
     problems = _file_problems(state, home, spec)
+    workers = tuple(reach(e) for e in endpoints_in(spec.args))
+    problems += [t("rpc.status_worker_down", endpoint=w.endpoint) for w in workers if not w.answers]
     try:
         key: str | None = read_api_key(home)  # never through a link (``place/api_key.py``)
     except QwenKitError as exc:
@@ -140,7 +145,7 @@ def collect(home: Home) -> StatusReport:
     figures = _figures(state, spec, health, key) if not problems and key else None
     models = _models(state, spec, key if not problems else None)
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home), page, figures, models)
+                        load_failure(home), page, figures, models, workers)
 
 
 def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[ModelStatus, ...]:

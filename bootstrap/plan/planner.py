@@ -113,6 +113,16 @@ class Budget:
     unified: bool
     gpu_name: str | None
     gpu_device: str | None = None  # the engine's name for it ("Vulkan0"), once the installed engine listed it
+    # RPC workers' devices (``install --rpc``): what they lend in all, less llama.cpp's margin on each, and the
+    # endpoints in the order the server names them. llama.cpp spreads offloaded layers over every device in
+    # proportion to its free memory (tools/rpc/README.md), so their memory and the GPU's add up.
+    rpc_bytes: int = 0
+    rpc_endpoints: tuple[str, ...] = ()
+
+    @property
+    def offload_bytes(self) -> int:
+        """Memory for offloaded layers: this PC's GPU and the RPC workers together."""
+        return self.gpu_bytes + self.rpc_bytes
 
 
 @dataclass(frozen=True)
@@ -150,14 +160,17 @@ def budget_for(hardware: HardwareProfile, variant: VariantChoice) -> Budget:
     memory = hardware.memory
     reserve = max(RAM_RESERVE_MIN, int(memory.total_bytes * RAM_RESERVE_SHARE))
     ram = max(0, min(memory.available_bytes, memory.total_bytes - reserve) - GIB // 2)
+    lent = [g for g in hardware.gpus if g.vendor == "rpc"]
+    rpc = {"rpc_bytes": sum(max(0, g.vram_free_bytes - GPU_MARGIN) for g in lent),
+           "rpc_endpoints": tuple(dict.fromkeys(g.name for g in lent))}
     gpu = _main_gpu(hardware) if uses_gpu(variant) else None
     if gpu is None:
-        return Budget(0, ram, False, None)
+        return Budget(0, ram, False, None, **rpc)
     if gpu.unified_memory:
         # One pool: the GPU share is capped by what macOS lets Metal wire, and counts against RAM too.
-        return Budget(min(int(memory.total_bytes * APPLE_GPU_SHARE), ram), ram, True, gpu.name)
+        return Budget(min(int(memory.total_bytes * APPLE_GPU_SHARE), ram), ram, True, gpu.name, **rpc)
     free = gpu.vram_free_bytes if gpu.vram_free_bytes else gpu.vram_total_bytes
-    return Budget(max(0, free - GPU_MARGIN), ram, False, gpu.name, gpu.engine_device)
+    return Budget(max(0, free - GPU_MARGIN), ram, False, gpu.name, gpu.engine_device, **rpc)
 
 
 def _main_gpu(hardware: HardwareProfile) -> GpuInfo | None:
@@ -167,7 +180,8 @@ def _main_gpu(hardware: HardwareProfile) -> GpuInfo | None:
     itself leaves integrated GPUs out when a discrete one is there (``llama_model_load_from_file_impl``). A
     discrete GPU whose driver does not report its memory (i915) is still the one: the engine is expected to use it,
     and its ``--list-devices`` gives the memory (a budget of 0 until then)."""
-    usable = [g for g in hardware.gpus if g.vendor != "unknown" and not (g.integrated and not g.unified_memory)
+    usable = [g for g in hardware.gpus if g.vendor not in ("unknown", "rpc")
+              and not (g.integrated and not g.unified_memory)
               and (g.vram_total_bytes > 0 or g.vendor in ("amd", "intel", "nvidia"))]
     return max(usable, key=lambda g: g.vram_total_bytes, default=None)
 
@@ -180,8 +194,8 @@ def gpu_label(budget: Budget) -> str:
 
 def _fits(est: MemoryEstimate, budget: Budget) -> bool:
     if budget.unified:
-        return est.gpu_total <= budget.gpu_bytes and est.gpu_total + est.host_total <= budget.ram_bytes
-    return est.gpu_total <= budget.gpu_bytes and est.host_total <= budget.ram_bytes
+        return est.gpu_total <= budget.offload_bytes and est.gpu_total + est.host_total <= budget.ram_bytes
+    return est.gpu_total <= budget.offload_bytes and est.host_total <= budget.ram_bytes
 
 
 def _smallest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
@@ -214,12 +228,14 @@ def _place(profile: ModelProfile, base: LaunchSettings, budget: Budget) -> Launc
     """The placement with the most work on the GPU that fits the budget, or None."""
     n_layer = profile.n_layer
     all_layers = profile.n_layer_all + 1  # -ngl counts every block (nextn ones too) and the output layer
-    if budget.gpu_bytes <= 0:
+    if budget.offload_bytes <= 0:
         cpu = replace(base, n_gpu_layers=0, n_cpu_moe=0, mmproj_on_gpu=False)
         return cpu if _fits(estimate(profile, cpu), budget) else None
+    if budget.gpu_bytes <= 0:
+        return _place_on_workers(profile, base, budget)
 
     def gpu_fits(settings: LaunchSettings) -> bool:
-        return estimate(profile, settings).gpu_total <= budget.gpu_bytes
+        return estimate(profile, settings).gpu_total <= budget.offload_bytes
 
     if profile.is_moe:
         full = replace(base, n_gpu_layers=all_layers, mmproj_on_gpu=False)
@@ -232,6 +248,19 @@ def _place(profile: ModelProfile, base: LaunchSettings, budget: Budget) -> Launc
     gpu_layers = _largest(0, all_layers, lambda j: gpu_fits(replace(base, n_gpu_layers=j, mmproj_on_gpu=False)))
     gpu_layers = gpu_layers or 0
     chosen = replace(base, n_gpu_layers=gpu_layers, mmproj_on_gpu=False)
+    return chosen if _fits(estimate(profile, chosen), budget) else None
+
+
+def _place_on_workers(profile: ModelProfile, base: LaunchSettings, budget: Budget) -> LaunchSettings | None:
+    """No GPU here, RPC workers there: the fewest layers that make the model fit go to the workers (whole layers,
+    experts with them). Each token crosses the network at every hop, so RPC adds capacity, not speed (llama.cpp
+    tools/rpc/README.md); what this PC can hold stays here. ``-ngl K`` sends the last K layers."""
+    base = replace(base, n_cpu_moe=0, mmproj_on_gpu=False)
+    host_fits = _smallest(0, profile.n_layer_all + 1,
+                          lambda j: estimate(profile, replace(base, n_gpu_layers=j)).host_total <= budget.ram_bytes)
+    if host_fits is None:
+        return None
+    chosen = replace(base, n_gpu_layers=host_fits)
     return chosen if _fits(estimate(profile, chosen), budget) else None
 
 
@@ -313,6 +342,8 @@ def _with_caches(profile: ModelProfile, settings: LaunchSettings, budget: Budget
     one_prompt = prompt_state_bytes(profile, settings)
     cache = min(CACHE_RAM_MAX_MIB * MIB, CACHE_PROMPTS * one_prompt, int(left * CACHE_RAM_SHARE))
     mib = -(-cache // MIB) if cache >= one_prompt else 0  # whole MiB, rounded up: one prompt always fits
+    if budget.rpc_endpoints and settings.n_gpu_layers > 0:  # saving a prompt aborts with RPC (llama.cpp #26529)
+        mib = 0
     return replace(settings, ctx_checkpoints=checkpoints, cache_ram_mib=mib)
 
 
@@ -405,7 +436,7 @@ def _refuse_asked_ctx(pool: Sequence[Candidate], asked_title: str, budget: Budge
     fitting, ctx = largest
     raise UnsupportedMachine(
         t("options.err_ctx_no_fit", ctx=requested_ctx, title=asked_title, largest=ctx, model=fitting.title,
-          quant=fitting.quant, ram=gib_text(budget.ram_bytes), vram=gib_text(budget.gpu_bytes)),
+          quant=fitting.quant, ram=gib_text(budget.ram_bytes), vram=gib_text(budget.offload_bytes)),
         t("options.hint_ctx_no_fit", largest=ctx))
 
 
@@ -417,7 +448,7 @@ def _does_not_fit(candidates: Sequence[Candidate], hardware: HardwareProfile, bu
     need = estimate(smallest.profile, LaunchSettings(ctx=ctx, cache_type_k="q8_0", cache_type_v="q8_0"))
     return UnsupportedMachine(
         t("plan.err_no_fit", title=smallest.title, quant=smallest.quant, ctx=ctx,
-          need=gib_text(need.host_total), ram=gib_text(budget.ram_bytes), vram=gib_text(budget.gpu_bytes)),
+          need=gib_text(need.host_total), ram=gib_text(budget.ram_bytes), vram=gib_text(budget.offload_bytes)),
         t("plan.hint_no_fit"),
     )
 
@@ -439,9 +470,12 @@ def _ngl_value(profile: ModelProfile, settings: LaunchSettings) -> str:
 
 
 def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Candidate, hardware: HardwareProfile,
-                threads: int) -> list[str]:
-    """llama-server flags of the plan, without model paths, host, port and key (the render stage adds those)."""
+                threads: int, rpc_endpoints: Sequence[str] = ()) -> list[str]:
+    """llama-server flags of the plan, without model paths, host, port and key (the render stage adds those).
+    ``rpc_endpoints``: the RPC workers the offloaded layers go to, with this PC's GPU if it has one."""
     args = ["-c", str(settings.ctx), "-np", str(settings.n_parallel)]
+    if rpc_endpoints and settings.n_gpu_layers > 0:
+        args += ["--rpc", ",".join(rpc_endpoints)]
     if settings.n_parallel > 1 and settings.kv_unified:
         args.append("-kvu")
     args += ["-fa", "on" if settings.flash_attn else "off",
@@ -491,8 +525,15 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
     out.append(Reason("threads", str(threads), t("plan.why_threads", n=threads)))
     out.append(_batch_reason(settings, speed))
     out.append(_cache_reason(profile, settings, est))
-    if budget.gpu_bytes <= 0:
+    if budget.rpc_bytes > 0 and settings.n_gpu_layers > 0:
+        out.append(Reason("placement", f"rpc {settings.n_gpu_layers}",
+                          t("rpc.why_offload", layers=settings.n_gpu_layers, all=profile.n_layer_all + 1,
+                            free=gib_text(budget.offload_bytes))))
+        out.append(Reason("cache_ram", "0", t("rpc.why_cache_ram")))
+    elif budget.gpu_bytes <= 0:
         out.append(Reason("placement", "cpu", t("plan.why_cpu_only")))
+        if budget.rpc_bytes > 0:
+            out.append(Reason("rpc", "unused", t("rpc.why_unused")))
     elif _fully_on_gpu(profile, settings):
         out.append(Reason("placement", "gpu", t("plan.why_all_gpu", gpu=gpu_label(budget))))
     elif profile.is_moe and settings.n_gpu_layers == profile.n_layer_all + 1:
@@ -567,8 +608,8 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
                 preferred: Sequence[Candidate], *, asked_ctx: bool = False) -> Plan:
     settings, speed = _interleaved(candidate, settings, hardware, variant, budget, threads)
     est = estimate(candidate.profile, settings)
-    flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads),
-                                     engine_build)
+    flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads,
+                                                 budget.rpc_endpoints), engine_build)
     reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None,
                        asked_ctx, speed)
     warnings = list(variant.warnings)
@@ -590,6 +631,10 @@ def _predict_speed(candidate: Candidate, settings: LaunchSettings, hardware: Har
                    variant: VariantChoice, budget: Budget, threads: int) -> SpeedPrediction:
     """The speed model on the GPU the budget was made for (none for a CPU build or a CPU-only placement)."""
     gpu = _main_gpu(hardware) if uses_gpu(variant) and budget.gpu_bytes > 0 else None
+    if gpu is None and settings.n_gpu_layers > 0:
+        # Layers on RPC workers only: predicted as if they ran here. The network's round trips per token make it
+        # slower, by how much the plan cannot know (llama.cpp tools/rpc/README.md: RPC adds capacity, not speed).
+        settings = replace(settings, n_gpu_layers=0, n_cpu_moe=0)
     return predict(candidate.profile, settings, hardware, threads, gpu_vendor=gpu.vendor if gpu else None,
                    gpu_bandwidth=gpu.memory_bandwidth_bytes_per_s if gpu else None,
                    thinking=candidate.thinking_default if candidate.thinks else None, quant=candidate.quant)
@@ -610,6 +655,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
             "gpu_bytes": est.gpu_total, "host_bytes": est.host_total,
             "gpu_budget_bytes": plan.budget.gpu_bytes, "ram_budget_bytes": plan.budget.ram_bytes,
             "unified": plan.budget.unified, "gpu_name": plan.budget.gpu_name, "gpu_device": plan.budget.gpu_device,
+            "rpc_budget_bytes": plan.budget.rpc_bytes, "rpc_endpoints": list(plan.budget.rpc_endpoints),
             "breakdown": {name: getattr(est, name) for name in est.__dataclass_fields__},
         },
         "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],

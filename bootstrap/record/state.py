@@ -21,6 +21,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
+from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.verify.speed_records import SpeedCheck, check_from_json
@@ -109,6 +110,7 @@ class RequestRecord:
     source: str = "auto"
     thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
     ctx: int | None = None  # install --ctx N; None: the plan's choice
+    rpc: tuple[str, ...] = ()  # install --rpc IP:PORT,…: the RPC workers this head lends memory from
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,18 @@ def _read_switch(doc: Any) -> SwitchRecord | None:
     return SwitchRecord(float(gap), float(load)) if numbers else None
 
 
+def _read_rpc(request: FieldReader) -> tuple[str, ...]:
+    """``request.rpc``, which older documents lack; each endpoint as ``install --rpc`` accepts it."""
+    if request.doc.get("rpc") is None:
+        return ()
+    endpoints = request.strings("rpc")
+    try:
+        checked = check_rpc_endpoints(",".join(endpoints)) if endpoints else ()
+    except UsageError as exc:
+        raise _bad("request.rpc", str(exc)) from None
+    return checked
+
+
 def state_from_json(doc: Any) -> InstallState:
     """Validate a state document; raises ``UsageError`` naming the first bad field."""
     r = FieldReader(doc, "", _bad)
@@ -261,7 +275,8 @@ def state_from_json(doc: Any) -> InstallState:
         venv_python=r.opt_text("venv_python"),
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
                                                                    request.opt_flag("thinking"),
-                                                                   request.opt_integer("ctx", minimum=1)),
+                                                                   request.opt_integer("ctx", minimum=1),
+                                                                   _read_rpc(request)),
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),

@@ -18,7 +18,6 @@ every PC from one bundle gives that.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import subprocess
 import time
@@ -38,23 +37,6 @@ DEFAULT_PORT = 50052  # rpc-server.cpp's default
 OPT_IN = "rpc-risk-accepted"
 PID_FILE = Path("run") / "rpc-worker.pid"
 LOG_FILE = Path("logs") / "rpc-worker.log"
-_SHARED = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598: CGNAT space, which overlay VPNs use
-
-
-def check_address(host: str) -> str:
-    """``host`` as a worker may bind it: an IP address that is loopback or private; anything else is exit 2."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise UsageError(t("rpc.err_not_ip", host=host), t("rpc.hint_address")) from None
-    if address.is_unspecified:
-        raise UsageError(t("rpc.err_wildcard", host=host), t("rpc.hint_address"))
-    private = address.is_loopback or address.is_link_local or (
-        address.is_private and not address.is_multicast and not address.is_reserved) or (
-        address.version == 4 and address in _SHARED)
-    if not private:
-        raise UsageError(t("rpc.err_public", host=host), t("rpc.hint_address"))
-    return str(address)
 
 
 def opt_in(home: Home, accepted: bool) -> None:

@@ -16,7 +16,9 @@ llama.cpp ``common/arg.cpp``, ``common_print_available_devices``) is what the se
 - an engine device nobody detected is added when it is NVIDIA or an AMD/Intel model of the published-bandwidth
   table (a known discrete card); anything else (an integrated GPU, a software renderer such as llvmpipe) is kept
   as ``unknown``, which the planner never uses;
-- with ``trust_free`` False (an upgrade: the running server holds its own memory on the GPU) only totals are taken.
+- with ``trust_free`` False (an upgrade: the running server holds its own memory on the GPU) only totals are taken;
+- the devices of RPC workers (``with_rpc_workers``, from ``place/rpc_probe``) are kept as they are: the plain
+  ``--list-devices`` does not list them.
 
 ``engine_view`` is pure; the installer calls it after the engine is placed and replans when ``changed``.
 """
@@ -77,12 +79,23 @@ def model_words(name: str) -> frozenset[str]:
     return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP)
 
 
+def with_rpc_workers(hardware: HardwareProfile, devices: Sequence[EngineDevice]) -> HardwareProfile:
+    """``hardware`` with the RPC workers' devices (``RPC0: IP:PORT (total, free)``) in place of any it had: one
+    ``GpuInfo`` each, vendor "rpc", named by its worker's endpoint. Their speed is the network's, not a bandwidth
+    the plan can know, so none is set."""
+    local = [g for g in hardware.gpus if g.vendor != "rpc"]
+    lent = [GpuInfo(index=0, vendor="rpc", name=d.description, vram_total_bytes=d.total_mib * MIB,
+                    vram_free_bytes=min(d.free_mib, d.total_mib) * MIB, source="rpc", engine_device=d.name)
+            for d in devices]
+    return replace(hardware, gpus=tuple(replace(g, index=i) for i, g in enumerate([*local, *lent])))
+
+
 def _pair(gpus: Sequence[GpuInfo], device: EngineDevice, taken: set[int]) -> GpuInfo | None:
     """The detected GPU this engine device is. A description that names no maker ("llvmpipe (LLVM 15.0.6, 256
     bits)") pairs only with a detected GPU of the same model words: detection named it, so the plan may use it."""
     vendor = vendor_of_description(device.description)
     words = model_words(device.description)
-    free = [g for g in gpus if g.index not in taken]
+    free = [g for g in gpus if g.index not in taken and g.vendor != "rpc"]
     same = [g for g in free if g.vendor == vendor] if vendor != "unknown" else free
     if len(same) == 1 and vendor != "unknown":
         return same[0]
@@ -140,10 +153,10 @@ def engine_view(hardware: HardwareProfile, devices: Sequence[EngineDevice], vari
     # Detected order first (indices stay stable), then what only the engine saw. An integrated GPU the engine
     # does not list stays in the profile: it was never planned on.
     kept = [_seen(g, seen[g.index], trust_free) if g.index in seen else g for g in hardware.gpus
-            if g.index in seen or g.integrated or g.vendor == "apple"]
+            if g.index in seen or g.integrated or g.vendor in ("apple", "rpc")]
     gpus = [*kept, *(_unpaired(d, 0) for d in unpaired)]
     notes = [t("gpus.engine_missing", name=g.name) for g in hardware.gpus
-             if g.index not in seen and g.vendor != "apple" and not g.integrated]
+             if g.index not in seen and g.vendor not in ("apple", "rpc") and not g.integrated]
     after = replace(hardware, gpus=tuple(replace(g, index=i) for i, g in enumerate(gpus)))
     budget = budget_for(after, variant)
     used = next((g for g in after.gpus if budget.gpu_name is not None and g.name == budget.gpu_name), None)

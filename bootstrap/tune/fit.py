@@ -324,6 +324,8 @@ def tune(fit_params: Path | None, model: Path, plan_args: Sequence[str], hardwar
 
     if fit_params is None:
         return result("plan", base, t("tune.no_tool"))
+    if "--rpc" in plan:  # fit would hold each worker's one connection, and misjudges RPC devices (llama.cpp #21801)
+        return result("plan", base, t("rpc.tune_skipped"))
     try:
         # The tool's own words for a missing or cut-short file are often lost (the exit race at ``_run``); the
         # header reader says the same thing every time, naming the file.

@@ -70,6 +70,8 @@ def check_speed(spec: LaunchSpec, api_key: str, predicted: Mapping[str, Any] | N
     clock = read_cpu_clock()  # now, before an idle clock winds down
     judged = verdict(measured, predicted)
     causes = probe_contention(contention(clock), spec.server) if judged == "slow" else ()
+    if judged == "slow" and "--rpc" in spec.args:  # the prediction counts no network (planner._predict_speed)
+        causes = ("rpc", *causes)
     check = SpeedCheck(measured, None if predicted is None else dict(predicted), judged, causes,
                        None if outcome is None else outcome.trial, time.perf_counter() - start)
     return Checked(check, spec)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core.errors import UsageError
-from bootstrap.team.rpc_worker import check_address
+from bootstrap.core.private_address import check_private_ip as check_address
 from tests.support import lan
 from tests.support.install_bed import InstallBed
 from tests.support.offline import netns_available

@@ -23,6 +23,7 @@ from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.input_checks import check_text
+from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
@@ -35,7 +36,8 @@ from bootstrap.plan.speed import describe as describe_speed
 
 # answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
-                             "service": bool, "venv": bool, "verify": bool, "thinking": bool, "ctx": int}
+                             "service": bool, "venv": bool, "verify": bool, "thinking": bool, "ctx": int,
+                             "rpc": str}
 
 
 _KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
@@ -117,6 +119,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         thinking=_thinking(getattr(args, "thinking", None), answers.get("thinking")),
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
+        rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
     )
     return request, pick("home", None)
 
@@ -134,6 +137,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
     _show_checks(p)
     plan = p.plan
     key = "install.proposal_title" if plan.budget.gpu_name else "install.proposal_title_cpu"
+    if plan.budget.rpc_endpoints and plan.settings.n_gpu_layers > 0:
+        key = "rpc.proposal_title"
     console.info("")
     console.info(t(key, title=plan.title, quant=plan.quant, where=plan.budget.gpu_name))
     if p.previous is not None:
@@ -199,6 +204,9 @@ def _memory_line(plan: Plan) -> str:
                  budget=gib_text(budget.ram_bytes))
     if est.gpu_total == 0:
         return t("install.proposal_memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(budget.ram_bytes))
+    if budget.rpc_bytes and not budget.gpu_bytes:
+        return t("rpc.proposal_memory", workers=gib_text(est.gpu_total), budget=gib_text(budget.rpc_bytes),
+                 ram=gib_text(est.host_total), ram_budget=gib_text(budget.ram_bytes))
     return t("install.proposal_memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(budget.gpu_bytes),
              ram=gib_text(est.host_total), ram_budget=gib_text(budget.ram_bytes))
 

@@ -67,6 +67,8 @@ def _print(report: StatusReport) -> None:
     if report.service is not None:
         out(t("status.line_service", detail=report.service.get("detail", "")))
     out(t("status.line_scripts", script=report.start_script))
+    for worker in report.workers:
+        out(t("rpc.status_worker_up" if worker.answers else "rpc.status_worker_down", endpoint=worker.endpoint))
     if report.server is not None:
         for line in figure_lines(report.server):
             out(line)
@@ -91,6 +93,8 @@ def _print(report: StatusReport) -> None:
     elif report.health.state == "stranger":
         console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                       foreign_hint(spec))
+    elif any(not w.answers for w in report.workers):
+        console.error(t("status.unhealthy", problems="; ".join(report.problems)), t("rpc.status_worker_hint"))
     else:
         console.error(t("status.unhealthy", problems="; ".join(report.problems)),
                       t("status.hint_unhealthy", script=report.start_script, logs=report.home.logs_dir))

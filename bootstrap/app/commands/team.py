@@ -28,6 +28,7 @@ from bootstrap.core.errors import ExitCode, SourceError, UsageError
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.home_lock import home_lock
+from bootstrap.core.private_address import check_private_ip
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS
 from bootstrap.team import config, members, rpc_worker
 from bootstrap.team.config import Member, Team
@@ -86,7 +87,7 @@ def _worker(home: Home, args: argparse.Namespace) -> int:
         return 0
     if not 1 <= args.port <= 65535:
         raise UsageError(t("team.err_port", port=args.port), t("hint.usage"))
-    host = rpc_worker.check_address(args.host)
+    host = check_private_ip(args.host)
     rpc_worker.worker_binary(home)  # installed, with a worker, before anything is recorded
     rpc_worker.opt_in(home, args.accept_rpc_risk)
     pid = rpc_worker.start(home, host, args.port)

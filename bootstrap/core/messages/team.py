@@ -265,10 +265,117 @@ MESSAGES: dict[str, dict[str, str]] = {
     "rpc.err_start": {"en": "the RPC worker did not start: {detail}", "zh": "RPC 工作节点未能启动：{detail}"},
     "rpc.hint_start": {"en": "Its log is {log}.", "zh": "日志见 {log}。"},
     "rpc.started": {
-        "en": "RPC worker running (pid {pid}) at {host}:{port}; on the head: --rpc {host}:{port}",
-        "zh": "RPC 工作节点正在运行（pid {pid}），地址 {host}:{port}；主节点使用：--rpc {host}:{port}",
+        "en": "RPC worker running (pid {pid}) at {host}:{port}; on the head: qwenkit install --rpc {host}:{port}",
+        "zh": "RPC 工作节点正在运行（pid {pid}），地址 {host}:{port}；"
+              "在主节点上运行：qwenkit install --rpc {host}:{port}",
     },
     "rpc.stopped": {"en": "RPC worker stopped", "zh": "RPC 工作节点已停止"},
     "rpc.not_running": {"en": "no RPC worker was running", "zh": "RPC 工作节点本来就未运行"},
     "rpc.status_running": {"en": "RPC worker: running (pid {pid})", "zh": "RPC 工作节点：正在运行（pid {pid}）"},
+    # The head: install --rpc (core/private_address.py, place/rpc_probe.py, plan/planner.py, install/status.py)
+    "arg.install_rpc": {
+        "en": "IP:PORT[,IP:PORT...]: RPC workers ('qwenkit team worker-start' on each) whose memory this PC uses for "
+              "a model it cannot hold alone; 'none' drops them",
+        "zh": "IP:端口[,IP:端口…]：RPC 工作节点的地址（各自先启动工作节点），本机借用其内存运行单机放不下的模型；"
+              "写 'none' 表示不再使用",
+    },
+    "rpc.fresh_changed": {"en": "RPC workers change from {old} to {new}", "zh": "RPC 工作节点由 {old} 改为 {new}"},
+    "rpc.err_endpoint": {"en": "{endpoint} is not IP:PORT", "zh": "{endpoint} 不是 IP:端口 的形式"},
+    "rpc.hint_endpoint": {
+        "en": "Name each worker as its IPv4 address and port, comma-separated, as 'qwenkit team worker-start' printed "
+              "it (for example --rpc 192.168.1.20:50052); --rpc none drops them.",
+        "zh": "请用 IPv4 地址和端口指定每个工作节点，以逗号分隔，与 'qwenkit team worker-start' 输出的一致"
+              "（例如 --rpc 192.168.1.20:50052）；--rpc none 表示不再使用。",
+    },
+    "rpc.err_too_many": {
+        "en": "{count} RPC workers named; the kit uses at most {most}",
+        "zh": "指定了 {count} 个 RPC 工作节点；最多可用 {most} 个",
+    },
+    "rpc.err_head_not_installed": {
+        "en": "an RPC head needs this PC's own install first ({home} has none)",
+        "zh": "RPC 主节点需要本机先完成安装（{home} 中尚未安装）",
+    },
+    "rpc.hint_head_not_installed": {
+        "en": "Install without --rpc first, then rerun with --rpc IP:PORT.",
+        "zh": "请先不带 --rpc 完成安装，再加上 --rpc IP:端口 重新运行。",
+    },
+    "rpc.err_unreachable": {
+        "en": "the RPC worker {endpoint} does not answer",
+        "zh": "RPC 工作节点 {endpoint} 没有响应",
+    },
+    "rpc.hint_unreachable": {
+        "en": "On that PC run 'qwenkit team worker-start --host ITS-IP --accept-rpc-risk', and let this PC reach "
+              "its port {port} through the firewall; then rerun.",
+        "zh": "请在那台电脑上运行 'qwenkit team worker-start --host 它的IP --accept-rpc-risk'，并让防火墙允许本机访问"
+              "其端口 {port}，然后重新运行。",
+    },
+    "rpc.err_busy": {
+        "en": "the RPC worker {endpoint} took the connection but did not answer in {seconds} s",
+        "zh": "RPC 工作节点 {endpoint} 接受了连接，但 {seconds} 秒内没有应答",
+    },
+    "rpc.hint_busy": {
+        "en": "A worker serves one head at a time: stop the server using it (here: 'qwenkit service stop'), then "
+              "rerun.",
+        "zh": "一个工作节点同一时间只服务一个主节点：请先停止正在使用它的服务器（本机：'qwenkit service stop'），"
+              "然后重新运行。",
+    },
+    "rpc.err_version": {
+        "en": "the RPC worker {endpoint} failed the handshake{version}: it runs another llama.cpp build",
+        "zh": "RPC 工作节点 {endpoint} 握手失败{version}：它运行的是另一个 llama.cpp 构建",
+    },
+    "rpc.protocol": {"en": " (it speaks RPC protocol {version})", "zh": "（其 RPC 协议版本为 {version}）"},
+    "rpc.hint_version": {
+        "en": "Head and workers must run the same engine build: install both from the same bundle, then restart "
+              "the worker ('qwenkit team worker-stop', then worker-start).",
+        "zh": "主节点和工作节点必须运行同一个引擎构建：请用同一个离线安装包安装两者，然后重启工作节点"
+              "（'qwenkit team worker-stop'，再 worker-start）。",
+    },
+    "rpc.err_engine_no_rpc": {
+        "en": "the engine {server} was built without llama.cpp's RPC backend",
+        "zh": "引擎 {server} 构建时未包含 llama.cpp 的 RPC 后端",
+    },
+    "rpc.workers_seen": {
+        "en": "RPC workers: {devices}",
+        "zh": "RPC 工作节点：{devices}",
+    },
+    "rpc.device": {
+        "en": "{device} at {endpoint} ({free} free of {total})",
+        "zh": "{device} 位于 {endpoint}（共 {total}，可用 {free}）",
+    },
+    "rpc.why_offload": {
+        "en": "{layers} of {all} layers on the RPC workers ({free} usable there), what this PC's RAM cannot hold; "
+              "the rest runs here",
+        "zh": "{all} 层中有 {layers} 层放在 RPC 工作节点上（那里可用 {free}），即本机内存放不下的部分；其余在本机运行",
+    },
+    "rpc.proposal_title": {
+        "en": "Plan: {title} {quant} on this PC and its RPC workers",
+        "zh": "方案：{title} {quant}，运行于本机及其 RPC 工作节点",
+    },
+    "rpc.proposal_memory": {
+        "en": "  memory         RPC workers {workers} of {budget} GiB, RAM {ram} of {ram_budget} GiB",
+        "zh": "  内存          RPC 工作节点 {workers} / {budget} GiB，内存 {ram} / {ram_budget} GiB",
+    },
+    "rpc.why_unused": {
+        "en": "the model fits this PC alone: the RPC workers are not used (each token would cross the network)",
+        "zh": "模型在本机即可放下：不使用 RPC 工作节点（否则每个词元都要经过网络）",
+    },
+    "rpc.why_cache_ram": {
+        "en": "no prompt cache in RAM with RPC workers: saving it aborts the server (llama.cpp issue #26529)",
+        "zh": "使用 RPC 工作节点时不在内存中缓存提示词：保存缓存会使服务器中止（llama.cpp issue #26529）",
+    },
+    "rpc.tune_skipped": {
+        "en": "llama.cpp's fit check is not run with RPC workers (it would take their one connection; it also "
+              "misjudges them, llama.cpp #21801): the plan's placement stands",
+        "zh": "使用 RPC 工作节点时不运行 llama.cpp 的 fit 检查（它会占用工作节点唯一的连接，且对其估计有误，"
+              "llama.cpp #21801）：沿用规划的放置方式",
+    },
+    "rpc.status_worker_up": {"en": "RPC worker {endpoint}: answers", "zh": "RPC 工作节点 {endpoint}：有响应"},
+    "rpc.status_worker_down": {
+        "en": "RPC worker {endpoint}: does not answer; the server cannot run without it",
+        "zh": "RPC 工作节点 {endpoint}：没有响应；没有它服务器无法运行",
+    },
+    "rpc.status_worker_hint": {
+        "en": "Start the worker on that PC (qwenkit team worker-start), then 'qwenkit service start' here.",
+        "zh": "请在那台电脑上启动工作节点（qwenkit team worker-start），再在本机运行 'qwenkit service start'。",
+    },
 }

@@ -193,6 +193,10 @@ MESSAGES: dict[str, dict[str, str]] = {
               "choose a performance power plan)",
         "zh": "CPU 主频远低于额定值：节能模式或过热（请接通电源，选择高性能电源计划）",
     },
+    "speed.cause_rpc": {
+        "en": "every token crosses the network to the RPC workers, which the prediction does not count",
+        "zh": "每个词元都要经网络传到 RPC 工作节点，预测未计入这部分开销",
+    },
     "speed.cause_unknown": {
         "en": "nothing else seems to use this machine now; the prediction may be off for this hardware",
         "zh": "目前未发现其他程序占用本机；可能是预测值不适用于这台硬件",
