@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bootstrap.core.console import t
@@ -56,12 +56,14 @@ def probe_worker(server: Path, endpoint: str, *, timeout: float = PROBE_TIMEOUT_
     return devices
 
 
-def probe_workers(server: Path, endpoints: Sequence[str], *,
+def probe_workers(server: Path, endpoints: Sequence[str], *, known: Mapping[str, Sequence[EngineDevice]] | None = None,
                   timeout: float = PROBE_TIMEOUT_S) -> tuple[EngineDevice, ...]:
     """Every worker's devices, renamed ``RPC0``, ``RPC1``… across the list as the server started with
-    ``--rpc A,B`` names them."""
+    ``--rpc A,B`` names them. ``known``: the devices of workers that must not be asked (this PC's running server
+    holds them), by endpoint."""
     out: list[EngineDevice] = []
     for endpoint in endpoints:
-        for device in probe_worker(server, endpoint, timeout=timeout):
+        given = (known or {}).get(endpoint)
+        for device in given if given else probe_worker(server, endpoint, timeout=timeout):
             out.append(EngineDevice(f"RPC{len(out)}", device.description, device.total_mib, device.free_mib))
     return tuple(out)

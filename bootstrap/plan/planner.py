@@ -118,6 +118,7 @@ class Budget:
     # proportion to its free memory (tools/rpc/README.md), so their memory and the GPU's add up.
     rpc_bytes: int = 0
     rpc_endpoints: tuple[str, ...] = ()
+    rpc_devices: tuple[GpuInfo, ...] = ()  # vendor "rpc": name = the worker's endpoint, engine_device = "RPC0"…
 
     @property
     def offload_bytes(self) -> int:
@@ -162,7 +163,7 @@ def budget_for(hardware: HardwareProfile, variant: VariantChoice) -> Budget:
     ram = max(0, min(memory.available_bytes, memory.total_bytes - reserve) - GIB // 2)
     lent = [g for g in hardware.gpus if g.vendor == "rpc"]
     rpc = {"rpc_bytes": sum(max(0, g.vram_free_bytes - GPU_MARGIN) for g in lent),
-           "rpc_endpoints": tuple(dict.fromkeys(g.name for g in lent))}
+           "rpc_endpoints": tuple(dict.fromkeys(g.name for g in lent)), "rpc_devices": tuple(lent)}
     gpu = _main_gpu(hardware) if uses_gpu(variant) else None
     if gpu is None:
         return Budget(0, ram, False, None, **rpc)

@@ -94,6 +94,19 @@ class ServerRecord:
     retried: str | None = None  # the first start ran out of memory: why the recorded plan is smaller
     switch_over: SwitchRecord | None = None  # an upgrade's measured gap (None: a first install)
     planned_ram: int | None = None  # bytes of host RAM the plan predicted (``MemoryEstimate.host_total``)
+    # The RPC workers' devices the plan counted (``install --rpc``): what a rerun uses for a worker this server holds
+    # (a worker serves one head at a time, so it cannot be asked again while this server runs).
+    rpc_devices: tuple[RpcDeviceRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class RpcDeviceRecord:
+    """One device an RPC worker lends, as the engine listed it: ``RPC0: 192.168.1.21:50052 (total, free MiB)``."""
+
+    name: str
+    endpoint: str
+    total_mib: int
+    free_mib: int
 
 
 @dataclass(frozen=True)
@@ -229,7 +242,22 @@ def _read_server(r: FieldReader) -> ServerRecord:
                         args=r.strings("args"), plan_args=r.strings("plan_args"),
                         tuned_by=r.choice("tuned_by", ("plan", "fit")),
                         fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"),
-                        switch_over=_read_switch(switch), planned_ram=_report_bytes(r.doc.get("planned_ram")))
+                        switch_over=_read_switch(switch), planned_ram=_report_bytes(r.doc.get("planned_ram")),
+                        rpc_devices=_read_rpc_devices(r.doc.get("rpc_devices")))
+
+
+def _read_rpc_devices(doc: Any) -> tuple[RpcDeviceRecord, ...]:
+    """A record for reruns only: a missing or unreadable list is empty (the workers are asked again)."""
+    if not isinstance(doc, list):
+        return ()
+    out = []
+    for item in doc:
+        values = [item.get(k) for k in ("name", "endpoint", "total_mib", "free_mib")] if isinstance(item, dict) else []
+        if len(values) != 4 or not all(isinstance(v, str) for v in values[:2]) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values[2:]):
+            return ()
+        out.append(RpcDeviceRecord(*values))
+    return tuple(out)
 
 
 def _report_bytes(value: Any) -> int | None:

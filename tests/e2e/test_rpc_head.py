@@ -6,8 +6,9 @@ the ``--hardware`` profile states: 150 MiB past the planner's reserve, too littl
 namespaces, reached from the head through a tunnel on its loopback, as over ``ssh -L``. With ``--rpc`` the plan
 counts the worker's memory (``--list-devices --rpc``), sends to it only the layers the head cannot hold, the start
 script carries ``--rpc``, a real chat answers, and ``status`` names the worker; when the worker dies, ``status``
-names it as the reason. A worker that does not answer, one of another build (its HELLO's protocol version) and a
-public address are refused by name, and the install that serves stays as it was.
+names it as the reason. A rerun while the server holds the worker uses the worker's recorded memory (asking
+it again would wait for the server to let go). A worker that does not answer, one of another build (its
+HELLO's protocol version) and a public address are refused by name, and the install that serves stays as it was.
 """
 
 from __future__ import annotations
@@ -126,6 +127,13 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
             assert status.returncode == 0, status.stderr
             assert f"RPC worker {endpoint}: answers" in status.stdout
 
+            # A change while the server holds the worker (one head at a time): the worker is not asked again, its
+            # recorded memory is used, and the new server takes the worker over.
+            assert [d["endpoint"] for d in state["server"]["rpc_devices"]] == [endpoint]
+            again = bed.install("--no-venv", "--verify", "--hardware", str(small))
+            assert again.returncode == 0, again.stderr[-3000:]
+            assert f"RPC worker {endpoint} serves this PC's running server" in again.stderr
+            assert _chat(bed).status_code == 200
             same = bed.install("--no-venv", "--hardware", str(small))  # a rerun keeps the workers
             assert same.returncode == 0, same.stderr[-2000:]
             assert _state(bed)["request"]["rpc"] == [endpoint]

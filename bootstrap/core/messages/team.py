@@ -334,6 +334,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the engine {server} was built without llama.cpp's RPC backend",
         "zh": "引擎 {server} 构建时未包含 llama.cpp 的 RPC 后端",
     },
+    "rpc.workers_held": {
+        "en": "RPC worker {endpoint} serves this PC's running server: its memory as recorded at the last install",
+        "zh": "RPC 工作节点 {endpoint} 正在为本机运行中的服务器工作：其内存按上次安装时的记录计算",
+    },
     "rpc.workers_seen": {
         "en": "RPC workers: {devices}",
         "zh": "RPC 工作节点：{devices}",
