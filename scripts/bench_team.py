@@ -1,6 +1,6 @@
 """The team endpoint over "machines" on this one (issue 28), measured: one member directly vs two behind the gateway.
 
-    python scripts/bench_team.py [--clients 1,2,4,8] [--seconds 20] [--no-rpc]
+    python scripts/bench_team.py [--clients 1,2,4,8] [--seconds 20] [--no-rpc | --only-rpc]
 
 Hosts are network namespaces on one bridge (tests/support/lan.py): ``m1`` and ``m2`` each run the test bed's
 llama-server with Gemma 3 270M (two slots, one thread, a key of its own) on their LAN address; ``gateway`` runs the
@@ -13,7 +13,9 @@ Lines (one JSON document each):
   began (what the gateway must retry elsewhere) and after (streams cut with their member), and
   ``first_token_after_kill_s`` (from the kill to the first token of a request begun after it);
 - ``rpc`` (unless ``--no-rpc``): one client, 48 tokens, Gemma on ``m1`` alone vs ``m1`` as the head with
-  ``m2``'s ``ggml-rpc-server`` holding the layers (``--rpc``, ``-ngl 99``): tokens/s and the ratio.
+  ``m2``'s ``ggml-rpc-server`` holding every layer (``--rpc``, ``-ngl 99``), and holding the last half of them
+  (``-ngl 10`` of 19: what ``install --rpc`` plans for a head that holds half the model): tokens/s and the ratios
+  to local. ``--only-rpc`` runs this line alone.
 
 Caveat printed with the figures: every "machine" shares this VM's cores, so two members do not bring a second
 PC's compute; the figures compare the paths, not a real office.
@@ -52,6 +54,7 @@ from tests.support.team_bed import (  # noqa: E402
 KEYS = {"m1": "member-one-key-0123456789", "m2": "member-two-key-0123456789"}
 MAX_TOKENS = 48
 RPC_PORT = 50052
+HALF_LAYERS = 10  # of Gemma 3 270M's 18 blocks and its output layer (-ngl counts 19)
 SINGLE_SLOT = ("-c", "2048", "-np", "1", "-t", "1", "--no-jinja", "--chat-template", "gemma", "--cache-ram", "0")
 
 
@@ -91,7 +94,9 @@ def _rpc(net: lan.Lan, binary: Path, model: Path, work: Path, seconds: float) ->
     if not rpc_server.is_file():
         return {"skipped": f"no {testbed.RPC_TARGET} in the test bed's engine"}
     figures: dict[str, Any] = {}
-    for label, extra in (("local", ()), ("head_plus_worker", ("--rpc", f"{worker.address}:{RPC_PORT}", "-ngl", "99"))):
+    rpc = ("--rpc", f"{worker.address}:{RPC_PORT}")
+    for label, extra in (("local", ()), ("head_plus_worker", (*rpc, "-ngl", "99")),
+                         ("half_on_worker", (*rpc, "-ngl", str(HALF_LAYERS)))):
         procs = []
         if extra:
             with (work / "rpc.log").open("ab") as sink:
@@ -106,9 +111,17 @@ def _rpc(net: lan.Lan, binary: Path, model: Path, work: Path, seconds: float) ->
         for proc in reversed(procs):
             proc.kill()
             proc.wait(10)
-    local, split = figures["local"]["tok_s"], figures["head_plus_worker"]["tok_s"]
-    figures["ratio_tok_s"] = round(split / local, 2) if local else None
+    local = figures["local"]["tok_s"]
+    figures["ratio_tok_s"] = round(figures["head_plus_worker"]["tok_s"] / local, 2) if local else None
+    figures["ratio_half_tok_s"] = round(figures["half_on_worker"]["tok_s"] / local, 2) if local else None
     return figures
+
+
+def _only_rpc(seconds: float) -> int:
+    binary, model = testbed.engine_dir() / "llama-server", testbed.gemma_model()
+    with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp, lan.lan("m1", "m2", "client") as net:
+        print(json.dumps({"bench": "team", "rpc": _rpc(net, binary, model, Path(tmp), seconds)}), flush=True)
+    return 0
 
 
 def main() -> int:
@@ -116,7 +129,10 @@ def main() -> int:
     parser.add_argument("--clients", default="1,2,4,8")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--no-rpc", action="store_true")
+    parser.add_argument("--only-rpc", action="store_true")
     args = parser.parse_args()
+    if args.only_rpc:
+        return _only_rpc(args.seconds)
     counts = [int(n) for n in args.clients.split(",")]
     binary, model = testbed.engine_dir() / "llama-server", testbed.gemma_model()
     with tempfile.TemporaryDirectory(prefix="bench-team-") as tmp, lan.lan("m1", "m2", "gateway", "client") as net:
