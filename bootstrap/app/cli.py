@@ -165,6 +165,7 @@ def _add_plan(sub: Subcommands) -> None:
     plan.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.model"))
     plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
     plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
+    plan.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.plan_rpc"))
     plan.add_argument("--json", action="store_true", help=t("cli.json"))
 
 

@@ -48,10 +48,8 @@ if TYPE_CHECKING:
     from bootstrap.install.from_bundle import OpenedBundle
     from bootstrap.install.proposal import Proposal
     from bootstrap.place.engine_failure import EngineFailure
-    from bootstrap.place.engine_probe import EngineDevice
     from bootstrap.place.working_engine import WorkingEngine
     from bootstrap.plan.engine_variant import VariantChoice
-    from bootstrap.plan.launch_spec import LaunchSpec
     from bootstrap.plan.planner import Candidate, Plan
     from bootstrap.register.shell_command import CommandOnPath
 
@@ -200,7 +198,9 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 
         hardware = replace(hardware, kernel_rates=rates_in_state(previous, hardware.cpu.brand))
     if rpc:  # the workers' memory, as this PC's installed engine sees it
-        hardware = _with_workers(home, hardware, rpc, previous)
+        from bootstrap.install.rpc_head import with_workers
+
+        hardware = with_workers(home, hardware, rpc, previous)
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     _refuse_embedding_default(wanted.ref, candidates)
@@ -350,46 +350,6 @@ def _hardware(home: Home, request: InstallRequest, *, reach: bool = False) -> Ha
         raise UsageError(t("install.err_hardware_other", system=given.os.system, arch=given.cpu.arch,
                            here=f"{found.os.system} {found.cpu.arch}"), t("install.hint_hardware_other"))
     return replace(found, cpu=given.cpu, memory=given.memory, gpus=given.gpus)
-
-
-def _with_workers(home: Home, hardware: HardwareProfile, endpoints: tuple[str, ...],
-                  previous: InstallState | None) -> HardwareProfile:
-    """``hardware`` with the RPC workers' devices (``place.rpc_probe``: one worker at a time, so a failing one is
-    named). Asked through the engine this home already runs: a head is an installed member first, and the probe
-    must speak the same protocol version as the server that will use the workers."""
-    from bootstrap.core.sizes import MIB, gib_text
-    from bootstrap.place.rpc_probe import probe_workers
-    from bootstrap.tune.devices import with_rpc_workers
-
-    if previous is None:
-        raise UsageError(t("rpc.err_head_not_installed", home=home.root), t("rpc.hint_head_not_installed"))
-    spec = launch_spec(previous, home)
-    known = _held_workers(previous, spec, endpoints)
-    for endpoint in known:
-        info(t("rpc.workers_held", endpoint=endpoint))
-    devices = probe_workers(spec.server, endpoints, known=known)
-    info(t("rpc.workers_seen", devices="; ".join(
-        t("rpc.device", device=d.name, endpoint=d.description, free=gib_text(d.free_mib * MIB),
-          total=gib_text(d.total_mib * MIB)) for d in devices)))
-    return with_rpc_workers(hardware, devices)
-
-
-def _held_workers(previous: InstallState, spec: LaunchSpec, endpoints: tuple[str, ...]
-                  ) -> dict[str, tuple[EngineDevice, ...]]:
-    """The recorded devices of the workers this home's running server holds (a worker serves one head at a time:
-    asking it now would wait for that server to let go). Only while the server runs, and only as recorded."""
-    from bootstrap.place.engine_probe import EngineDevice
-    from bootstrap.register.server_identity import port_holder
-    from bootstrap.verify.rpc_workers import endpoints_in
-
-    used = set(endpoints_in(spec.args)) & set(endpoints)
-    if not used or not port_holder(spec).ours:
-        return {}
-    held: dict[str, tuple[EngineDevice, ...]] = {}
-    for d in previous.server.rpc_devices:
-        if d.endpoint in used:
-            held[d.endpoint] = (*held.get(d.endpoint, ()), EngineDevice(d.name, d.endpoint, d.total_mib, d.free_mib))
-    return held
 
 
 def _place_engine(home: Home, plan: Plan, hardware: HardwareProfile, bundle: OpenedBundle | None,

@@ -525,12 +525,12 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
                       t("plan.why_np_many" if settings.n_parallel > 1 else "plan.why_np_one", n=settings.n_parallel)))
     out.append(Reason("threads", str(threads), t("plan.why_threads", n=threads)))
     out.append(_batch_reason(settings, speed))
-    out.append(_cache_reason(profile, settings, est))
-    if budget.rpc_bytes > 0 and settings.n_gpu_layers > 0:
+    on_workers = bool(budget.rpc_endpoints) and settings.n_gpu_layers > 0
+    out.append(_cache_reason(profile, settings, est, on_workers=on_workers))
+    if on_workers:
         out.append(Reason("placement", f"rpc {settings.n_gpu_layers}",
                           t("rpc.why_offload", layers=settings.n_gpu_layers, all=profile.n_layer_all + 1,
                             free=gib_text(budget.offload_bytes))))
-        out.append(Reason("cache_ram", "0", t("rpc.why_cache_ram")))
     elif budget.gpu_bytes <= 0:
         out.append(Reason("placement", "cpu", t("plan.why_cpu_only")))
         if budget.rpc_bytes > 0:
@@ -567,10 +567,14 @@ def _batch_reason(settings: LaunchSettings, speed: SpeedPrediction | None) -> Re
                                     tps=f"{speed.prompt_tps:.0f}"))
 
 
-def _cache_reason(profile: ModelProfile, settings: LaunchSettings, est: MemoryEstimate) -> Reason:
-    """The prompt cache's limit (and the checkpoints', for models that make them), counted in the plan's RAM."""
+def _cache_reason(profile: ModelProfile, settings: LaunchSettings, est: MemoryEstimate, *,
+                  on_workers: bool = False) -> Reason:
+    """The prompt cache's limit (and the checkpoints', for models that make them), counted in the plan's RAM.
+    ``on_workers``: layers run on RPC workers, so the cache is off whatever RAM is left (``_with_caches``)."""
     value = f"{settings.cache_ram_mib} MiB"
-    if settings.cache_ram_mib:
+    if on_workers:
+        text = t("rpc.why_cache_ram")
+    elif settings.cache_ram_mib:
         text = t("plan.why_cache_ram", mib=settings.cache_ram_mib)
     else:
         text = t("plan.why_cache_ram_off")

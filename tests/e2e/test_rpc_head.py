@@ -74,6 +74,8 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
     bed = make_bed(model=model, server_args=("-c", "512", "-t", "1"))
     fresh = bed.run("install", "--yes", "--no-service", "--no-venv", "--rpc", "127.0.0.1:50052")
     assert fresh.returncode == 2 and "needs this PC's own install first" in fresh.stderr, fresh.stderr[-2000:]
+    preview = bed.run("plan", "--rpc", "127.0.0.1:50052")  # the preview asks through the same engine
+    assert preview.returncode == 2 and "needs this PC's own install first" in preview.stderr, preview.stderr
     first = bed.install("--no-venv")
     assert first.returncode == 0, first.stderr[-3000:]
     small = _small_head(bed, tmp_path)
@@ -105,6 +107,13 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
     try:
         with tunnel(worker, worker.address, RPC_PORT) as port:
             endpoint = f"127.0.0.1:{port}"
+            preview = bed.run("plan", "--hardware", str(small), "--rpc", endpoint)  # what install --rpc will do
+            assert preview.returncode == 0, preview.stderr[-2000:]
+            assert f"RPC workers: RPC0 at {endpoint}" in preview.stderr
+            assert "on this PC and its RPC workers" in preview.stdout
+            assert re.search(r"RPC workers 0\.\d of [\d.]+ GiB usable, RAM 0\.\d of 0\.1 GiB usable", preview.stdout)
+            planned = preview.stdout.strip().splitlines()[-1].split()
+            assert planned[planned.index("--rpc") + 1] == endpoint
             head = bed.install("--no-venv", "--hardware", str(small), "--rpc", endpoint)
             assert head.returncode == 0, head.stderr[-3000:]
             assert f"RPC workers: RPC0 at {endpoint}" in head.stderr
@@ -116,6 +125,7 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
             assert args[args.index("--rpc") + 1] == endpoint
             layers = int(args[args.index("-ngl") + 1])
             assert 0 < layers < 5  # some layers (of 4 blocks and the output) here, the rest on the worker
+            assert planned[planned.index("-ngl") + 1] == str(layers)  # as the preview said
             assert args[args.index("--cache-ram") + 1] == "0"
             assert f"--rpc {endpoint}" in bed.home.start_script("Linux").read_text(encoding="utf-8").replace(
                 "'", "").replace('"', "")
@@ -130,6 +140,8 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
             # A change while the server holds the worker (one head at a time): the worker is not asked again, its
             # recorded memory is used, and the new server takes the worker over.
             assert [d["endpoint"] for d in state["server"]["rpc_devices"]] == [endpoint]
+            held = bed.run("plan", "--hardware", str(small), "--rpc", endpoint)
+            assert held.returncode == 0 and f"RPC worker {endpoint} serves this PC's running server" in held.stderr
             again = bed.install("--no-venv", "--verify", "--hardware", str(small))
             assert again.returncode == 0, again.stderr[-3000:]
             assert f"RPC worker {endpoint} serves this PC's running server" in again.stderr

@@ -4,10 +4,13 @@ to them. Real-shape Qwen3.6-35B-A3B header (no tensor data); the workers' device
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
+from bootstrap.app.commands.plan import print_plan
+from bootstrap.core import console
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.sizes import GIB
 from bootstrap.detect.hardware import HardwareProfile, load_profile
@@ -86,3 +89,30 @@ def test_workers_add_to_a_local_gpu_and_are_kept_by_the_engine_view(qwen: Candid
     assert "--rpc" in _args(plan)
     # more memory for layers: fewer experts kept in this PC's RAM than with the 8 GB card alone
     assert plan.settings.n_cpu_moe < alone.settings.n_cpu_moe
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_qwenkit_plan_prints_a_plan_with_workers_and_one_that_leaves_them_unused(
+        qwen: Candidate, capsys: pytest.CaptureFixture[str], language: str) -> None:
+    """``qwenkit plan --rpc``'s screen: every reason has its printed topic (a plan with workers once failed with
+    an internal error on ``plan.topic_cache_ram``), and the title and memory line name the workers."""
+    small = machine("no_gpu_16gb")
+    big = replace(small, memory=replace(small.memory, total_bytes=64 * GIB, available_bytes=60 * GIB))
+    console.set_language(language)
+    try:
+        print_plan(choose([qwen], with_rpc_workers(small, parse_devices(LISTED))))
+        with_workers = capsys.readouterr().out
+        print_plan(choose([qwen], with_rpc_workers(big, parse_devices(LISTED))))
+        unused = capsys.readouterr().out
+    finally:
+        console.set_language("en")
+    workers = "RPC workers" if language == "en" else "RPC 工作节点"
+    title, *_ = with_workers.splitlines()
+    assert workers in title
+    assert re.search(rf"{workers} [\d.]+ / 可用 [\d.]+ GiB" if language == "zh"
+                     else r"RPC workers [\d.]+ of [\d.]+ GiB usable", with_workers)
+    assert "--rpc 192.168.1.20:50052,192.168.1.21:50052" in with_workers.splitlines()[-1]
+    assert "--cache-ram 0" in with_workers.splitlines()[-1]
+    assert workers not in unused.splitlines()[0] and "--rpc" not in unused
+    topic = "rpc " if language == "en" else "RPC 工作节点 "
+    assert any(line.lstrip().startswith(topic) for line in unused.splitlines())  # the "unused" reason's row

@@ -1,7 +1,9 @@
-"""``qwenkit plan [MODEL] [--hardware FILE.json] [--ctx N] [--json]``: what would run here, and how.
+"""``qwenkit plan [MODEL] [--hardware FILE.json] [--ctx N] [--rpc IP:PORT,...] [--json]``: what would run here.
 
-Glue only: the hardware profile (``--hardware`` or detected), the candidates (catalog quants, a local file, or a
-hub file whose header is read with a few ranged requests), then the plan stage. Exit 3 when nothing fits.
+Glue only: the hardware profile (``--hardware`` or detected; with ``--rpc``, the RPC workers' devices as this
+home's installed engine lists them, as ``install --rpc`` counts them), the candidates (catalog quants, a local
+file, or a hub file whose header is read with a few ranged requests), then the plan stage. Exit 3 when nothing
+fits.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from bootstrap.catalog.models import load_catalog
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import resolve_home
+from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
@@ -36,6 +39,19 @@ def hardware_for(path: str | None) -> HardwareProfile:
     return recorded_rates(home, detect(home.root, engine=check_engine))
 
 
+def with_workers(hardware: HardwareProfile, text: str | None) -> HardwareProfile:
+    """``hardware`` with the devices of the RPC workers ``--rpc`` names (none: as it is). Asked through this home's
+    installed engine, so a home with no install is exit 2, as for ``install --rpc``."""
+    endpoints = check_rpc_endpoints(text) if text else ()
+    if not endpoints:
+        return hardware
+    from bootstrap.install.rpc_head import with_workers as lend  # the probe's modules, only when asked
+    from bootstrap.record.state import load_state
+
+    home = resolve_home()
+    return lend(home, hardware, endpoints, load_state(home))
+
+
 def candidates_for(model: str | None) -> tuple[list[Candidate], list[Candidate]]:
     """(candidates in preference order, fallbacks) for MODEL (the catalog's default when None)."""
     ref = parse_model_ref(model) if model else CatalogRef(load_catalog().default_model)
@@ -51,6 +67,9 @@ def _catalog_args(model: str | None) -> tuple[str, ...]:
 def print_plan(plan: Plan) -> None:
     """The human plan on stdout (its warnings on stderr): what, why, predicted memory, and the command line."""
     key = "plan.title" if plan.budget.gpu_name else "plan.title_cpu"  # no space before 处理器 in Chinese
+    on_workers = bool(plan.budget.rpc_endpoints) and plan.settings.n_gpu_layers > 0
+    if on_workers:
+        key = "rpc.plan_title"
     console.out(t(key, title=plan.title, quant=plan.quant, size=gib_text(plan.file_size), where=plan.budget.gpu_name))
     labels = [t(f"plan.topic_{r.topic}") for r in plan.reasons]
     width = max(display_width(label) for label in labels)
@@ -59,6 +78,9 @@ def print_plan(plan: Plan) -> None:
     est = plan.estimate
     if est.gpu_total == 0 and not plan.budget.unified:  # no "GPU 0.0 of 0.0" on a machine that uses none
         console.out(t("plan.memory_cpu", ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
+    elif on_workers and not plan.budget.gpu_bytes:
+        console.out(t("rpc.plan_memory", workers=gib_text(est.gpu_total), budget=gib_text(plan.budget.rpc_bytes),
+                      ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
     else:
         console.out(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
                        ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
@@ -71,7 +93,7 @@ def print_plan(plan: Plan) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.ctx is not None:
         check_range(args.ctx)
-    hardware = hardware_for(args.hardware)
+    hardware = with_workers(hardware_for(args.hardware), args.rpc)
     candidates, fallbacks = candidates_for(args.model)
     extra = _catalog_args(args.model)
     if is_embedding(candidates[0].profile, extra):  # served beside a chat model, as ``install MODEL`` adds it

@@ -240,6 +240,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "plan.topic_thinking": {"en": "thinking", "zh": "思考模式"},
     "plan.topic_mtp": {"en": "mtp", "zh": "多 token 预测"},
     "plan.topic_prompt_cache": {"en": "prompt_cache", "zh": "提示缓存"},
+    "plan.topic_rpc": {"en": "rpc", "zh": "RPC 工作节点"},
     "plan.memory": {
         "en": "Predicted memory: GPU {gpu} of {gpu_budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",

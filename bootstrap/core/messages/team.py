@@ -351,6 +351,20 @@ MESSAGES: dict[str, dict[str, str]] = {
               "the rest runs here",
         "zh": "{all} 层中有 {layers} 层放在 RPC 工作节点上（那里可用 {free}），即本机内存放不下的部分；其余在本机运行",
     },
+    "arg.plan_rpc": {
+        "en": "IP:PORT[,IP:PORT...]: also count these RPC workers' memory, as 'install --rpc' would "
+              "(asked through this PC's installed engine)",
+        "zh": "IP:端口[,IP:端口…]：同时计入这些 RPC 工作节点的内存，与“install --rpc”的算法相同"
+              "（通过本机已安装的推理引擎询问）",
+    },
+    "rpc.plan_title": {
+        "en": "Plan: {title} {quant} ({size} GiB) on this PC and its RPC workers",
+        "zh": "方案：{title} {quant}（{size} GiB），运行于本机及其 RPC 工作节点",
+    },
+    "rpc.plan_memory": {
+        "en": "Predicted memory: RPC workers {workers} of {budget} GiB usable, RAM {ram} of {ram_budget} GiB usable.",
+        "zh": "预计内存占用：RPC 工作节点 {workers} / 可用 {budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",
+    },
     "rpc.proposal_title": {
         "en": "Plan: {title} {quant} on this PC and its RPC workers",
         "zh": "方案：{title} {quant}，运行于本机及其 RPC 工作节点",
