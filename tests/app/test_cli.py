@@ -192,6 +192,18 @@ def test_every_message_key_in_the_code_exists() -> None:
     assert missing == []
 
 
+def test_every_plan_reason_has_its_printed_topic() -> None:
+    """``plan`` prints each reason under ``t(f"plan.topic_{topic}")``: a topic without its message was an internal
+    error for every plan with RPC workers (``cache_ram``, ``rpc``)."""
+    import re
+
+    root = Path(cli.__file__).resolve().parents[1]
+    topics = {topic for path in sorted(root.rglob("*.py"))
+              for topic in re.findall(r'\bReason\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8"))}
+    assert len(topics) > 10  # the planner's topics are many: few found means a broken scan
+    assert sorted(topic for topic in topics if f"plan.topic_{topic}" not in MESSAGES) == []
+
+
 def _fields(text: str) -> list[str]:
     import string
 
