@@ -7,7 +7,8 @@ namespaces, reached from the head through a tunnel on its loopback, as over ``ss
 counts the worker's memory (``--list-devices --rpc``), sends to it only the layers the head cannot hold, the start
 script carries ``--rpc``, a real chat answers, and ``status`` names the worker; when the worker dies, ``status``
 names it as the reason. A rerun while the server holds the worker uses the worker's recorded memory (asking
-it again would wait for the server to let go). A worker that does not answer, one of another build (its
+it again would wait for the server to let go). ``plan --rpc`` previews the plan the install then takes. A second
+model added beside it makes the server a router whose preset keeps ``rpc`` in the default model's section only. A worker that does not answer, one of another build (its
 HELLO's protocol version) and a public address are refused by name, and the install that serves stays as it was.
 """
 
@@ -28,7 +29,7 @@ import requests
 from bootstrap.core.sizes import GIB, MIB
 from tests.support import lan
 from tests.support.chat_client import chat
-from tests.support.install_bed import InstallBed
+from tests.support.install_bed import InstallBed, write_chat_model
 from tests.support.llama import free_port
 from tests.support.offline import netns_available
 from tests.support.rpc_peers import other_build_worker, tunnel
@@ -129,8 +130,8 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
             assert args[args.index("--cache-ram") + 1] == "0"
             assert f"--rpc {endpoint}" in bed.home.start_script("Linux").read_text(encoding="utf-8").replace(
                 "'", "").replace('"', "")
-            chat = _chat(bed)
-            assert chat.status_code == 200 and chat.json()["usage"]["completion_tokens"] > 0
+            answered = _chat(bed)
+            assert answered.status_code == 200 and answered.json()["usage"]["completion_tokens"] > 0
             log = (bed.home.team_dir / "logs" / "rpc-worker.log").read_text(errors="replace")
             assert "Accepted client connection" in log
             status = bed.run("status")
@@ -149,6 +150,24 @@ def test_a_head_serves_a_model_larger_than_its_memory_with_a_worker(
             same = bed.install("--no-venv", "--hardware", str(small))  # a rerun keeps the workers
             assert same.returncode == 0, same.stderr[-2000:]
             assert _state(bed)["request"]["rpc"] == [endpoint]
+
+            # A second model beside it: the router's preset keeps the workers in the default model's section only
+            # (the added model is planned for this PC alone), and both answer through the one endpoint.
+            second = write_chat_model(tmp_path / "second" / "tiny-second-Q8_0.gguf", seed=1)
+            added = bed.install("--no-venv", str(second))
+            assert added.returncode == 0, added.stderr[-3000:]
+            sections = re.split(r"^\[(.+)\]$", (bed.home.root / "models.ini").read_text(encoding="utf-8"),
+                                flags=re.MULTILINE)
+            preset = dict(zip(sections[1::2], sections[2::2], strict=True))
+            assert set(preset) == {"tiny-chat", "tiny-second-Q8_0"}
+            assert f"rpc = {endpoint}" in preset["tiny-chat"] and "cache-ram = 0" in preset["tiny-chat"]
+            assert "rpc" not in preset["tiny-second-Q8_0"]
+            served_on = _state(bed)["server"]["port"]
+            for name in preset:
+                answer = chat(served_on, bed.home.api_key_file, timeout=120, max_tokens=8, model=name)
+                assert answer.status_code == 200, (name, answer.text[:300])
+            status = bed.run("status")
+            assert status.returncode == 0 and f"RPC worker {endpoint}: answers" in status.stdout, status.stderr
 
             assert on_worker("worker-stop").returncode == 0  # the worker dies: its head goes down with it
             deadline = time.monotonic() + 30

@@ -15,14 +15,18 @@ from pathlib import Path
 import requests
 
 
-def chat(port: int, key_file: Path, *, timeout: float = 30, max_tokens: int = 4) -> requests.Response:
-    """One non-streamed chat with the key in ``key_file`` (no proxies: the server is local)."""
+def chat(port: int, key_file: Path, *, timeout: float = 30, max_tokens: int = 4,
+         model: str | None = None) -> requests.Response:
+    """One non-streamed chat with the key in ``key_file`` (no proxies: the server is local); ``model``: the
+    router's model to ask (none: the server's own)."""
     key = key_file.read_text(encoding="utf-8").strip()
+    body: dict[str, object] = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": max_tokens}
+    if model is not None:
+        body["model"] = model
     with requests.Session() as session:
         session.trust_env = False
         return session.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=timeout,
-                            headers={"Authorization": f"Bearer {key}"},
-                            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": max_tokens})
+                            headers={"Authorization": f"Bearer {key}"}, json=body)
 
 
 class ChattingClient:
