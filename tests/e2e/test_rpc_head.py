@@ -8,8 +8,9 @@ counts the worker's memory (``--list-devices --rpc``), sends to it only the laye
 script carries ``--rpc``, a real chat answers, and ``status`` names the worker; when the worker dies, ``status``
 names it as the reason. A rerun while the server holds the worker uses the worker's recorded memory (asking
 it again would wait for the server to let go). ``plan --rpc`` previews the plan the install then takes. A second
-model added beside it makes the server a router whose preset keeps ``rpc`` in the default model's section only. A worker that does not answer, one of another build (its
-HELLO's protocol version) and a public address are refused by name, and the install that serves stays as it was.
+model added beside it makes the server a router whose preset keeps ``rpc`` in the default model's section only.
+A worker that does not answer, one of another build (its HELLO's protocol version) and a public address are
+refused by name, and the install that serves stays as it was.
 """
 
 from __future__ import annotations
