@@ -40,8 +40,9 @@ COMMANDS: dict[str, str] = {
     "team": "team",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
+    "front": "front",
 }
-HIDDEN = frozenset({"selfcheck", "supervise"})
+HIDDEN = frozenset({"selfcheck", "supervise", "front"})
 
 # argparse's own error sentences (CPython Lib/argparse.py, the same since 3.9 apart from how choices are quoted),
 # matched so each can be said in the UI language; anything else passes through in English.
@@ -147,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     supervise = sub.add_parser("supervise")
     supervise.add_argument("--home", required=True)
     supervise.add_argument("script")
+    # Hidden: several models' front before llama-server's router, started by the start script
+    # (register/router_front).
+    front = sub.add_parser("front")
+    front.add_argument("--host", required=True)
+    front.add_argument("--port", type=int, required=True)
+    front.add_argument("--model", required=True)
+    front.add_argument("router", nargs=argparse.REMAINDER)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
 

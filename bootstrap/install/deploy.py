@@ -126,8 +126,11 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                      engine_build=placed.working.installed.build)
     spec = replace(placed.untuned, args=tuple(tuned.final_args))
     library, models_max = _library(previous, options)
-    if library:  # the other installed models are served beside it (router mode)
-        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max)
+    if library:  # the other installed models are served beside it (router mode, behind the kit's front)
+        from bootstrap.register.shell_command import kit_command
+
+        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max,
+                       kit=kit_command(home, hardware.os.system))
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)
@@ -188,17 +191,20 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
                          server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
                          args=(), alias=options.alias or plan.model_id, api_key_file=key_file, host=options.host,
                          port=options.port)
-    venv = _venv(home, hardware, options, untuned) if options.venv else None
+    library, _ = _library(previous, options)
+    embed_model = next((m.name for m in library if m.role == "embedding"), None)
+    venv = _venv(home, hardware, options, untuned, embed_model) if options.venv else None
     return _Placed(working, untuned, venv)
 
 
-def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,
-          spec: LaunchSpec) -> runtime_venv.VenvResult:
-    """The runtime venv (openai SDK, this kit, an example) for one of this machine's Pythons, set up for ``spec``."""
+def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions, spec: LaunchSpec,
+          embed_model: str | None) -> runtime_venv.VenvResult:
+    """The runtime venv (openai SDK, this kit, the examples) for one of this machine's Pythons, set up for ``spec``
+    (and ``embed_model``, the home's embedding model, for rag.py)."""
     pythons = [p for p in hardware.pythons
                if not options.python_versions or p.version.rpartition(".")[0] in options.python_versions]
     result = runtime_venv.ensure_venv(home, python=runtime_venv.find_python(pythons), endpoint=spec.openai_base_url,
-                                      api_key_file=spec.api_key_file, model=spec.alias,
+                                      api_key_file=spec.api_key_file, model=spec.alias, embed_model=embed_model,
                                       index_url=options.pip_index_url, find_links=options.wheels_dir)
     if result.skipped_reason:
         warn(result.skipped_reason)

@@ -268,7 +268,8 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
     new_state = replace(state, library=library, models_max=models_max)
     # a new revision of a model already served: its bytes take the old ones' place while the server is stopped
     _switch(home, state, new_state, timeout, swaps=[(p.staged, p.path) for p in placed if p.staged is not None])
-    _said_done(home, new_state, name, "library.added" if prior is None else "library.upgraded")
+    refresh_examples(home, new_state)
+    _said_done(home, new_state, entry, "library.added" if prior is None else "library.upgraded")
     return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
 
 
@@ -321,6 +322,7 @@ def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> Lib
         gone = cleanup.remove_obsolete(home, [p for p in (resolve_in_home(home, f.path) for f in entry.files)
                                               if p not in used])
         freed = sum(f.size for f in entry.files if resolve_in_home(home, f.path) in gone)
+        refresh_examples(home, new_state)
         out(t("library.removed", name=name, freed=_gib(freed)))
         return LibraryOutcome("removed", name, new_state)
 
@@ -447,6 +449,29 @@ def prove(home: Home, spec: LaunchSpec, state: InstallState, timeout: float) -> 
     check_models(spec, read_api_key(home), names, timeout)
 
 
-def _said_done(home: Home, state: InstallState, name: str, key: str) -> None:
+def _said_done(home: Home, state: InstallState, entry: LibraryModel, key: str) -> None:
+    """The report: what clients now reach (a request naming no model still goes to the default, through the
+    kit's front: ``register/router_front.py``); for an embedding model, how to ask it, and the RAG example."""
+    from bootstrap.verify.chat import rag_command, render_embedding_snippet
+
     spec = launch_spec(state, home)
-    out(t(key, name=name, url=spec.client_openai_url, count=1 + len(state.library)))
+    out(t(key, name=entry.name, url=spec.client_openai_url, count=1 + len(state.library), default=spec.alias))
+    if key != "library.added" or entry.role != "embedding":
+        return
+    out(t("library.try_embeddings", name=entry.name))
+    out("  " + render_embedding_snippet(spec, entry.name))
+    rag = rag_command(spec)
+    if rag:
+        out(t("library.try_rag", name=entry.name, default=spec.alias, command=rag))
+
+
+def refresh_examples(home: Home, state: InstallState) -> None:
+    """The venv's examples rendered again for the models now installed (``rag.py`` asks the installed embedding
+    model), when the home has a venv."""
+    from bootstrap.place.runtime_venv import render_examples
+
+    if not home.examples_dir.is_dir():
+        return
+    spec = launch_spec(state, home)
+    render_examples(home, endpoint=spec.openai_base_url, api_key_file=spec.api_key_file, model=spec.alias,
+                    embed_model=state.embedding_name())

@@ -184,6 +184,7 @@ class LaunchSpec:
     port: int = DEFAULT_PORT
     others: tuple[PresetModel, ...] = ()  # several models: llama-server's router mode (render/model_preset.py)
     models_max: int = 1  # router mode: models loaded at once (never 0: see install/library.models_max_for)
+    kit: tuple[str, ...] = ()  # router mode: the words that run this kit, for its front (register/router_front.py)
 
     @property
     def router(self) -> bool:
@@ -239,13 +240,21 @@ class LaunchSpec:
         """Whether the server thinks by default (``thinking_of`` its flags)."""
         return thinking_of(self.args)
 
+    @property
+    def fronted(self) -> bool:
+        """Router mode with the kit's front on the install's address (``register/router_front.py``): requests that
+        name no model go to the default one, and the model list shows no command lines."""
+        return self.router and bool(self.kit)
+
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them. In router mode
         only the router's own: each model's flags are in the preset file (command-line flags would reach every
-        child and override its preset, llama.cpp tools/server/README.md "Model presets")."""
+        child and override its preset, llama.cpp tools/server/README.md "Model presets"); behind the front, no
+        address (the front gives it its own on 127.0.0.1)."""
         if self.router:
-            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max),
-                    "--host", self.host, "--port", str(self.port), "--api-key-file", self.key_file_arg()]
+            address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
+            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max), *address,
+                    "--api-key-file", self.key_file_arg()]
         out = ["-m", str(self.model)]
         if self.mmproj is not None:
             out += ["--mmproj", str(self.mmproj)]
@@ -273,6 +282,13 @@ class LaunchSpec:
             return PRESET_NAME
         return str(self.preset_file)
 
+    def front_args(self) -> list[str]:
+        """The front's words before the router's command (``qwenkit front``): its address and the default."""
+        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, "--"]
+
     def argv(self) -> list[str]:
-        """The whole command as a list (never a string: no shell, no quoting)."""
+        """The whole command as a list (never a string: no shell, no quoting): llama-server, or in router mode
+        the kit's front, which starts the router itself (``front_args``)."""
+        if self.fronted:
+            return [*self.kit, *self.front_args(), str(self.server), *self.server_args()]
         return [str(self.server), *self.server_args()]

@@ -111,6 +111,27 @@ def invoked_as(executable: Path, *, frozen: bool, argv0: str | None = None) -> s
     return f"{executable} -m bootstrap"
 
 
+def kit_command(home: Home, system: str, *, frozen: bool | None = None,
+                executable: Path | None = None) -> tuple[str, ...]:
+    """The words that run this kit from a start script (the router's front, ``register/router_front.py``), by the
+    launcher's rule (module docstring): the runtime venv's ``qwenkit`` when it holds this very version of the kit
+    (an older one there may lack the front: a model added before the venv was refreshed), else the frozen setup's
+    copy in the home (made now when missing), else this interpreter with ``-m bootstrap`` (pip or pipx installed
+    the kit; a source checkout only with its ``PYTHONPATH``, as the tests run it)."""
+    from bootstrap import __version__
+    from bootstrap.place.runtime_venv import read_stamp
+
+    frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+    executable = Path(sys.executable) if executable is None else executable
+    in_venv = venv_command(home.venv_dir, system)
+    stamp = read_stamp(home.venv_dir) or {}
+    if in_venv.is_file() and stamp.get("kit") == __version__:
+        return (str(in_venv),)
+    if frozen:
+        return (str(kept_program(home, executable)),)
+    return (str(executable), "-m", "bootstrap")
+
+
 def kept_program(home: Home, executable: Path | None = None) -> Path:
     """The running setup's copy in the home (``app/``), made now when it is not there: what long-lived processes
     run. Where it cannot be made (a full disk), the setup itself."""

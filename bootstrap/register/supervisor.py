@@ -45,7 +45,7 @@ import requests
 
 from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.log_files import MAX_BYTES, RotatingLog
-from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, kill_tree
+from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, end_as, kill_tree
 from bootstrap.fetch.http_session import local_session
 from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
 from bootstrap.render.model_preset import first_model
@@ -123,7 +123,7 @@ class Supervisor:
                     break
                 if not served and not self.restarts:
                     self.note(f"llama-server ended before it served ({_how(returncode)}); not restarting it")
-                    return _pass_on(returncode)
+                    return end_as(returncode)
                 steady = self.clock() - started >= STEADY_S
                 delay_index = 0 if steady else min(delay_index + 1, len(RESTART_DELAYS_S) - 1)
                 delay = RESTART_DELAYS_S[delay_index]
@@ -264,17 +264,3 @@ def _how(returncode: int) -> str:
         except ValueError:
             return f"signal {-returncode}"
     return f"exit code {returncode}"
-
-
-def _pass_on(returncode: int) -> int:
-    """End as the server ended: the same exit code, or the same signal (no core file of our own)."""
-    if returncode >= 0:
-        return returncode
-    with contextlib.suppress(ImportError, ValueError, OSError):
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be handled: nothing to reset
-        signal.signal(-returncode, signal.SIG_DFL)
-    os.kill(os.getpid(), -returncode)
-    return 128 - returncode  # not reached for a deadly signal

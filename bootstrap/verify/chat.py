@@ -280,6 +280,22 @@ def agent_command(spec: LaunchSpec) -> str:
     return render_template("agent-command.txt.j2", system=spec.system, python=str(python), agent=str(agent)).strip()
 
 
+def rag_command(spec: LaunchSpec) -> str:
+    """How to run the RAG example the venv carries (``venv/examples/rag.py``), or "" when there is none."""
+    python, rag = home_python(spec), spec.home / "venv" / "examples" / "rag.py"
+    if python is None or not rag.is_file():
+        return ""
+    return render_template("agent-command.txt.j2", system=spec.system, python=str(python), agent=str(rag)).strip()
+
+
+def render_embedding_snippet(spec: LaunchSpec, name: str) -> str:
+    """The curl line that asks embedding model ``name`` for vectors through this endpoint (key from its file)."""
+    body = json.dumps({"model": name, "input": ["检索增强生成", "retrieval-augmented generation"]},
+                      ensure_ascii=False)
+    return render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.client_openai_url}/embeddings",
+                           key_file=str(spec.api_key_file), body=body, body_cmd=body.replace('"', '\\"')).strip()
+
+
 def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 256) -> tuple[str, str]:
     """The curl line and the Python snippet for this server (both read the key from its file), addressed where
     clients should connect (``LaunchSpec.client_openai_url``). The Python one names the home's venv interpreter

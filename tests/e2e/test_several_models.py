@@ -147,6 +147,9 @@ def test_models_added_beside_the_default_share_one_endpoint_and_key(bed: Bed) ->
     proc = bed.run("install", EMBED_ID, "--yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f'Added {EMBED_ID}: 2 models served at {bed.url}/v1' in proc.stdout
+    assert f"a request that names no model still goes to {MODEL_ID}, as before" in proc.stdout  # issue 41
+    embeddings = next(line for line in proc.stdout.splitlines() if "/v1/embeddings" in line)  # how to ask it
+    assert embeddings.lstrip().startswith("curl ") and f'"model": "{EMBED_ID}"' in embeddings
     proc = bed.run("install", CHAT2_ID, "--yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "3 models served" in proc.stdout
@@ -175,13 +178,43 @@ def test_models_added_beside_the_default_share_one_endpoint_and_key(bed: Bed) ->
     assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}).status_code == 401
     assert bed.chat(MODEL_ID, key="wrong-key").status_code == 401
 
-    # The router's children listen on their own loopback ports: each wants the key too (b11434 gives them no
-    # --api-key; the start script hands them the key file through the environment).
+    # The router (behind the kit's front, register/router_front.py) and its children listen on their own loopback
+    # ports: each wants the key too (b11434 gives the children no --api-key; the start script hands them the key
+    # file through the environment).
     children = bed.children()
-    assert len(children) == 3, children
+    assert len(children) == 4, children  # the router and one child per model
     for port in children:
         assert bed.chat(MODEL_ID, port=port).status_code == 401
         assert bed.post("/v1/embeddings", {"input": "x"}, port=port).status_code == 401
+
+
+def test_a_request_naming_no_model_goes_to_the_default_and_the_list_shows_no_command_lines(bed: Bed) -> None:
+    """Issue 41: with a second model (here an embedding model), a request without ``"model"`` was refused (400
+    "model name is missing from the request") and ``GET /v1/models`` gave every key holder each model's command line
+    (the engine's absolute path: the home folder, the user's name). Through the kit's front the default answers
+    what names no model, and the list keeps only names, states and capabilities."""
+    key = bed.key()
+    unnamed = bed.post("/v1/chat/completions", {"max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
+                       key=key)
+    assert unnamed.status_code == 200, unnamed.text
+    assert unnamed.json()["model"] == MODEL_ID
+    streamed = bed.post("/v1/chat/completions", {"max_tokens": 3, "stream": True, "model": None,
+                                                 "messages": [{"role": "user", "content": "hi"}]}, key=key)
+    assert streamed.status_code == 200 and streamed.text.rstrip().endswith("data: [DONE]"), streamed.text
+    assert bed.post("/v1/chat/completions", {"max_tokens": 1, "messages": []}).status_code == 401  # key still needed
+    named = bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=key)
+    assert named.status_code == 200 and named.json()["model"] == EMBED_ID
+    with requests.Session() as session:
+        session.trust_env = False
+        slots = session.get(f"{bed.url}/slots", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        assert slots.status_code == 200 and isinstance(slots.json(), list), slots.text
+        listed = session.get(f"{bed.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert listed.status_code == 200, listed.text
+    models = {m["id"]: m for m in listed.json()["data"]}
+    assert {MODEL_ID, EMBED_ID} <= set(models)
+    assert all(set(m["status"]) & {"args", "preset"} == set() for m in models.values()), listed.text
+    assert str(bed.home.root) not in listed.text and "llama-server" not in listed.text
+    assert all(m["status"]["value"] in ("loaded", "loading", "unloaded") for m in models.values())
 
 
 def test_an_image_is_answered_through_the_router_by_a_model_with_its_projector(bed: Bed) -> None:

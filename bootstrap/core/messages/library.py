@@ -39,8 +39,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已是最新：{name} 已安装，服务地址 {url}",
     },
     "library.added": {
-        "en": "Added {name}: {count} models served at {url}; requests choose one by \"model\": \"{name}\"",
-        "zh": "已添加 {name}：{count} 个模型在 {url} 提供服务；请求中用 \"model\": \"{name}\" 选择它",
+        "en": "Added {name}: {count} models served at {url}. A request chooses one with \"model\": \"{name}\"; "
+              "a request that names no model still goes to {default}, as before.",
+        "zh": "已添加 {name}：{count} 个模型在 {url} 提供服务。请求中用 \"model\": \"{name}\" 选择它；"
+              "未指定模型的请求仍由 {default} 处理，与之前相同。",
+    },
+    "library.try_embeddings": {
+        "en": "Embeddings from {name} (the key is read from its file):",
+        "zh": "用 {name} 生成向量（密钥从其文件读取）：",
+    },
+    "library.try_rag": {
+        "en": "A RAG example that uses {name} and {default}: {command}",
+        "zh": "使用 {name} 和 {default} 的 RAG 示例：{command}",
     },
     "library.upgraded": {
         "en": "Upgraded {name}: {count} models served at {url}",
