@@ -3,9 +3,9 @@
 Order matters: ``/health`` first (llama-server answers 503 ``Loading model`` on every endpoint until the weights
 are in, then 200 ``{"status":"ok"}``), then the OS is asked whether the socket that answered is this home's server
 (``register/server_identity.py``: the key is never sent to another program on the port), then ``/v1/models`` with
-the key (the alias must be listed), then a chat
-request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
-the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
+the key (the alias must be listed), then whether the server was started with the key
+(``verify/key_guard.py``: read from its command line, not by a request without the key, which llama-server logs as
+"unauthorized"), then one plain and one streamed chat request. Streaming with
 ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
 (llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports
 name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
@@ -33,6 +33,7 @@ from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, cle
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
+from bootstrap.verify.key_guard import require_key_guard
 from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
@@ -319,7 +320,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
     """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
     health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive,
                                evidence=evidence)
-    require_ours(spec)  # the key goes only to this home's server, never to whatever answered on the port
+    holder = require_ours(spec)  # the key goes only to this home's server, never to whatever answered on the port
     auth = {"Authorization": f"Bearer {api_key}"}
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:
@@ -332,11 +333,8 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
                               t("verify.hint_server"))
 
         what = "POST /v1/chat/completions"
-        anonymous = _request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, 1, False),
-                             timeout=timeout)
-        if anonymous.status_code != 401:
-            raise ServerError(t("verify.err_no_key_check", status=anonymous.status_code),
-                              t("verify.hint_no_key_check"))
+        require_key_guard(spec, holder, lambda: _request(session, "POST", chat_url, what, timeout=timeout,
+                                                         json=_chat_body(spec, prompt, 1, False)).status_code)
 
         plain = checked_json(_request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, max_tokens, False),
                                   headers=auth, timeout=timeout), what)

@@ -153,6 +153,10 @@ def test_models_added_beside_the_default_share_one_endpoint_and_key(bed: Bed) ->
     proc = bed.run("install", CHAT2_ID, "--yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "3 models served" in proc.stdout
+    # Issue 41: the install's own check that the key is required (one model, then each added one) is read from the
+    # server's command line; knocking without the key left "unauthorized: Invalid API Key" lines, like an attack.
+    log = (bed.home.logs_dir / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "llama-server" in log and "unauthorized" not in log
 
     state = bed.state()
     assert state["model_id"] == MODEL_ID  # the default kept its place

@@ -89,6 +89,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the server accepts requests without the API key (status {status})",
         "zh": "服务在没有 API 密钥时仍接受请求（状态码 {status}）",
     },
+    "verify.err_no_key_file": {
+        "en": "the server was not started with this install's API key file (--api-key-file): it would answer "
+              "requests without the key",
+        "zh": "服务启动时没有使用本安装的 API 密钥文件（--api-key-file）：它会接受不带密钥的请求",
+    },
     "verify.hint_no_key_check": {
         "en": "Start it with --api-key-file pointing at the key file; rerun the install to rewrite the start script.",
         "zh": "请使用指向密钥文件的 --api-key-file 启动；重新运行安装以重写启动脚本。",
