@@ -291,6 +291,10 @@ def test_another_default_is_switched_to_and_back_without_a_download(bed: Bed) ->
     proc = bed.run("install", "--default", CHAT2_ID, "--yes", "--no-service", "--no-venv")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "downloading" not in proc.stderr
+    # Issue 41: it ended "Upgraded in place …; the old files were removed." though the old default stays
+    assert proc.stdout.rstrip().splitlines()[-1] == (
+        f"{CHAT2_ID} is the default model in {bed.home.root} now; {MODEL_ID} stays installed beside it (nothing "
+        "was removed: switching back downloads nothing).")
     assert "speed could not be measured" not in proc.stderr  # the router routes the measurement to the default
     assert "tokens/s" in proc.stdout
     state = bed.state()

@@ -27,7 +27,7 @@ from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
-from bootstrap.install.installer import CTX_AUTO, InstallRequest, install
+from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
@@ -237,10 +237,23 @@ def run(args: argparse.Namespace) -> int:
         refresh_library(home, verify_timeout=request.verify_timeout)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
-    elif outcome.kind in ("installed", "upgraded", "verified"):
-        command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
-        console.out_ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
+    elif outcome.kind in ("installed", "upgraded", "verified", "switched", "relaunched"):
+        console.out_ok(closing_line(outcome, home))
     return 0
+
+
+def closing_line(outcome: InstallOutcome, home: Home) -> str:
+    """The last line, saying what this run really did: installed, upgraded (and whether old files went), another
+    default (the old one kept), the same files restarted with new settings, or everything checked again."""
+    command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
+    kind = outcome.kind
+    if kind == "switched" and outcome.state is not None and outcome.previous is not None:
+        return t("install.done_switched", home=home.root, model=outcome.state.server.alias,
+                 old=outcome.previous.server.alias)
+    if kind == "upgraded" and outcome.result is not None and not any(
+            home.models_dir in p.parents or home.engines_dir in p.parents for p in outcome.result.removed):
+        kind = "upgraded_nothing_removed"
+    return t(f"install.done_{kind}", home=home.root, command=command)
 
 
 def _add_beside(home: Home, request: InstallRequest, unattended: bool, interactive: bool) -> int | None:
