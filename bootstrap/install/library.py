@@ -43,7 +43,10 @@ from bootstrap.record.state import (
 from bootstrap.render.model_preset import check_name
 
 if TYPE_CHECKING:
+    from bootstrap.detect.hardware import HardwareProfile
+    from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.model_profile import ModelProfile
+    from bootstrap.plan.planner import Candidate
     from bootstrap.register.base import ServiceManager
 
 # How much of the machine's RAM the models loaded together may take; the rest stays for the OS and the user's
@@ -202,19 +205,37 @@ def _plan_model(home: Home, state: InstallState, wanted: Wanted, source: str) ->
         extra = load_catalog().model(candidates[0].model_id).server_args
     variant = VariantChoice(state.engine.variant, t("library.same_engine", variant=state.engine.variant))
     embedding = is_embedding(candidates[0].profile, extra)
-    requested = min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX) if embedding else None
-    plan = choose(candidates, hardware, requested_ctx=requested, variant=variant)
-    profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
+    if embedding:
+        plan = plan_embedding(candidates, hardware, extra, variant=variant)
+    else:
+        plan = choose(candidates, hardware, variant=variant)
     name = model_name(plan, wanted)
     if name == state.server.alias:
         raise UsageError(t("library.err_is_default", name=name), t("library.hint_is_default"))
-    if embedding:
-        plan = as_embedding(plan, profile, extra)
     args = tuple(with_overrides(list(plan.args), list(extra)))
     return _Planned(plan, name, args, embedding), hardware.memory.total_bytes
 
 
-def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str]) -> Plan:
+def embed_ctx(profile: ModelProfile) -> int:
+    """The context an embedding model is served with unless ``--ctx`` says otherwise: ``EMBED_CTX`` tokens per
+    input, or less when the model was trained for less."""
+    return min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX)
+
+
+def plan_embedding(candidates: Sequence[Candidate], hardware: HardwareProfile, extra_args: Sequence[str], *,
+                   requested_ctx: int | None = None, variant: VariantChoice | None = None) -> Plan:
+    """An embedding model's plan as it is served beside a chat model — the one ``install MODEL`` adds, ``plan
+    MODEL`` prints and ``models`` lists, so the three agree: its input limit (``embed_ctx``, or ``--ctx``), its
+    flags and memory (``as_embedding``)."""
+    from bootstrap.plan.planner import choose
+
+    ctx = requested_ctx or embed_ctx(candidates[0].profile)
+    plan = choose(list(candidates), hardware, requested_ctx=ctx, variant=variant)
+    profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
+    return as_embedding(plan, profile, extra_args, ctx_asked=requested_ctx is not None)
+
+
+def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str], *, ctx_asked: bool = False) -> Plan:
     """The plan of a chat model turned into the one an embedding model is served with (``embedding_args``), its
     memory estimated for them: no prompt cache, and where the pooling needs it a micro-batch as large as the
     context (a 1,024-wide model at 8,192 tokens: 576.31 MiB of compute buffer as llama-server logged it, and as
@@ -228,11 +249,16 @@ def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str]) -
     args = with_overrides(list(plan.args), embedding_args(pooling, ctx))
     batch, ubatch = (int(args[args.index(f) + 1]) for f in ("-b", "-ub"))
     settings = replace(plan.settings, ubatch=ubatch, batch=batch, cache_ram_mib=0, ctx_checkpoints=0)
+    memory = estimate(profile, settings)
     reasons = tuple(r for r in plan.reasons if r.topic not in ("prompt_cache", "batch"))
+    if not ctx_asked:  # the planner was handed the input limit, which it calls "as asked (--ctx)"
+        kv = f"{(memory.kv_gpu + memory.kv_cpu) / 2**20:.0f}"
+        reasons = tuple(Reason("ctx", str(ctx), t("library.reason_embed_ctx", ctx=ctx, kv=kv))
+                        if r.topic == "ctx" else r for r in reasons)
     why = Reason("embeddings", pooling or "-", t("library.reason_embeddings", pooling=pooling or "-",
                                                  batch=batch, ubatch=ubatch))
-    return replace(plan, settings=settings, estimate=estimate(profile, settings), args=tuple(args),
-                   reasons=(*reasons, why))
+    return replace(plan, settings=settings, estimate=memory, args=tuple(args), reasons=(*reasons, why),
+                   role="embedding")
 
 
 def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,

@@ -146,6 +146,7 @@ class Plan:
     speed_class: str
     speed: SpeedPrediction  # tokens/s predicted for this placement (plan/speed.py)
     fallback_from: str | None = None
+    role: str = "chat"  # "embedding": served with --embeddings beside a chat model (install/library.as_embedding)
 
 
 CPU_VARIANTS = frozenset({"win-cpu", "ubuntu-x64", "macos-x64"})
@@ -667,4 +668,5 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "warnings": list(plan.warnings),
         "speed_class": plan.speed_class,
         "speed": plan.speed.to_json(),
+        "role": plan.role,
     }

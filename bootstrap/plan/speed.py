@@ -450,16 +450,22 @@ def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
     return total
 
 
-def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False) -> list[str]:
+def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False,
+             embedding: bool = False) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, where the numbers come from
     (this machine's measurement, or the published-run constants — ``will_measure``: the install measures before
     its download), the assumption when the RAM bandwidth was not measured, and (``thinking``, for a model that has
-    a thinking mode) what thinking does to an answer's length."""
+    a thinking mode) what thinking does to an answer's length. An ``embedding`` model generates nothing: only how
+    fast it reads its input."""
     p = prediction
-    lines = [t("plan.speed_tps", tps=rate_text(p.decode_tps), low=rate_text(p.decode_low),
-               high=rate_text(p.decode_high), prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
-               prompt_high=rate_text(p.prompt_high),
-               fill=p.context_fill)]
+    if embedding:
+        lines = [t("plan.speed_embed", prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
+                   prompt_high=rate_text(p.prompt_high))]
+        thinking = False
+    else:
+        lines = [t("plan.speed_tps", tps=rate_text(p.decode_tps), low=rate_text(p.decode_low),
+                   high=rate_text(p.decode_high), prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
+                   prompt_high=rate_text(p.prompt_high), fill=p.context_fill)]
     if p.source == "measured":
         lines.append(t("speed_source.measured_here", when=(p.measured_on or "").replace("T", " ").rstrip("Z")))
     else:

@@ -22,7 +22,7 @@ from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
-from bootstrap.install.library import EMBED_CTX, as_embedding, is_embedding
+from bootstrap.install.library import is_embedding, plan_embedding
 from bootstrap.install.measure import recorded_rates
 from bootstrap.plan.context import check_range
 from bootstrap.plan.engine_variant import check_engine
@@ -84,7 +84,7 @@ def print_plan(plan: Plan) -> None:
     else:
         console.out(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
                        ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
-    console.out("\n".join(describe_speed(plan.speed)))
+    console.out("\n".join(describe_speed(plan.speed, embedding=plan.role == "embedding")))
     for warning in plan.warnings:
         console.warn(warning)
     console.out("llama-server -m " + plan.file + " " + " ".join(plan.args))
@@ -97,10 +97,7 @@ def run(args: argparse.Namespace) -> int:
     candidates, fallbacks = candidates_for(args.model)
     extra = _catalog_args(args.model)
     if is_embedding(candidates[0].profile, extra):  # served beside a chat model, as ``install MODEL`` adds it
-        ctx = args.ctx or min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX)
-        plan = choose(candidates, hardware, requested_ctx=ctx)
-        profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
-        plan = as_embedding(plan, profile, extra)
+        plan = plan_embedding(candidates, hardware, extra, requested_ctx=args.ctx)
     else:
         plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
     if args.json:

@@ -162,6 +162,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "请先安装一个对话模型（qwenkit install），再运行 qwenkit install {name}。",
     },
     "plan.topic_embeddings": {"en": "embeddings", "zh": "向量嵌入"},
+    "library.reason_embed_ctx": {
+        "en": "context {ctx} tokens: the longest input one embedding takes (Qwen3-Embedding's card serves 8,192); "
+              "its KV cache takes {kv} MiB.",
+        "zh": "上下文 {ctx} token：单次向量嵌入可接受的最长输入（Qwen3-Embedding 模型卡为 8192）；"
+              "其 KV 缓存占 {kv} MiB。",
+    },
     "library.reason_embeddings": {
         "en": "an embedding model ({pooling} pooling): served at /v1/embeddings beside a chat model "
               "(qwenkit install MODEL), no prompt cache, batch {batch} / micro-batch {ubatch}",

@@ -205,6 +205,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Here: {quant} with {ctx} tokens of context, {speed}.",
         "zh": "本机：{quant}，上下文 {ctx} token，{speed}。",
     },
+    "models.fits_embedding": {
+        "en": "Here: {quant}, inputs of up to {ctx} tokens (served beside a chat model).",
+        "zh": "本机：{quant}，单次输入最多 {ctx} token（在对话模型旁提供服务）。",
+    },
     "models.speed_gpu": {"en": "fast (all on the GPU)", "zh": "快（全部在 GPU 上）"},
     "models.speed_hybrid": {"en": "medium (GPU and CPU)", "zh": "中等（GPU 与 CPU 混合）"},
     "models.speed_cpu": {"en": "slow (CPU only)", "zh": "较慢（仅 CPU）"},
@@ -250,6 +254,11 @@ MESSAGES: dict[str, dict[str, str]] = {
               "read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}).",
         "zh": "速度：短提示词约 {tps} token/秒（{low}–{high}，上下文 {fill} token）；读入提示词约 {prompt} token/秒"
               "（{prompt_low}–{prompt_high}）。",
+    },
+    "plan.speed_embed": {
+        "en": "Speed: input is read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}); an embedding model "
+              "generates no text.",
+        "zh": "速度：读入输入约 {prompt} token/秒（{prompt_low}–{prompt_high}）；向量嵌入模型不生成文本。",
     },
     "plan.speed_default_ram": {
         "en": "RAM bandwidth not measured on that machine: assumed {memory} (the probe would read about {gbps} GB/s); "
