@@ -27,6 +27,7 @@ from bootstrap.core.console import info, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
+from bootstrap.core.sizes import human_size
 from bootstrap.install import cleanup
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
@@ -35,6 +36,7 @@ from bootstrap.record.state import (
     InstallState,
     LibraryModel,
     launch_spec,
+    model_kind,
     relative_to_home,
     require_state,
     resolve_in_home,
@@ -62,6 +64,7 @@ class LibraryOutcome:
     kind: str  # "added" | "upgraded" | "unchanged" | "removed" | "cancelled"
     name: str
     state: InstallState | None
+    freed: int = 0  # bytes deleted ("removed")
 
 
 def model_name(plan: Plan, wanted: Wanted) -> str:
@@ -275,9 +278,10 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
     together = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
                 plan.estimate.host_total]
     models_max = models_max_for(together, total_ram)
-    summary = t("library.confirm", name=name, role=t(f"library.role_{'embedding' if planned.embedding else 'chat'}"),
-                file=plan.file, size=_gib(plan.file_size), ram=_gib(plan.estimate.host_total),
-                together=_gib(sum(together)), total=_gib(total_ram))
+    kind = model_kind("embedding" if planned.embedding else "chat", any(j.role == "mmproj" for j in fetch_plan.jobs))
+    summary = t("library.confirm", name=name, role=t(f"status.kind_{kind}"),
+                file=plan.file, size=human_size(plan.file_size), ram=human_size(plan.estimate.host_total),
+                together=human_size(sum(together)), total=human_size(total_ram))
     info(summary)
     if models_max < len(together):
         warn(t("library.not_together", n=models_max, count=len(together)))
@@ -328,16 +332,32 @@ def refresh_library(home: Home, *, verify_timeout: float = 300.0) -> list[Librar
     return outcomes
 
 
+def removable(home: Home, name: str) -> tuple[InstallState, LibraryModel]:
+    """The record and the model ``remove NAME`` would take out; the default (exit 2) and an unknown name (exit 2,
+    the installed names listed, the closest one suggested) are refused before anything is asked or stopped."""
+    from bootstrap.core.suggest import did_you_mean
+
+    state = require_state(home)
+    if name == state.server.alias:
+        raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
+    entry = next((m for m in state.library if m.name == name), None)
+    if entry is None:
+        names = [state.server.alias, *(m.name for m in state.library)]
+        hint = did_you_mean(name, [m.name for m in state.library]) or t("library.hint_models")
+        raise UsageError(t("library.err_unknown", name=name, names=", ".join(names)), hint)
+    return state, entry
+
+
+def files_bytes(home: Home, entry: LibraryModel, state: InstallState) -> int:
+    """Bytes ``remove`` frees: the model's files that no other model of the home uses."""
+    used = {f.path for f in state.files} | {f.path for m in state.library if m is not entry for f in m.files}
+    return sum(f.size for f in entry.files if f.path not in used)
+
+
 def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> LibraryOutcome:
     """``qwenkit remove NAME``: the model leaves the endpoint, then its files go (those no other model uses)."""
     with home_lock(home, "install"):
-        state = require_state(home)
-        if name == state.server.alias:
-            raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
-        entry = next((m for m in state.library if m.name == name), None)
-        if entry is None:
-            names = ", ".join([state.server.alias, *(m.name for m in state.library)])
-            raise UsageError(t("library.err_unknown", name=name, names=names), t("library.hint_models"))
+        state, entry = removable(home, name)
         library = tuple(m for m in state.library if m.name != name)
         planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in library)]
         total = _ram_total()
@@ -349,18 +369,13 @@ def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> Lib
                                               if p not in used])
         freed = sum(f.size for f in entry.files if resolve_in_home(home, f.path) in gone)
         refresh_examples(home, new_state)
-        out(t("library.removed", name=name, freed=_gib(freed)))
-        return LibraryOutcome("removed", name, new_state)
+        return LibraryOutcome("removed", name, new_state, freed=freed)
 
 
 def _ram_total() -> int:
     import psutil
 
     return int(psutil.virtual_memory().total)
-
-
-def _gib(n: int) -> str:
-    return f"{n / 2**30:.2f}"
 
 
 def _record(home: Home, role: str, at: Path, path: Path, sha256: str, source: str,

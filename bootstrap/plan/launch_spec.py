@@ -147,6 +147,19 @@ def ctx_of(args: Sequence[str]) -> int | None:
     return found
 
 
+def request_ctx_of(args: Sequence[str]) -> int | None:
+    """Tokens one request may use with these flags: the whole context when the slots share one KV pool
+    (``-kvu``) or there is one slot, else the context split between the ``-np`` slots (llama-server's
+    ``n_ctx_slot``); None when the flags set no context."""
+    ctx = ctx_of(args)
+    flags = list(args)
+    slots = next((int(flags[i + 1]) for i, f in enumerate(flags[:-1])
+                  if f in ("-np", "--parallel") and flags[i + 1].isdigit()), 1)
+    if ctx is None or slots <= 1 or "-kvu" in flags or "--kv-unified" in flags:
+        return ctx
+    return ctx // slots
+
+
 @dataclass(frozen=True)
 class PresetModel:
     """Another installed model the server offers beside the default one (llama-server's router mode): its name

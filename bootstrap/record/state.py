@@ -144,6 +144,19 @@ class LibraryModel:
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
 
+    @property
+    def kind(self) -> str:
+        """What it is for, as ``status`` says it: "embedding", "vision" (a chat model that reads images: it has a
+        projector) or "chat"."""
+        return model_kind(self.role, self.file("mmproj") is not None)
+
+
+def model_kind(role: str, projector: bool) -> str:
+    """"embedding", "vision" or "chat" (``LibraryModel.kind``)."""
+    if role == "embedding":
+        return "embedding"
+    return "vision" if projector else "chat"
+
 
 @dataclass(frozen=True)
 class InstallState:

@@ -102,6 +102,12 @@ class Bed:
         return found
 
 
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The CLI's one error line, without ``error: `` (never a traceback)."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return next(line for line in proc.stderr.splitlines() if line.startswith("error: ")).removeprefix("error: ")
+
+
 def catalog_of(revisions: dict[str, str]) -> str:
     return (catalog_text(revisions[MODEL_ID])
             + model_block(revisions[EMBED_ID], model_id=EMBED_ID, repo=EMBED_REPO, file=EMBED_FILE,
@@ -240,7 +246,26 @@ def test_an_image_is_answered_through_the_router_by_a_model_with_its_projector(b
     assert bed.post("/v1/chat/completions", body).status_code == 401
     text_only = bed.post("/v1/chat/completions", {**body, "model": MODEL_ID}, key=bed.key())
     assert text_only.status_code != 200  # the default model has no projector: the image is refused, not ignored
-    removed = bed.run("remove", VISION_ID)
+
+    # Issue 41: status listed the vision model as "chat", in columns that did not line up, and one context figure
+    # (the default's) for every model. Now one aligned row per model: what it is for, its own tokens per
+    # request, loaded or not.
+    status = bed.run("status", "--json")
+    assert status.returncode == 0, status.stderr[-2000:]
+    rows = {m["name"]: m for m in json.loads(status.stdout)["models"]}
+    assert (rows[VISION_ID]["kind"], rows[EMBED_ID]["kind"], rows[MODEL_ID]["kind"]) == ("vision", "embedding", "chat")
+    assert rows[EMBED_ID]["ctx"] == 4096 and rows[MODEL_ID]["ctx"] == 512  # the tiny model's trained 4096; -c 512
+    assert all(m["loaded"] == "loaded" for m in rows.values())
+    text = bed.run("status").stdout.splitlines()
+    start = next(i for i, line in enumerate(text) if line.startswith("models "))
+    table = text[start + 1:start + 2 + len(rows)]
+    assert table[0].split() == ["name", "for", "quant", "tokens/request", "state"]
+    columns = [table[0].index(word) for word in ("for", "quant", "tokens/request", "state")]
+    assert all(line[c - 1] == " " and line[c] != " " for line in table for c in columns), table  # aligned
+    vision_row = next(line for line in table if line.split()[0] == VISION_ID)
+    assert "chat + images" in vision_row and "512" in vision_row and "loaded" in vision_row
+    assert not any(line.startswith("context ") for line in text)  # no single context figure for all
+    removed = bed.run("remove", VISION_ID, "--yes")
     assert removed.returncode == 0, removed.stderr[-2000:]
 
 
@@ -319,9 +344,16 @@ def test_remove_frees_the_files_and_the_others_keep_serving(bed: Bed) -> None:
     chat2 = next(m for m in bed.state()["library"] if m["name"] == CHAT2_ID)  # type: ignore[union-attr]
     path = bed.home.root / chat2["files"][0]["path"]
     assert path.is_file()
-    proc = bed.run("remove", CHAT2_ID)
+    # Issue 41: "remove NAME --yes" was "unrecognized arguments: --yes", and the freed size said "0.00 GiB". It asks
+    # now, as uninstall does: without a terminal it wants --yes, and nothing is touched before.
+    asked = bed.run("remove", CHAT2_ID)
+    assert asked.returncode == 2 and one_line(asked) == "there is no terminal to confirm the removal in", asked.stderr
+    assert path.is_file()
+    size = chat2["files"][0]["size"]
+    proc = bed.run("remove", CHAT2_ID, "--yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"Removed {CHAT2_ID}" in proc.stdout
+    assert proc.stdout.strip() == (f"Removed {CHAT2_ID}: {size / 2**20:.1f} MiB freed; 2 models left behind the "
+                                   "endpoint.")
     assert not path.exists() and not path.parent.exists()
     assert [m["name"] for m in bed.state()["library"]] == [EMBED_ID]  # type: ignore[union-attr]
     key = bed.key()
@@ -329,16 +361,21 @@ def test_remove_frees_the_files_and_the_others_keep_serving(bed: Bed) -> None:
     assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=key).status_code == 200
     gone = bed.chat(CHAT2_ID, key=key)
     assert gone.status_code == 400 and "not found" in gone.text
-    refused = bed.run("remove", MODEL_ID)
+    refused = bed.run("remove", MODEL_ID, "--yes")
     assert refused.returncode == 2 and "is the default model" in refused.stderr
-    unknown = bed.run("remove", "nope")
+    unknown = bed.run("remove", "nope")  # refused before any question
     assert unknown.returncode == 2 and "no installed model is named nope" in unknown.stderr
+    close = bed.run("remove", EMBED_ID[:-1])
+    assert close.returncode == 2 and f"Did you mean '{EMBED_ID}'?" in close.stderr
     assert "Traceback" not in refused.stderr + unknown.stderr
 
 
 def test_removing_the_last_other_model_serves_the_default_alone_again(bed: Bed) -> None:
-    proc = bed.run("remove", EMBED_ID)
+    embed = next(m for m in bed.state()["library"] if m["name"] == EMBED_ID)  # type: ignore[union-attr]
+    proc = bed.run("remove", EMBED_ID, "--yes", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == {"removed": EMBED_ID, "freed_bytes": embed["files"][0]["size"],
+                                       "models": [MODEL_ID]}
     assert not (bed.home.root / "models.ini").exists()
     assert "--models-preset" not in bed.home.run_sh.read_text(encoding="utf-8")
     answer = bed.post("/v1/chat/completions", {"max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
@@ -346,10 +383,39 @@ def test_removing_the_last_other_model_serves_the_default_alone_again(bed: Bed) 
     assert answer.status_code == 200, answer.text  # one model again: a request need not name it
 
 
-def test_uninstall_takes_every_model_and_the_preset(bed: Bed) -> None:
+def test_service_restart_stop_and_status_say_it_one_way(bed: Bed) -> None:
+    """Issue 41: ``service restart`` did not exist (exit 2, hint: --help), a second ``service stop`` said "Server
+    stopped (script).", and ``status`` said "service pid 4242, /health 200" where ``service status`` said "runs under
+    script"."""
     added = bed.run("install", EMBED_ID, "--yes")
     assert added.returncode == 0, added.stderr[-2000:]
+    before = json.loads(bed.run("status", "--json").stdout)["server"]["pid"]
+    restarted = bed.run("service", "restart")
+    assert restarted.returncode == 0, restarted.stderr[-2000:]
+    assert restarted.stdout.startswith("Server ready after ") and f"(script): {bed.url}/v1" in restarted.stdout
+    assert json.loads(bed.run("status", "--json").stdout)["server"]["pid"] != before
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "x"}, key=bed.key()).status_code == 200
+    service_line = next(line for line in bed.run("status").stdout.splitlines() if line.startswith("service "))
+    assert service_line == "service    runs under script; does not start by itself at boot"
+    assert "runs under script (PID " in bed.run("service", "status").stdout
+    first, second = bed.run("service", "stop"), bed.run("service", "stop")
+    assert (first.returncode, first.stdout.strip()) == (0, "Server stopped (script).")
+    assert (second.returncode, second.stdout.strip()) == (0, "The server was not running (script): nothing to stop.")
+    down = bed.run("status")
+    assert down.returncode == 6
+    assert "service    not running (script); does not start by itself at boot" in down.stdout
+    assert bed.run("service", "start").returncode == 0
+
+
+def test_uninstall_takes_every_model_and_the_preset(bed: Bed, tmp_path: Path) -> None:
+    """``--home`` as on every command (issue 41: uninstall had none), here against a QWENKIT_HOME that is elsewhere;
+    ``--json`` says what went."""
     assert bed.home.preset_file.is_file()
-    gone = bed.run("uninstall", "--yes")
+    elsewhere = {**bed.env, "QWENKIT_HOME": str(tmp_path / "another home")}
+    gone = subprocess.run([sys.executable, "-m", "bootstrap", "uninstall", "--yes", "--json", "--home",
+                           str(bed.home.root)], cwd=REPO_ROOT, env=elsewhere, capture_output=True, text=True,
+                          timeout=600, check=False, stdin=subprocess.DEVNULL)
     assert gone.returncode == 0, gone.stderr[-2000:]
+    doc = json.loads(gone.stdout)
+    assert doc["uninstalled"] and doc["home_removed"] and "models.ini" in doc["removed"] and doc["freed_bytes"] > 0
     assert not bed.home.root.exists()

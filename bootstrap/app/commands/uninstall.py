@@ -1,4 +1,5 @@
-"""``qwenkit uninstall [--keep-models] [--yes]``: stop the service and delete what the installer put in the home.
+"""``qwenkit uninstall [--keep-models] [--yes] [--home DIR] [--json]``: stop the service and delete what the installer
+put in the home.
 
 What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.py``; this command asks first
 (default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed.
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     """Uninstall from the home; ``probe``/``runner`` reach the service managers (tests)."""
     home = resolve_home(getattr(args, "home", None))
     keep_models = bool(getattr(args, "keep_models", False))
+    if getattr(args, "json", False):
+        return _run_json(home, keep_models, bool(getattr(args, "yes", False)), probe, runner)
     if not home.root.is_dir() or not is_ours(home):
         console.out(t("uninstall.nothing", home=home.root))
         if home.root.is_dir() and our_entries(home, keep_models=False):
@@ -51,6 +54,26 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     _report_home(home, tidy_home(home, removal))
     if removal is not None:
         console.out_ok(t("uninstall.done"))
+    return 0
+
+
+def _run_json(home: Home, keep_models: bool, assume_yes: bool, probe: HostProbe | None, runner: Runner) -> int:
+    """``--json``: no question (``--yes`` is required), one document on stdout: what went, the bytes freed, what
+    waits for this program to exit (Windows), and whether the home itself is gone; exit 6 as without it."""
+    if not assume_yes:
+        raise UsageError(t("uninstall.err_need_yes"), t("uninstall.hint_need_yes"))
+    removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner) \
+        if home.root.is_dir() and is_ours(home) else None
+    left = tidy_home(home, removal) if removal is not None else HomeLeft(False, ())
+    console.emit_json({"home": str(home.root), "uninstalled": removal is not None,
+                       "removed": [] if removal is None else list(removal.removed),
+                       "freed_bytes": 0 if removal is None else removal.freed,
+                       "deferred": [] if removal is None else list(removal.deferred),
+                       "failed": 0 if removal is None else removal.failed,
+                       "home_removed": left.removed, "kept": list(left.foreign)})
+    if removal is not None and removal.failed:
+        raise UninstallIncomplete(t("uninstall.err_incomplete", count=removal.failed, home=home.root),
+                                  t("uninstall.hint_incomplete"))
     return 0
 
 

@@ -11,6 +11,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "keep printing what the server writes, until Ctrl-C",
         "zh": "持续输出服务器写入的内容，直到按下 Ctrl-C",
     },
+    "arg.logs_model": {
+        "en": "only the lines of this model (several models: its name as 'qwenkit status' lists it)",
+        "zh": "只显示该模型的日志行（多个模型时：即 'qwenkit status' 列出的名称）",
+    },
     "arg.logs_lines": {
         "en": "how many of the last lines to print (default 50)",
         "zh": "输出最后多少行（默认 50）",

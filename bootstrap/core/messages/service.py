@@ -21,6 +21,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Server stopped ({manager}).",
         "zh": "服务器已停止（{manager}）。",
     },
+    "service.was_stopped": {
+        "en": "The server was not running ({manager}): nothing to stop.",
+        "zh": "服务器本来就没有运行（{manager}）：无需停止。",
+    },
+    "status.service_runs": {
+        "en": "runs under {manager}; {boot}",
+        "zh": "运行方式：{manager}；{boot}",
+    },
+    "status.service_stopped": {
+        "en": "not running ({manager}); {boot}",
+        "zh": "未运行（{manager}）；{boot}",
+    },
+    "status.boot_on": {"en": "starts by itself at boot or logon", "zh": "开机或登录时自动启动"},
+    "status.boot_off": {"en": "does not start by itself at boot", "zh": "不会开机自启"},
     "service.uninstalled": {
         "en": "Service removed ({manager}).",
         "zh": "服务已移除（{manager}）。",
