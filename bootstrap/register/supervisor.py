@@ -17,7 +17,8 @@ and:
   (four agents streaming, a long prompt being read) are never interrupted. The restart is SIGTERM, then SIGKILL
   after ``SERVER_STOP_TIMEOUT_S``;
 - **bounds the log**: the server's output comes through a pipe into ``logs/server.log``, rolled at 10 MiB with
-  three old files kept (``core/log_files``); its own lines start with ``qwenkit:``.
+  three old files kept (``core/log_files``); every line starts with the time of day it was written
+  (``wall_clock``), and the supervisor's own lines then say ``qwenkit:``.
 
 SIGTERM/SIGINT/SIGHUP stop it: the server is stopped the same way and nothing is restarted.
 
@@ -96,12 +97,11 @@ class Supervisor:
     # -- the log ---------------------------------------------------------------------------------------------
     def note(self, text: str) -> None:
         """One line of our own in the server's log."""
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        self._write(f"qwenkit: {stamp} {text}\n".encode())
+        self._write(f"qwenkit: {text}\n".encode())
 
     def _write(self, data: bytes) -> None:
         with self._log_lock:
-            self.log.write(data)
+            self.log.write(wall_clock().encode("ascii") + data)
 
     def _pump(self, stream: Any) -> None:
         for line in iter(stream.readline, b""):
@@ -235,6 +235,15 @@ class Supervisor:
         if not isinstance(slots, list):
             return None
         return tuple((s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s)) for s in slots if isinstance(s, dict))
+
+
+def wall_clock(now: float | None = None) -> str:
+    """The stamp every line of the log starts with: local date and time to the millisecond, then a space.
+    llama-server's own stamps count from each process's start (``0.00.302.813``: minutes, seconds, ms, µs since
+    it started, llama.cpp ``common/log.cpp``), and a router's children each from their own: a reader needs the
+    time of day (issue 41)."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d} "
 
 
 def _tree_url(pid: int) -> str | None:

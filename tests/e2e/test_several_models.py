@@ -12,8 +12,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,6 +227,34 @@ def test_a_request_naming_no_model_goes_to_the_default_and_the_list_shows_no_com
     assert all(set(m["status"]) & {"args", "preset"} == set() for m in models.values()), listed.text
     assert str(bed.home.root) not in listed.text and "llama-server" not in listed.text
     assert all(m["status"]["value"] in ("loaded", "loading", "unloaded") for m in models.values())
+
+
+def test_logs_carry_the_time_of_day_and_one_model_at_a_time(bed: Bed) -> None:
+    """Issue 41: the log's only times were llama-server's own, counted from each process's start
+    (``0.00.302.813``), and there was no way to see one model's lines. Under the kit's supervisor every line starts
+    with the time of day; ``logs --model NAME`` keeps what the router says of that model and its child's output."""
+    key = bed.key()
+    assert bed.post("/v1/embeddings", {"model": EMBED_ID, "input": "log me"}, key=key).status_code == 200
+    every = bed.run("logs", "-n", "400")
+    assert every.returncode == 0, every.stderr
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ")
+    lines = every.stdout.splitlines()
+    assert lines and all(stamp.match(line) for line in lines), lines[:5]
+    today = time.strftime("%Y-%m-%d")
+    assert any(line.startswith(today) for line in lines)
+    ports = {m.group(2): m.group(1) for m in re.finditer(r"spawning server instance with name=(\S+) on port (\d+)",
+                                                          (bed.home.logs_dir / "server.log").read_text("utf-8"))}
+    embed_port = next(port for port, name in ports.items() if name == EMBED_ID)
+    one = bed.run("logs", "--model", EMBED_ID, "-n", "1000")
+    assert one.returncode == 0, one.stderr
+    mine = one.stdout.splitlines()
+    assert mine and all(stamp.match(line) for line in mine)
+    assert any(f"[{embed_port}] " in line for line in mine)  # its child's own output
+    assert any(f"name={EMBED_ID} on port {embed_port}" in line for line in mine)  # the router about it
+    assert not any(f"[{port}] " in line for line in mine for port, name in ports.items() if name != EMBED_ID)
+    assert not any("spawning server instance with name=" in line and EMBED_ID not in line for line in mine)
+    unknown = bed.run("logs", "--model", "tiny-embedd")
+    assert unknown.returncode == 2 and f"Did you mean '{EMBED_ID}'?" in unknown.stderr
 
 
 def test_an_image_is_answered_through_the_router_by_a_model_with_its_projector(bed: Bed) -> None:

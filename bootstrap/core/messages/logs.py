@@ -28,6 +28,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The server writes it once it starts: 'qwenkit service start' (or 'qwenkit logs -f' to wait for it).",
         "zh": "服务器启动后才会写入日志：运行 'qwenkit service start'（或用 'qwenkit logs -f' 等待它出现）。",
     },
+    "logs.err_nothing_installed": {
+        "en": "nothing is installed in {home}, so there is no server log",
+        "zh": "{home} 中没有安装任何内容，因此没有服务器日志",
+    },
+    "logs.hint_nothing_installed": {
+        "en": "Run 'qwenkit install' (or give the install folder with --home).",
+        "zh": "请运行 'qwenkit install'（或用 --home 指定安装目录）。",
+    },
     "logs.waiting": {
         "en": "no server log yet at {path}; waiting for the server to write one (Ctrl-C to stop)",
         "zh": "{path} 处尚无服务器日志；正在等待服务器写入（按 Ctrl-C 停止）",
