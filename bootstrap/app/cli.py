@@ -85,7 +85,8 @@ def usage_error(message: str) -> UsageError:
         hint = join_sentences(suggestion, usage) if suggestion else usage
         if arg == "COMMAND":
             return UsageError(t("cli.err_unknown_command", value=value), hint)
-        return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=", ".join(choices)), hint)
+        separator = "、" if console.language() == "zh" else ", "  # no half-width comma inside Chinese
+        return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=separator.join(choices)), hint)
     explicit = _EXPLICIT.fullmatch(detail)
     if explicit:
         return UsageError(t("cli.err_explicit", arg=arg, value=_unquote(explicit["value"])), usage)

@@ -209,7 +209,9 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     _refuse_embedding_default(wanted.ref, candidates)
-    plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
+    # the catalog's default on a first install with no MODEL: a model that answers in time before one that fits
+    usable = request.model is None and previous is None and not request.make_default
+    plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, usable_first=usable,
                   variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
     port_asked = _port_asked(request, previous)
@@ -238,7 +240,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     hardware, seen_changed = _engine_devices(hardware, plan, working, previous)
     if working.variant != plan.variant.name or seen_changed:
         variant = _fallback_choice(working) if working.variant != plan.variant.name else plan.variant
-        replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant)
+        replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant,
+                           usable_first=usable)
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
             fetch_plan = plan_fetch(wanted, replanned, source, home, fetch_previous, rehash=request.verify_files)
             _refused_before(home, fetch_plan, upgrade=previous is not None)
@@ -250,14 +253,15 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     relaunch = relaunch and not fetch_plan.changed  # a context the installed quant cannot hold takes another
     if not relaunch:  # a relaunch predicts from the rates the last install measured (rates_in_state above)
         plan, hardware = measure_and_predict(home, plan, hardware, working, lambda measured: choose(
-            candidates, measured, fallbacks=fallbacks, variant=plan.variant),
+            candidates, measured, fallbacks=fallbacks, variant=plan.variant, usable_first=usable),
             elsewhere=request.hardware_file is not None)
     if placed is None:
         placed = fetch(fetch_plan, hold=hold)
     checkpoint("fetched")
 
     # place → tune → render → register → verify → record (→ clean)
-    options = _deploy_options(plan, request, previous, wanted.text, port)
+    # a model taken for its speed is recorded as asked for: a rerun keeps it (``install MODEL`` changes it)
+    options = _deploy_options(plan, request, previous, plan.model_id if plan.slower else wanted.text, port)
     options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware, keep_ctx=request.ctx),
                       measure_speed=not relaunch)
     if switch is not None:  # the old default joins the others; how many load at once, for the new set

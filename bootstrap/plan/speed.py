@@ -451,12 +451,13 @@ def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
 
 
 def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False,
-             embedding: bool = False) -> list[str]:
+             embedding: bool = False, last_measured: tuple[float, str] | None = None) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, where the numbers come from
     (this machine's measurement, or the published-run constants — ``will_measure``: the install measures before
     its download), the assumption when the RAM bandwidth was not measured, and (``thinking``, for a model that has
     a thinking mode) what thinking does to an answer's length. An ``embedding`` model generates nothing: only how
-    fast it reads its input."""
+    fast it reads its input. ``last_measured``: (tokens/s, when) the installed server generated at its last
+    verify, for the same model and quant: the estimate's range beside a figure this machine really gave."""
     p = prediction
     if embedding:
         lines = [t("plan.speed_embed", prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
@@ -470,6 +471,8 @@ def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure
         lines.append(t("speed_source.measured_here", when=(p.measured_on or "").replace("T", " ").rstrip("Z")))
     else:
         lines.append(t("speed_source.published_will_measure" if will_measure else "speed_source.published"))
+    if last_measured is not None and not embedding:  # what the server itself did here: the figure to go by
+        lines.append(t("plan.speed_last_measured", decode=rate_text(last_measured[0]), when=last_measured[1]))
     if p.cpu_default:
         lines.append(t("plan.speed_default_ram", memory=t("plan.speed_default_memory"),
                        gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))

@@ -47,7 +47,8 @@ ALLOWED = frozenset({
 # The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
-                           "uninstall", "remove", "start", "stop", "create", "verify", "auto", "modelscope", "curl",
+                           "uninstall", "remove", "start", "stop", "restart", "create", "verify", "auto", "modelscope",
+                           "curl",
                            "team"})
 _NOT_PROSE = [
     re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave

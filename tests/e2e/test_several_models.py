@@ -340,6 +340,24 @@ def test_status_lists_every_model(bed: Bed) -> None:
     assert EMBED_ID in text and CHAT2_ID in text
 
 
+def test_status_says_its_speed_is_the_install_s_and_which_figure_to_go_by(bed: Bed) -> None:
+    """Issue 41: a prediction 10x off on a busy machine (estimated 0.9 tokens/s, measured 9.7) was shown as two
+    precise figures, and ``status`` kept repeating them as if they were now's. The install's own measurement is
+    recorded with its time (``measured_at``); here its figures are set to the issue's, in the record status reads."""
+    state = bed.state()
+    speed = state["speed"]
+    assert isinstance(speed, dict) and speed["measured_at"].endswith("Z")  # recorded when it was measured
+    speed["measured"]["decode_tps"] = 9.7
+    speed["predicted"].update({"decode_tps": 0.9, "decode_low": 0.7, "decode_high": 1.1})
+    speed["verdict"] = "ok"
+    bed.home.state_file.write_text(json.dumps(state), encoding="utf-8")
+    text = bed.run("status").stdout
+    when = speed["measured_at"].replace("T", " ")[:16]
+    assert f"speed      as measured at {when} UTC (the machine's load then;" in text
+    assert "  generation   measured 9.7 tokens/s, estimated about 0.9 (0.7-1.1)" in text
+    assert "11 times the estimate: the machine was busier while it was estimated; go by the measured figure" in text
+
+
 def test_another_default_is_switched_to_and_back_without_a_download(bed: Bed) -> None:
     """``install --default MODEL``: MODEL becomes the default, the old default stays installed beside it."""
     files = sorted(p.name for p in (bed.home.root / "models").rglob("*.gguf"))

@@ -33,6 +33,7 @@ from bootstrap.plan.context import AUTO, parse_ctx
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.speed import describe as describe_speed
+from bootstrap.record.state import InstallState
 
 # answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
@@ -141,6 +142,9 @@ def show_proposal(p: Proposal, home: Path) -> None:
         key = "rpc.proposal_title"
     console.info("")
     console.info(t(key, title=plan.title, quant=plan.quant, where=plan.budget.gpu_name))
+    model_reason = next((r for r in plan.reasons if r.topic == "model"), None)
+    if model_reason is not None:  # another model than the one asked for (memory, or speed): say why, first
+        console.info("  " + model_reason.text)
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
@@ -149,7 +153,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
     if grows:
         console.info(t("install.proposal_cache", mib=grows // (1 << 20)))
     console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False,  # the thinking row says it
-                                                   will_measure=p.measures_speed)))
+                                                   will_measure=p.measures_speed,
+                                                   last_measured=last_measured(p.previous, plan))))
     console.info(t("install.proposal_context", ctx=p.ctx))
     if p.port != p.port_asked:
         console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))
@@ -162,6 +167,16 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:
         console.warn(warning)
+
+
+def last_measured(state: InstallState | None, plan: Plan) -> tuple[float, str] | None:
+    """(tokens/s, when) the installed server generated at its last verify, when it runs what ``plan`` plans (the
+    same model and quant): a figure this machine really gave, shown beside the estimate."""
+    if state is None or state.speed is None or (state.model_id, state.quant) != (plan.model_id, plan.quant):
+        return None
+    from bootstrap.verify.speed_check import measured_when
+
+    return state.speed.measured.decode_tps, measured_when(state.speed)
 
 
 def _show_checks(p: Proposal) -> None:

@@ -28,7 +28,7 @@ from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
 from bootstrap.register.server_identity import foreign_hint
 from bootstrap.verify.chat import thinking_lines
-from bootstrap.verify.speed_check import speed_lines
+from bootstrap.verify.speed_check import measured_when, speed_lines
 from bootstrap.verify.web_page import check_web_page, open_web_ui, web_page_lines
 
 
@@ -81,9 +81,11 @@ def _print(report: StatusReport) -> None:
         out(line)
     # A measurement is about a server that answers: above a stopped one's error it would be stale news.
     speed, slow = speed_lines(state.speed) if state.speed is not None and report.healthy else ([], [])
-    for line in speed:
+    if speed and state.speed is not None:  # figures of the install's moment, said as such (issue 41): a slow one
+        out(t("status.speed_then", when=measured_when(state.speed)))  # is part of them, not a warning of now
+    for line in [*speed, *("  " + warning for warning in slow)]:
         out(line)
-    for warning in [*report.warnings, *slow]:
+    for warning in report.warnings:  # a slow measurement was the install's warning: not repeated as news
         warn(warning)
     for note in _fallback_notes(state):
         warn(note)

@@ -159,7 +159,17 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "zh": "  生成速度     实测每秒 {measured} 个 token，{predicted}"},
     "speed.prompt": {"en": "  prompt       measured {measured} tokens/s ({tokens}-token prompt), {predicted}",
                      "zh": "  提示词处理   实测每秒 {measured} 个 token（{tokens} 个 token 的提示词），{predicted}"},
-    "speed.predicted": {"en": "predicted ~{value} ({low}-{high})", "zh": "预测约 {value}（{low}～{high}）"},
+    "speed.predicted": {"en": "estimated about {value} ({low}-{high})", "zh": "估算约 {value}（{low}–{high}）"},
+    "speed.far_above": {
+        "en": "  note         {factor} times the estimate: the machine was busier while it was estimated; go by "
+              "the measured figure (other programs' load moves it too)",
+        "zh": "  说明         实测是估算的 {factor} 倍：估算时本机更繁忙；请以实测值为准（其他程序的负载也会影响它）",
+    },
+    "speed.when_unknown": {"en": "the last install", "zh": "上次安装"},
+    "status.speed_then": {
+        "en": "speed      as measured at {when} (the machine's load then; 'qwenkit install --verify' measures anew):",
+        "zh": "速度       {when} 时的实测值（反映当时的负载；'qwenkit install --verify' 会重新测量）：",
+    },
     "speed.no_prediction": {"en": "no prediction", "zh": "无预测值"},
     "speed.spec_ab": {
         "en": "  speculative  {flags}: on {on} tokens/s (acceptance {acceptance}), off {off} tokens/s: {kept}",
