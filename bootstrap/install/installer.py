@@ -135,7 +135,8 @@ def _put_on_path(home: Home, outcome: InstallOutcome) -> InstallOutcome:
     from bootstrap.register.shell_command import put_on_path
 
     done = put_on_path(home, state.system, prior=state.launcher)
-    info(done.line)
+    if done.line:  # pipx's own qwenkit, which finds this home: nothing to say
+        info(done.line)
     if done.record is not None and done.record != state.launcher:
         state = replace(state, launcher=done.record)
         save_state(home, state)
