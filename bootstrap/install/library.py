@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
-from bootstrap.core.console import info, out, t, warn
+from bootstrap.core.console import info, join_names, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
@@ -344,7 +344,7 @@ def removable(home: Home, name: str) -> tuple[InstallState, LibraryModel]:
     if entry is None:
         names = [state.server.alias, *(m.name for m in state.library)]
         hint = did_you_mean(name, [m.name for m in state.library]) or t("library.hint_models")
-        raise UsageError(t("library.err_unknown", name=name, names=", ".join(names)), hint)
+        raise UsageError(t("library.err_unknown", name=name, names=join_names(names)), hint)
     return state, entry
 
 

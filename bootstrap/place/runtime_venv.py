@@ -35,7 +35,7 @@ from bootstrap import __version__
 from bootstrap.core import console, settings
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.checkpoints import checkpoint
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import info, join_names, t, warn
 from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
@@ -401,7 +401,7 @@ def _install(home: Home, python: PythonInfo, requirements: Path, kit: Path | Non
             "--progress-bar", "off", "--no-compile", "--log", str(debug_log), *source.args, "-r", str(requirements)]
     if kit is not None:
         argv.append(str(kit))
-    info(t("pyenv.installing", names=", ".join(names), source=source.label))
+    info(t("pyenv.installing", names=join_names(names), source=source.label))
     try:
         code, tail = _run_pip(home, argv, env, quiet=quiet)
     except OSError as exc:

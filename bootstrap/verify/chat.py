@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from bootstrap.core.console import info, out, t, verbose
+from bootstrap.core.console import info, join_names, out, t, verbose
 from bootstrap.core.errors import ServerError
 from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
@@ -329,7 +329,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
                                    timeout=timeout), what)
         listed = _listed_models(models)
         if spec.alias not in listed:
-            raise ServerError(t("verify.err_alias", alias=spec.alias, listed=", ".join(listed) or "-"),
+            raise ServerError(t("verify.err_alias", alias=spec.alias, listed=join_names(listed) or "-"),
                               t("verify.hint_server"))
 
         what = "POST /v1/chat/completions"

@@ -18,7 +18,7 @@ from typing import Any
 from bootstrap.app.check_table import render_table
 from bootstrap.catalog.source_names import is_url
 from bootstrap.core import console, settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import Home, resolve_home
@@ -61,7 +61,7 @@ def read_answers(path: str) -> dict[str, Any]:
     for key, value in doc.items():
         kind = _ANSWERS.get(key)
         if kind is None:
-            raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
+            raise UsageError(t("install.err_answers_key", path=path, option=key, known=join_names(_ANSWERS)))
         if not _answer_ok(key, value, kind):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
     for key in _RELATIVE_TO_FILE:

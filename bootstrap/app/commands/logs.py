@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from bootstrap.core.console import t, warn
+from bootstrap.core.console import join_names, t, warn
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.log_files import KEEP, rolled
@@ -92,7 +92,7 @@ def _model_filter(home: Home, name: str | None) -> bool | None:
     state = require_state(home)
     names = [state.server.alias, *(m.name for m in state.library)]
     if name not in names:
-        raise UsageError(t("library.err_unknown", name=name, names=", ".join(names)),
+        raise UsageError(t("library.err_unknown", name=name, names=join_names(names)),
                          did_you_mean(name, names) or t("library.hint_models"))
     return bool(state.library)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from bootstrap.core import console
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
@@ -91,10 +91,10 @@ def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:
 def _report(home: Home, removal: Removal, keep_models: bool) -> None:
     """What went, the bytes freed, the models kept; exit 6 when some entry could not be deleted."""
     if removal.removed:
-        console.out(t("uninstall.removed", home=home.root, entries=", ".join(removal.removed)))
+        console.out(t("uninstall.removed", home=home.root, entries=join_names(removal.removed)))
     console.out(t("uninstall.freed", size=human_size(removal.freed), count=f"{removal.freed:,}"))
     if removal.deferred:
-        console.out(t("uninstall.deferred", entries=", ".join(removal.deferred)))
+        console.out(t("uninstall.deferred", entries=join_names(removal.deferred)))
     if keep_models and home.models_dir.exists():
         console.out(t("uninstall.models_kept", path=home.models_dir, size=human_size(tree_size(home.models_dir))))
     if removal.failed:
@@ -105,6 +105,6 @@ def _report(home: Home, removal: Removal, keep_models: bool) -> None:
 def _report_home(home: Home, left: HomeLeft) -> None:
     """The home itself: gone, or kept for entries that are not ours (kept models were reported with their path)."""
     if left.foreign:
-        console.out(t("uninstall.home_kept", home=home.root, entries=", ".join(left.foreign)))
+        console.out(t("uninstall.home_kept", home=home.root, entries=join_names(left.foreign)))
     if left.removed:
         console.out(t("uninstall.home_removed", home=home.root))

@@ -276,6 +276,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "The last install measured {decode} tokens/s here ({when}), with the load the machine had then.",
         "zh": "上次安装时在本机实测为 {decode} token/秒（{when}），反映的是当时的负载。",
     },
+    "plan.hint_models": {
+        "en": "'qwenkit models' lists them with what fits this machine; a file of a hub works too: hf:OWNER/REPO/FILE.",
+        "zh": "'qwenkit models' 会列出这些模型及本机能运行哪些；也可以直接指定模型仓库中的文件：hf:OWNER/REPO/FILE。",
+    },
+    "plan.hint_quant": {
+        "en": "'qwenkit models' lists the quants of {model} with their sizes.",
+        "zh": "'qwenkit models' 会列出 {model} 的量化版本及其大小。",
+    },
     "plan.speed_embed": {
         "en": "Speed: input is read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}); an embedding model "
               "generates no text.",

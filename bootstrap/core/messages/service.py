@@ -42,6 +42,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "health.down_refused": {"en": "connection refused: nothing listens there", "zh": "连接被拒绝：该地址无程序监听"},
     "health.down_silent": {"en": "no answer within {seconds} s", "zh": "{seconds} 秒内无响应"},
     "service.detail_pid": {"en": "pid {pid}", "zh": "进程 {pid}"},
+    "service.detail_pid_health": {"en": "pid {pid}, /health {health}", "zh": "进程 {pid}，/health {health}"},
     "service.detail_not_running": {"en": "not running", "zh": "未运行"},
     # A manager's name as shown where it has a Chinese one (the others keep their own names): the script is not a
     # service.

@@ -78,12 +78,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     "verify.no_answer": {"en": "no answer", "zh": "无响应"},
     "verify.loading_started": {
         "en": "Waiting for the server at {url} to load the model (this can take minutes)...",
-        "zh": "正在等待 {url} 上的服务加载模型（可能需要几分钟）…",
+        "zh": "正在等待 {url} 上的服务加载模型（可能需要几分钟）……",
     },
-    "verify.loading": {"en": "loading the model... {seconds} s", "zh": "正在加载模型… {seconds} 秒"},
+    "verify.loading": {"en": "loading the model... {seconds} s", "zh": "正在加载模型…… {seconds} 秒"},
     "verify.loading_detail": {
         "en": "loading the model... {seconds} s ({detail})",
-        "zh": "正在加载模型… {seconds} 秒（{detail}）",
+        "zh": "正在加载模型…… {seconds} 秒（{detail}）",
     },
     "verify.err_no_key_check": {
         "en": "the server accepts requests without the API key (status {status})",
