@@ -34,6 +34,11 @@ MTP_MODEL_ID = "tiny-mtp"
 # The test bed has no GPU, where the planner never turns the head on: the catalog entry's server_args do, as a
 # catalog may for any model (engine_flags.with_overrides).
 MTP_ARGS = ("--spec-type", "draft-mtp", "--spec-draft-n-max", "2")
+# The tiny model with the Qwen3.5/3.6 family's chat template and tokenizer (tests/support/qwen_chat_model.py), for
+# installs that serve tools, JSON schemas, thinking and the agent clients' protocols.
+QWEN_MODEL_REPO = "qwenkit-test/tiny-qwen-chat-GGUF"
+QWEN_MODEL_FILE = "tiny-qwen-chat-Q8_0.gguf"
+QWEN_MODEL_ID = "tiny-qwen-chat"
 
 
 def write_chat_model(path: Path, *, seed: int = 0) -> Path:
@@ -55,6 +60,13 @@ def mtp_catalog_text(revision: str, *, draft: bool = True) -> str:
     return catalog_text(revision, model_id=MTP_MODEL_ID, repo=MTP_MODEL_REPO, file=MTP_MODEL_FILE,
                         title="Tiny MTP chat (test)", architecture="qwen35moe",
                         server_args=(*SERVER_ARGS, *(MTP_ARGS if draft else ())))
+
+
+def qwen_catalog_text(revision: str, *, server_args: Sequence[str] = SERVER_ARGS) -> str:
+    """A one-model catalog for the Qwen chat model pinned to ``revision`` (its template thinks: the server gets
+    ``--reasoning off``, as the shipped catalog's Qwen3.6 entries)."""
+    return catalog_text(revision, model_id=QWEN_MODEL_ID, repo=QWEN_MODEL_REPO, file=QWEN_MODEL_FILE,
+                        title="Tiny Qwen chat (test)", architecture="qwen35moe", server_args=server_args)
 
 
 def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str, Path] | None = None) -> str:
