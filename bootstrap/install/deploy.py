@@ -36,6 +36,7 @@ from bootstrap.install.switch_over import Replanner, SwitchOver, switch_over
 from bootstrap.install.validate import check_files, check_tuned, refuse
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key
+from bootstrap.place.chat_template import PlacedTemplate, place_chat_template
 from bootstrap.place.engine import DEFAULT_FETCH
 from bootstrap.place.working_engine import WorkingEngine, place_working_engine, request_for
 from bootstrap.plan import engine_flags
@@ -103,6 +104,7 @@ class _Placed:
     working: WorkingEngine
     untuned: LaunchSpec
     venv: runtime_venv.VenvResult | None
+    template: PlacedTemplate
 
 
 def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwareProfile,
@@ -142,7 +144,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
                         previous=previous, switch=serving.switch, speed=serving.speed, library=library,
-                        models_max=models_max)
+                        models_max=models_max, chat_template=placed.template, tools=serving.report.tools)
     _commit(home, state, serving.journal)
     speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
     print_report(serving.report, speed)
@@ -184,12 +186,14 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
             live_dir=live))
     installed = working.installed
     key_file = ensure_api_key(home)
+    # the kit's chat template for agent clients, from the model's own in the bytes that will serve
+    template = place_chat_template(home, model.bytes_at)
     untuned = LaunchSpec(home=home.root, system=hardware.os.system, engine_dir=installed.dir,
                          server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
                          args=(), alias=options.alias or plan.model_id, api_key_file=key_file, host=options.host,
-                         port=options.port)
+                         port=options.port, chat_template=template.path)
     venv = _venv(home, hardware, options, untuned) if options.venv else None
-    return _Placed(working, untuned, venv)
+    return _Placed(working, untuned, venv, template)
 
 
 def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,

@@ -81,8 +81,10 @@ def _checked_files(spec: LaunchSpec) -> list[Path]:
     files = [spec.server, spec.model]
     if spec.mmproj is not None:
         files.append(spec.mmproj)
+    if spec.chat_template is not None:
+        files.append(spec.chat_template)
     for other in spec.others:
-        files += [other.model] + ([other.mmproj] if other.mmproj is not None else [])
+        files += [other.model] + [f for f in (other.mmproj, other.chat_template) if f is not None]
     if spec.router:
         files.append(spec.preset_file)
     files.append(spec.api_key_file)

@@ -5,10 +5,12 @@ are in, then 200 ``{"status":"ok"}``), then the OS is asked whether the socket t
 (``register/server_identity.py``: the key is never sent to another program on the port), then ``/v1/models`` with
 the key (the alias must be listed), then a chat
 request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
-the check has to hit a protected endpoint), then one plain and one streamed chat request. Streaming with
-``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
-(llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports
-name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
+the check has to hit a protected endpoint), then one plain and one streamed chat request, then one tool-call
+request (``tools_check``: whether agent clients can use this server; a "no" is reported and recorded, not a
+failure). Streaming with ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings``
+before ``data: [DONE]`` (llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never
+printed: reports name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report
+mentions it only then.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, cle
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
+from bootstrap.verify.tools_check import check_tools, tools_line
+from bootstrap.verify.tools_record import ToolsCheck
 from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
@@ -59,8 +63,9 @@ class VerifyReport:
     curl: str
     python: str
     thinking: bool | None = None  # the server's default (``--reasoning on|off``); None: the chat template decides
-    agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv)
+    agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv or without tools)
     web_page: WebPage | None = None  # llama-server's own chat page, checked to load (``web_page``)
+    tools: ToolsCheck | None = None  # the tool-call proof (``tools_check``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -328,6 +333,8 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         reply = str(message.get("content") or message.get("reasoning_content") or "")
         usage = plain.get("usage") or {}
         streamed = _stream(session, spec, auth, prompt, max_tokens, timeout)
+        tools = check_tools(session, spec.base_url, spec.alias, spec.args, auth, router=spec.router,
+                            timeout=timeout)
 
     curl, python = render_snippets(spec)
     return VerifyReport(
@@ -344,8 +351,9 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         curl=curl,
         python=python,
         thinking=spec.thinking,
-        agent=agent_command(spec),
+        agent=agent_command(spec) if tools.ok else "",  # the example calls a tool: offered where tools work
         web_page=check_web_page(spec),
+        tools=tools,
     )
 
 
@@ -359,6 +367,8 @@ def print_report(report: VerifyReport, speed: Sequence[str] = ()) -> None:
     head += speed
     if report.reply:
         head.append(t("verify.report_reply", reply=report.reply))
+    if report.tools is not None:
+        head.append(tools_line(report.tools))
     blocks = [head, [t("verify.report_curl"), report.curl], [t("verify.report_python"), report.python]]
     if report.agent:
         blocks.append([t("verify.report_agent"), report.agent])

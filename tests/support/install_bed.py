@@ -63,10 +63,11 @@ def mtp_catalog_text(revision: str, *, draft: bool = True) -> str:
 
 
 def qwen_catalog_text(revision: str, *, server_args: Sequence[str] = SERVER_ARGS) -> str:
-    """A one-model catalog for the Qwen chat model pinned to ``revision`` (its template thinks: the server gets
-    ``--reasoning off``, as the shipped catalog's Qwen3.6 entries)."""
+    """A one-model catalog for the Qwen chat model pinned to ``revision``: it thinks (``thinks = true``), so the
+    server gets ``--reasoning off``, as for the shipped catalog's Qwen3.6 entries."""
     return catalog_text(revision, model_id=QWEN_MODEL_ID, repo=QWEN_MODEL_REPO, file=QWEN_MODEL_FILE,
-                        title="Tiny Qwen chat (test)", architecture="qwen35moe", server_args=server_args)
+                        title="Tiny Qwen chat (test)", architecture="qwen35moe", server_args=server_args,
+                        thinks=True)
 
 
 def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str, Path] | None = None) -> str:
@@ -81,9 +82,11 @@ def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str,
 
 def model_block(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)",
-                architecture: str = "llama", quant: str = "Q8_0") -> str:
-    """One ``[[models]]`` entry pinned to ``revision`` on both hubs (no shape: the planner reads the header)."""
+                architecture: str = "llama", quant: str = "Q8_0", thinks: bool | None = None) -> str:
+    """One ``[[models]]`` entry pinned to ``revision`` on both hubs (no shape: the planner reads the header);
+    ``thinks``: the catalog's ``thinks`` key (the server then gets ``--reasoning off``)."""
     args = ", ".join(f'"{a}"' for a in server_args)
+    thinking = "" if thinks is None else f"thinks = {str(thinks).lower()}\n"
     return f'''
 [[models]]
 id = "{model_id}"
@@ -96,7 +99,7 @@ repos = [
 ]
 quants = [ {{ name = "{quant}", file = "{file}" }} ]
 server_args = [{args}]
-'''
+{thinking}'''
 
 
 def catalog_text(revision: str, *, model_id: str = MODEL_ID, **fields: object) -> str:
