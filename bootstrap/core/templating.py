@@ -8,6 +8,8 @@ double quote in a batch value) is refused rather than mangled:
 - ``systemd``: one ExecStart/Environment word — double-quoted; ``\\`` and ``"`` backslash-escaped; ``%`` doubled
   (specifier expansion, systemd.unit(5) "Specifiers"); ``$`` doubled (variable expansion, systemd.service(5)
   "Command lines").
+- ``ps``: one PowerShell word — single-quoted, ``'`` doubled (about_Quoting_Rules: nothing else is special in a
+  single-quoted string).
 - ``bat``: text inside a double-quoted cmd.exe argument — ``%`` doubled (batch files expand ``%…%`` even inside
   quotes); ``"`` cannot be escaped inside quotes and is refused (it is not a legal Windows file-name character
   anyway); ``!`` is only special with delayed expansion, which the templates switch off; ``&``, ``|``, ``^``, ``<``,
@@ -53,6 +55,11 @@ def systemd_quote(value: object) -> str:
     return f'"{text}"'
 
 
+def ps_quote(value: object) -> str:
+    """One PowerShell word (a single-quoted string)."""
+    return "'" + _no_newline(str(value), "ps").replace("'", "''") + "'"
+
+
 def bat_text(value: object) -> str:
     """Text to place between double quotes in a batch file (the template writes the quotes)."""
     text = _no_newline(str(value), "bat")
@@ -79,6 +86,7 @@ def _environment(templates: Path) -> jinja2.Environment:
     env.filters["sh"] = sh_quote
     env.filters["systemd"] = systemd_quote
     env.filters["bat"] = bat_text
+    env.filters["ps"] = ps_quote
     return env
 
 

@@ -48,6 +48,7 @@ from bootstrap.core.messages import (
     identity,
     inputs,
     install,
+    launch,
     launcher,
     library,
     logs,
@@ -71,7 +72,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template)
+                                  agent_template, launch)
 
 
 def _merge() -> dict[str, dict[str, str]]:
