@@ -31,7 +31,7 @@ class Aider(AgentClient):
     package = "aider-chat"
     installer = "pip"
     headless = ("--message", "Say hello.", "--no-git", "--yes-always")
-    first_request_tokens = 2500
+    first_request_tokens = 700  # measured on the test bed: docs/agents.md
     measured_version = "0.86.2"
     unset = ("OPENAI_BASE_URL",)
 

@@ -41,7 +41,7 @@ class OpenCode(AgentClient):
     package = "opencode-ai"
     npm_bin = "bin/opencode.exe"
     headless = ("run", "Say hello.")
-    first_request_tokens = 9000
+    first_request_tokens = 7400  # measured on the test bed: docs/agents.md
     measured_version = "1.18.33"
 
     def _key_value(self, target: Target) -> str:

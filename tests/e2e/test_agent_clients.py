@@ -181,17 +181,22 @@ def prompt_tokens(exchange: Exchange) -> int | None:
     return max(found) if found else None
 
 
+def qwenkit(argv: list[str]) -> str:
+    """``python -m bootstrap ARGS`` as a user types it."""
+    return "qwenkit " + " ".join(argv[3:])
+
+
 def first_token_s(exchange: Exchange) -> float | None:
     times = [s for s in (exchange.time_to(m) for m in TEXT_MARKERS) if s is not None]
     return min(times) if times else None
 
 
-def report(client: str, version: str, argv: list[str], proc: subprocess.CompletedProcess[str],
+def report(client: str, version: str, command: str, proc: subprocess.CompletedProcess[str],
            exchanges: list[Exchange], seconds: float) -> dict[str, object]:
     """What the closing note asks for, printed as one JSON line (pytest ``-s`` shows it)."""
     first = exchanges[0] if exchanges else None
     line = {
-        "client": client, "version": version, "command": "qwenkit " + " ".join(argv[3:]), "exit": proc.returncode,
+        "client": client, "version": version, "command": command, "exit": proc.returncode,
         "requests": len(exchanges), "answered_2xx": sum(1 for e in exchanges if 200 <= e.status < 300),
         "first_request_bytes": first.request_bytes if first else None,
         "first_request_tokens": prompt_tokens(first) if first else None,
@@ -233,7 +238,7 @@ def test_launch_real_client(agent_bed: AgentBed, client: str) -> None:
     """``qwenkit launch CLIENT --yes -- ARGS``: the real client answers through the install, every request 2xx
     with the key, the key on no command line."""
     proc, exchanges, argv, seconds = launch(agent_bed, client)
-    report(client, agent_clients.PINNED[client].version, argv, proc, exchanges, seconds)
+    report(client, agent_clients.PINNED[client].version, qwenkit(argv), proc, exchanges, seconds)
     assert_answered(proc, exchanges)
     assert "Starting " in proc.stderr  # launch said what it started, against what
 
@@ -255,7 +260,7 @@ def test_openai_agents_sdk_through_its_documented_settings(agent_bed: AgentBed) 
     start = time.monotonic()
     proc, seen = run_watched([str(python), str(script)], env, agent_bed.key, home)
     exchanges = agent_bed.proxy.since(before)
-    report("openai-agents", agent_clients.PINNED["openai-agents"].version, ["python", str(script)], proc, exchanges,
+    report("openai-agents", agent_clients.PINNED["openai-agents"].version, "python agent.py", proc, exchanges,
            time.monotonic() - start)
     assert seen == 0
     assert_answered(proc, exchanges)
@@ -293,9 +298,57 @@ def test_launch_codex_through_team_gateway_with_user_key(agent_bed: AgentBed, ga
                                         env_extra={"QWENKIT_API_KEY": user_key}, keys=(user_key,))
         sent = front.since(0)
     passed_on = agent_bed.proxy.since(member_before)
-    report("codex via gateway", agent_clients.PINNED["codex"].version, argv, proc, sent, seconds)
+    report("codex via gateway", agent_clients.PINNED["codex"].version, qwenkit(argv), proc, sent, seconds)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-6000:])
     assert ANSWER in proc.stdout
     assert sent and all(200 <= e.status < 300 and e.with_key for e in sent), [(e.path, e.status) for e in sent]
     assert len(passed_on) == len(sent)
     assert all(200 <= e.status < 300 and e.with_key for e in passed_on), [(e.path, e.status) for e in passed_on]
+
+
+# A user's own config before --config: settings of their own the restore must give back byte for byte.
+USER_CONFIG = {
+    "codex": (".codex/config.toml", '# my Codex settings\nmodel = "gpt-5.5"\n\n[tui]\nnotifications = false\n'),
+    "opencode": (".config/opencode/opencode.json",
+                 '{\n  "$schema": "https://opencode.ai/config.json",\n  "theme": "opencode"\n}\n'),
+}
+ALONE = {"codex": ("codex", "exec", "--skip-git-repo-check", PROMPT), "opencode": ("opencode", "run", PROMPT)}
+
+
+@pytest.mark.parametrize("client", ["codex", "opencode"])
+def test_launch_config_then_client_alone_then_restore(agent_bed: AgentBed, client: str) -> None:
+    """``qwenkit launch CLIENT --config --yes`` writes the client's own config file (owner-only); the real client,
+    started by the user without qwenkit, answers through the install; ``--restore`` gives the user's file back byte
+    for byte, with its mode."""
+    home = agent_bed.root / f"{client}-config-home"
+    relative, mine = USER_CONFIG[client]
+    path = home / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(mine, encoding="utf-8")
+    path.chmod(0o644)
+    env = agent_bed.env(home, client)
+    written = subprocess.run([sys.executable, "-m", "bootstrap", "launch", client, "--config", "--yes"], env=env,
+                             cwd=home, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert written.returncode == 0, written.stderr
+    assert path.stat().st_mode & 0o777 == 0o600
+    kept = "[tui]\nnotifications = false\n" if client == "codex" else '"theme": "opencode"'
+    assert kept in path.read_text(encoding="utf-8")  # the user's other settings are still there
+    alone_env = dict(env)
+    if client == "codex":  # as the printed note says: the key in QWENKIT_API_KEY, read from the key file
+        assert "QWENKIT_API_KEY" in written.stdout
+        alone_env["QWENKIT_API_KEY"] = agent_bed.bed.home.api_key_file.read_text(encoding="utf-8").strip()
+    else:  # the switches docs/agents.md asks a user to export (models.dev, plugins from npm, updates)
+        alone_env.update({"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                          "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"})
+    before = len(agent_bed.proxy.exchanges)
+    proc, seen = run_watched(list(ALONE[client]), alone_env, agent_bed.key, home)
+    exchanges = agent_bed.proxy.since(before)
+    report(f"{client} after --config", agent_clients.PINNED[client].version, " ".join(ALONE[client]), proc,
+           exchanges, 0)
+    assert seen == 0
+    assert_answered(proc, exchanges)
+    restored = subprocess.run([sys.executable, "-m", "bootstrap", "launch", client, "--restore"], env=env,
+                              cwd=home, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert restored.returncode == 0, restored.stderr
+    assert path.read_bytes() == mine.encode("utf-8")
+    assert path.stat().st_mode & 0o777 == 0o644
