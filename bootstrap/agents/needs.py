@@ -68,7 +68,8 @@ def plan_verdict(home: Home, model: str, ctx: int, hardware: HardwareProfile | N
         return t("launch.verdict_no_fit", ctx=ctx, reason=exc.message)
     except QwenKitError as exc:  # a source the candidates could not be read from: say how to ask later
         return t("launch.verdict_unknown", ctx=ctx, model=request, reason=exc.message)
-    return t("launch.verdict_fits", ctx=ctx, title=plan.title, quant=plan.quant,
+    key = "launch.verdict_other" if plan.fallback_from else "launch.verdict_fits"
+    return t(key, ctx=ctx, title=plan.title, quant=plan.quant, installed=plan.fallback_from or "",
              ram=gib_text(plan.estimate.host_total), gpu=gib_text(plan.estimate.gpu_total))
 
 

@@ -106,7 +106,7 @@ def _aider(target: Target) -> list[str]:
         lines.append(t("launch.r_aider_meta"))
         lines.append(json.dumps(meta, indent=2))
         lines.append("")
-    lines.append(t("launch.r_or_launch", client="aider"))
+    lines.append(t("launch.r_or_launch_once", client="aider"))
     return lines
 
 
@@ -128,7 +128,7 @@ def _dify(target: Target) -> list[str]:
             *_rows(("launch.r_dify_type", "LLM"), ("launch.r_dify_name", target.model),
                    ("launch.r_key", _key_text(target)), ("launch.r_dify_url", target.openai_url),
                    ("launch.r_dify_ctx", target.ctx or "?"), ("launch.r_dify_max", cap),
-                   ("launch.r_dify_tools", "Tool Call"), ("launch.r_dify_stream", "Support")),
+                   ("launch.r_dify_tools", '"Tool Call"'), ("launch.r_dify_stream", '"Support"')),
             *_docker_note(target)]
 
 
@@ -142,10 +142,9 @@ def _cherry(target: Target) -> list[str]:
 
 def _continue(target: Target) -> list[str]:
     text = render_template("recipes/continue.yaml.j2", base_url=target.openai_url, model=target.model,
-                           ctx=target.ctx, max_tokens=output_cap(target.ctx, DEFAULT_OUTPUT),
-                           key_text=_key_text(target))
+                           ctx=target.ctx, max_tokens=output_cap(target.ctx, DEFAULT_OUTPUT))
     return [t("launch.r_head_file", title="Continue", path="~/.continue/config.yaml"), "", text,
-            t("launch.r_continue_key")]
+            t("launch.r_continue_key", where=_key_text(target))]
 
 
 def _library(template: str, title: str, package: str) -> Callable[[Target], list[str]]:

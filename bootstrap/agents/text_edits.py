@@ -26,10 +26,10 @@ class Edit:
 
 
 def apply(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with every edit made (offsets refer to ``text``; the edits do not overlap). Edits at the same
-    offset end up in the order given: the first one first in the text."""
+    """``text`` with every edit made (offsets refer to ``text``; the edits do not overlap). At one offset, the
+    replacement of what is there is made first and insertions go before it, the first one given first."""
     out = text
-    order = sorted(enumerate(edits), key=lambda pair: (pair[1].at, pair[0]), reverse=True)
+    order = sorted(enumerate(edits), key=lambda pair: (pair[1].at, bool(pair[1].old), pair[0]), reverse=True)
     for _, edit in order:
         if out[edit.at:edit.at + len(edit.old)] != edit.old:
             raise ValueError(f"edit at {edit.at} does not match the text")

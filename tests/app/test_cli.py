@@ -25,7 +25,8 @@ from bootstrap.core.errors import (
 )
 from bootstrap.core.messages import MESSAGES
 
-CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle", "uninstall"]
+CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle", "uninstall",
+            "launch"]
 # A minimal invocation of each command that parses (its arguments are part of the contract).
 INVOCATIONS = {
     "doctor": ["doctor", "--json"],
@@ -39,6 +40,7 @@ INVOCATIONS = {
     "service": ["service", "status"],
     "bundle": ["bundle", "create", "--out", "usb", "--platform", "linux-x64", "--platform", "windows-x64-cpu"],
     "uninstall": ["uninstall", "--keep-models", "--yes"],
+    "launch": ["launch", "claude", "--model", "m", "--yes"],
 }
 
 

@@ -352,3 +352,40 @@ def test_launch_config_then_client_alone_then_restore(agent_bed: AgentBed, clien
     assert restored.returncode == 0, restored.stderr
     assert path.read_bytes() == mine.encode("utf-8")
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+STAND_IN = '''import json, os, sys
+cmdline = open("/proc/self/cmdline", "rb").read().decode().split("\\0")
+names = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
+         "NO_PROXY")
+record = {"argv": sys.argv[1:], "cmdline": cmdline, "env": {n: os.environ.get(n) for n in names}}
+with open(os.environ["STAND_IN_RECORD"], "w") as fh:
+    json.dump(record, fh)
+sys.exit(7)
+'''
+
+
+def test_launch_passes_args_and_exit_code_and_the_key_only_in_the_environment(agent_bed: AgentBed,
+                                                                               tmp_path: Path) -> None:
+    """A stand-in ``claude`` (the one mock here: at the client boundary, to see exactly what it is given): every
+    word after ``--`` arrives unchanged (shell and cmd syntax included), its exit code is launch's, the key is in
+    its environment and not in its command line (its own ``/proc/self/cmdline``)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "claude"
+    stand_in.write_text(f"#!{sys.executable}\n{STAND_IN}", encoding="utf-8")
+    stand_in.chmod(0o755)
+    record = tmp_path / "record.json"
+    env = agent_bed.env(tmp_path, STAND_IN_RECORD=str(record), ANTHROPIC_API_KEY="sk-ant-theirs")
+    env["PATH"] = os.pathsep.join([str(bin_dir), env["PATH"]])
+    words = ["-p", "a b", "%PATH%", "$HOME", "--model", "x", "'quoted'", "--", "--debug", "&|<>^"]
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", "launch", "claude", "--yes", "--", *words], env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 7, proc.stderr
+    seen = json.loads(record.read_text())
+    assert seen["argv"] == words
+    assert not any(agent_bed.key in word for word in seen["cmdline"])
+    assert seen["env"]["ANTHROPIC_AUTH_TOKEN"] == agent_bed.key and seen["env"]["ANTHROPIC_API_KEY"] is None
+    assert seen["env"]["ANTHROPIC_BASE_URL"] == agent_bed.proxy.url
+    assert seen["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "65536"
+    assert "127.0.0.1" in seen["env"]["NO_PROXY"].split(",")

@@ -169,10 +169,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "上下文为 {ctx} 个 token；编程智能体最好有 {want} 个或更多（否则长会话会频繁压缩）",
     },
     "launch.verdict_fits": {
-        "en": "'qwenkit install --ctx {ctx}' fits here: {title} {quant}, {ram} of RAM and {gpu} on the GPU "
+        "en": "'qwenkit install --ctx {ctx}' fits here: {title} {quant}, {ram} GiB of RAM and {gpu} GiB on the GPU "
               "(the plan's estimate).",
-        "zh": "本机可以运行 'qwenkit install --ctx {ctx}'：{title} {quant}，需要内存 {ram}、显存 {gpu}"
+        "zh": "本机可以运行 'qwenkit install --ctx {ctx}'：{title} {quant}，需要内存 {ram} GiB、显存 {gpu} GiB"
               "（方案估算）。",
+    },
+    "launch.verdict_other": {
+        "en": "'qwenkit install --ctx {ctx}' does not fit {installed} here; the plan takes {title} {quant} instead "
+              "({ram} GiB of RAM, {gpu} GiB on the GPU).",
+        "zh": "本机无法以 'qwenkit install --ctx {ctx}' 运行 {installed}；方案会改用 {title} {quant}"
+              "（内存 {ram} GiB，显存 {gpu} GiB）。",
     },
     "launch.verdict_no_fit": {
         "en": "'qwenkit install --ctx {ctx}' does not fit here: {reason}",
@@ -281,9 +287,9 @@ MESSAGES: dict[str, dict[str, str]] = {
               "forgets them.",
         "zh": "请手动从该文件中删除 qwenkit 的设置，然后再次运行 'qwenkit launch 客户端 --restore'。",
     },
-    "launch.r_bash": {"en": "bash / zsh (Linux, macOS)", "zh": "bash / zsh（Linux、macOS）"},
-    "launch.r_powershell": {"en": "PowerShell (Windows)", "zh": "PowerShell（Windows）"},
-    "launch.r_cmd": {"en": "cmd (Windows)", "zh": "cmd（Windows）"},
+    "launch.r_bash": {"en": "bash / zsh (Linux, macOS)", "zh": "bash / zsh 终端（Linux、macOS）"},
+    "launch.r_powershell": {"en": "PowerShell (Windows)", "zh": "PowerShell 终端（Windows）"},
+    "launch.r_cmd": {"en": "cmd (Windows)", "zh": "命令提示符 cmd（Windows）"},
     "launch.r_head_env": {
         "en": "{title}: set these in the shell you start it from",
         "zh": "{title}：在启动它的终端中设置以下变量",
@@ -292,10 +298,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: add this to {path}",
         "zh": "{title}：把以下内容加入 {path}",
     },
-    "launch.r_head_gui": {"en": "{title}: {where}", "zh": "{title}：{where}"},
+    "launch.r_head_gui": {"en": "{title}: open {where}", "zh": "{title}：打开{where}"},
     "launch.r_head_lib": {
         "en": "{title} (pip install {package}):",
-        "zh": "{title}（pip install {package}）：",
+        "zh": "{title}（先运行 pip install {package}）：",
     },
     "launch.r_then_env": {
         "en": "Then, in the shell you start it from, the key in {var}:",
@@ -309,6 +315,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Or let qwenkit do it: 'qwenkit launch {client}' (once), 'qwenkit launch {client} --config' (for good).",
         "zh": "也可以交给 qwenkit：'qwenkit launch {client}'（单次），'qwenkit launch {client} --config'（长期）。",
     },
+    "launch.r_or_launch_once": {
+        "en": "Or let qwenkit do it: 'qwenkit launch {client}'.",
+        "zh": "也可以交给 qwenkit：'qwenkit launch {client}'。",
+    },
     "launch.r_aider_meta": {
         "en": "Its context window: save this as .aider.model.metadata.json in your home folder (aider reads it "
               "there):",
@@ -319,8 +329,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "launch.r_model": {"en": "Model", "zh": "模型"},
     "launch.r_context": {"en": "Context", "zh": "上下文"},
     "launch.r_key_file": {
-        "en": "the contents of {path} (only you can read it: cat / Get-Content shows it)",
-        "zh": "文件 {path} 的内容（只有你能读取；用 cat 或 Get-Content 查看）",
+        "en": "the contents of {path} (only you can read it: 'cat' or 'Get-Content' shows it)",
+        "zh": "文件 {path} 的内容（只有你能读取；用 'cat' 或 'Get-Content' 查看）",
     },
     "launch.r_key_own": {
         "en": "your own key from your team's admin (kept in {env} or a file only you read)",
@@ -343,7 +353,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "  Open WebUI does not learn the window: keep long chats under {ctx} tokens, and set Max Tokens in the "
               "model's Advanced Params if answers run long.",
         "zh": "  Open WebUI 无法获知上下文窗口：长对话请控制在 {ctx} 个 token 以内；回答过长时可在模型的"
-              "高级参数中设置 Max Tokens。",
+              "高级参数中设置 'Max Tokens'。",
     },
     "launch.r_docker": {
         "en": "  In Docker on this PC: use http://host.docker.internal:{port}/v1, and install the server with --host "
@@ -357,11 +367,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.r_dify_type": {"en": "Model Type", "zh": "模型类型"},
     "launch.r_dify_name": {"en": "Model Name", "zh": "模型名称"},
-    "launch.r_dify_url": {"en": "API endpoint URL", "zh": "API endpoint URL"},
+    "launch.r_dify_url": {"en": "API endpoint URL", "zh": "API 端点地址（'API endpoint URL'）"},
     "launch.r_dify_ctx": {"en": "Model context size", "zh": "模型上下文长度"},
     "launch.r_dify_max": {"en": "Upper bound for max tokens", "zh": "最大 token 上限"},
-    "launch.r_dify_tools": {"en": "Function calling", "zh": "Function calling"},
-    "launch.r_dify_stream": {"en": "Stream function calling", "zh": "Stream function calling"},
+    "launch.r_dify_tools": {"en": "Function calling", "zh": "函数调用（'Function calling'）"},
+    "launch.r_dify_stream": {"en": "Stream function calling", "zh": "流式函数调用（'Stream function calling'）"},
     "launch.r_cherry_where": {
         "en": "Settings > Model Provider > + Add",
         "zh": "设置 > 模型服务 > + 添加",
@@ -375,9 +385,10 @@ MESSAGES: dict[str, dict[str, str]] = {
               "模型，并勾选其工具调用能力。",
     },
     "launch.r_continue_key": {
-        "en": "Replace the apiKey value with the key itself (Continue reads it from this file; keep the file "
-              "private).",
-        "zh": "请把 apiKey 的值替换为密钥本身（Continue 会从该文件读取；请勿公开此文件）。",
+        "en": "Then put the line QWENKIT_API_KEY=<the key> in ~/.continue/.env (only you should read it; the key is "
+              "{where}): Continue fills in its secrets there.",
+        "zh": "然后在 ~/.continue/.env 中写入一行 QWENKIT_API_KEY=<密钥>（该文件应仅本人可读；密钥为{where}）："
+              "Continue 会从那里读取它的密钥。",
     },
     "launch.err_mode": {
         "en": "--config, --restore and --print are alternatives: give one",
