@@ -10,6 +10,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此模型的聊天模板属于 Qwen3.5 系列，但已不是本工具修正所针对的形式（{fix}：{missing}）；将按原样使用，"
               "因此会发送第二条系统消息的智能体客户端（Claude Code、Codex）的请求将被拒绝",
     },
+    "fresh.template_missing": {
+        "en": "the chat template the server starts with is missing ({path})",
+        "zh": "服务器启动所用的聊天模板丢失（{path}）",
+    },
     "tools.ok": {
         "en": "tools ok: the model called a tool through the server ({detail})",
         "zh": "工具调用正常：模型通过服务器调用了工具（'{detail}'）",
