@@ -318,3 +318,22 @@ def test_tool_call_a_model_added_beside_gets_its_template_and_proof(installed: I
                          headers={"x-api-key": installed.key}, timeout=300)
     assert resp.status_code == 200, resp.text
     assert resp.json()["content"][0]["text"] == ANSWER
+
+
+def test_tool_call_switching_the_default_keeps_both_templates(installed: Installed) -> None:
+    """``install --default`` makes the second model the default: the old default, now served beside it, keeps its
+    derived template and its recorded proof, so Claude Code's shape naming it is still answered."""
+    proc = installed.bed.run("install", "--default", SECOND_ID, "--yes", "--no-service", "--no-venv",
+                             env=installed.bed.env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = load_state(installed.bed.home)
+    assert state is not None and state.server.alias == SECOND_ID
+    (old,) = state.library
+    assert old.name == QWEN_MODEL_ID and old.chat_template is not None and old.chat_template.path is not None
+    assert old.tools is not None and old.tools.ok
+    assert state.server.chat_template is not None and state.server.tools is not None and state.server.tools.ok
+    preset = (installed.bed.home.root / "models.ini").read_text(encoding="utf-8")
+    assert preset.count("chat-template-file = ") == 2
+    resp = requests.post(f"{installed.base_url}/v1/messages", json={**claude_code_shape(), "stream": False},
+                         headers={"x-api-key": installed.key}, timeout=300)
+    assert resp.status_code == 200, resp.text
