@@ -4,7 +4,7 @@ This is the second half of the pipeline (DESIGN.md §1); the installer runs dete
 Each stage is its own module; ``deploy`` only passes records from one step to the next, in pipeline order, so a
 reader finds a stage by its name:
 
-    _place (engine, API key, venv) → validate (check_files) → _tune → validate (check_tuned)
+    _place (engine, API key, venv) → validate (check_files) → _tune → validate (check_tuned) → the chat template
     → switch_over (stop old, swap, render, register, start, verify) → build_state → _commit (state.json, cleanup)
 
 Every stage is idempotent: a rerun reuses the engine and venv it finds verified, keeps the API key, re-renders the
@@ -36,7 +36,7 @@ from bootstrap.install.switch_over import Replanner, SwitchOver, switch_over
 from bootstrap.install.validate import check_files, check_tuned, refuse
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key
-from bootstrap.place.chat_template import PlacedTemplate, place_chat_template
+from bootstrap.place.chat_template import place_chat_template
 from bootstrap.place.engine import DEFAULT_FETCH
 from bootstrap.place.working_engine import WorkingEngine, place_working_engine, request_for
 from bootstrap.plan import engine_flags
@@ -104,7 +104,6 @@ class _Placed:
     working: WorkingEngine
     untuned: LaunchSpec
     venv: runtime_venv.VenvResult | None
-    template: PlacedTemplate
 
 
 def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwareProfile,
@@ -126,7 +125,9 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     if refused is not None:
         raise refuse(home, refused, files, upgrade=previous is not None,
                      engine_build=placed.working.installed.build)
-    spec = replace(placed.untuned, args=tuple(tuned.final_args))
+    # the kit's chat template for agent clients, from the model's own in the bytes that will serve (checked above)
+    template = place_chat_template(home, _model(files).bytes_at)
+    spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
     library, models_max = _library(previous, options)
     if library:  # the other installed models are served beside it (router mode)
         spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max)
@@ -144,7 +145,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
                         previous=previous, switch=serving.switch, speed=serving.speed, library=library,
-                        models_max=models_max, chat_template=placed.template, tools=serving.report.tools)
+                        models_max=models_max, chat_template=template, tools=serving.report.tools)
     _commit(home, state, serving.journal)
     speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
     print_report(serving.report, speed)
@@ -186,14 +187,12 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
             live_dir=live))
     installed = working.installed
     key_file = ensure_api_key(home)
-    # the kit's chat template for agent clients, from the model's own in the bytes that will serve
-    template = place_chat_template(home, model.bytes_at)
     untuned = LaunchSpec(home=home.root, system=hardware.os.system, engine_dir=installed.dir,
                          server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
                          args=(), alias=options.alias or plan.model_id, api_key_file=key_file, host=options.host,
-                         port=options.port, chat_template=template.path)
+                         port=options.port)
     venv = _venv(home, hardware, options, untuned) if options.venv else None
-    return _Placed(working, untuned, venv, template)
+    return _Placed(working, untuned, venv)
 
 
 def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,

@@ -290,7 +290,8 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     entry = next((m for m in previous.library if names_entry(m, wanted)), None)
     old = LibraryModel(name=previous.server.alias, model_id=previous.model_id, quant=previous.quant, role="chat",
                        files=previous.files, args=previous.server.args, request=previous.request.model,
-                       source=previous.request.source, planned_ram=previous.server.planned_ram)
+                       source=previous.request.source, planned_ram=previous.server.planned_ram,
+                       chat_template=previous.server.chat_template, tools=previous.server.tools)
     library = (*(m for m in previous.library if m is not entry), old)
     reusable = previous.files + (entry.files if entry is not None else ())
     return DefaultSwitch(library, replace(previous, files=reusable))

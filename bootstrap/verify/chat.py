@@ -35,6 +35,8 @@ from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, cle
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
+from bootstrap.verify.server_text import one_line as _one_line
+from bootstrap.verify.server_text import server_message as _server_message
 from bootstrap.verify.tools_check import check_tools, tools_line
 from bootstrap.verify.tools_record import ToolsCheck
 from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
@@ -139,22 +141,6 @@ def _loading_line(elapsed: float, log_path: Path | None, said: str) -> str:
         detail = _one_line(said, LOADING_DETAIL)
     key = "verify.loading_detail" if detail else "verify.loading"
     return t(key, seconds=int(elapsed), detail=detail)
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _server_message(resp: requests.Response) -> str:
-    """llama-server's ``{"error": {"message": …}}`` as one line, else the start of the body."""
-    try:
-        doc = resp.json()
-    except ValueError:
-        return _one_line(resp.text[:300])
-    if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-        return _one_line(str(doc["error"].get("message", "")))
-    return _one_line(json.dumps(doc)[:300])
 
 
 def checked_json(resp: requests.Response, what: str) -> dict[str, Any]:

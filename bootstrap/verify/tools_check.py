@@ -23,6 +23,7 @@ from typing import Any
 import requests
 
 from bootstrap.core.console import t
+from bootstrap.verify.server_text import one_line, server_message
 from bootstrap.verify.tools_record import NO_CALL, NO_JINJA, NO_TOOLS_TEMPLATE, OK, REFUSED, UNREACHABLE, ToolsCheck
 
 TOOL_NAME = "get_time"
@@ -36,19 +37,8 @@ PROOF_MAX_TOKENS = 256
 DETAIL_CHARS = 160
 
 
-def _line(text: str, limit: int = DETAIL_CHARS) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _error_message(resp: requests.Response) -> str:
-    try:
-        doc = resp.json()
-    except ValueError:
-        return _line(resp.text)
-    if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-        return _line(str(doc["error"].get("message", "")))
-    return _line(json.dumps(doc))
+def _line(text: str) -> str:
+    return one_line(text, DETAIL_CHARS)
 
 
 def proof_body(model: str) -> dict[str, Any]:
@@ -101,7 +91,7 @@ def check_tools(session: requests.Session, base_url: str, model: str, args: Sequ
     except requests.RequestException as exc:
         return ToolsCheck(UNREACHABLE, _line(str(exc)))
     if resp.status_code != 200:
-        return ToolsCheck(REFUSED, f"HTTP {resp.status_code}: {_error_message(resp)}")
+        return ToolsCheck(REFUSED, f"HTTP {resp.status_code}: {server_message(resp, DETAIL_CHARS)}")
     try:
         doc = resp.json()
     except ValueError:

@@ -32,6 +32,7 @@ from tests.support.install_bed import (
     QWEN_MODEL_ID,
     QWEN_MODEL_REPO,
     InstallBed,
+    model_block,
     qwen_catalog_text,
     serve_engine,
 )
@@ -39,6 +40,8 @@ from tests.support.llama import LlamaServer
 from tests.support.qwen_chat_model import qwen_chat_model, upstream_qwen_template
 
 SERVER_ARGS = ("-c", "8192", "-np", "1", "-t", "2")
+# A second Qwen model, added beside the default by the last test (router mode: models.ini)
+SECOND_ID, SECOND_REPO = "tiny-qwen-two", "qwenkit-test/tiny-qwen-two-GGUF"
 ANSWER = "Hello from the tiny model."
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city",
@@ -69,7 +72,10 @@ def installed(engine_asset: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     with LoopbackHub(root / "hub") as hub:
         bed = InstallBed(hub, Home(root / "Qwen 安装 home"), root / "catalog.toml", serve_engine(hub, engine_asset))
         revision = hub.create_repo(QWEN_MODEL_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
-        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
+        second = hub.create_repo(SECOND_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
+        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS) + model_block(
+            second, model_id=SECOND_ID, repo=SECOND_REPO, file=QWEN_MODEL_FILE, title="Tiny Qwen two (test)",
+            architecture="qwen35moe", server_args=SERVER_ARGS, thinks=True), encoding="utf-8")
         try:
             proc = bed.install("--no-venv")
             assert proc.returncode == 0, proc.stderr
@@ -287,3 +293,47 @@ def test_tool_call_client_shapes_are_refused_by_the_untouched_template(llama_ser
         codex = requests.post(f"{srv.base_url}/v1/responses", json={**codex_shape(), "stream": False}, timeout=120)
     for resp in (claude, codex):
         assert resp.status_code == 500 and "System message must be at the beginning." in resp.text
+
+
+# --- last: a second Qwen model beside the default (the server becomes a router) -------------------------------------
+
+
+def test_tool_call_a_model_added_beside_gets_its_template_and_proof(installed: Installed) -> None:
+    """``qwenkit install MODEL`` adds a second model: its own derived template is named in its ``models.ini``
+    section, its tool-call proof is said and recorded with it, and Claude Code's shape naming it is answered."""
+    proc = installed.bed.run("install", SECOND_ID, "--yes", env=installed.bed.env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "tools ok: the model called a tool through the server" in proc.stderr
+    state = load_state(installed.bed.home)
+    assert state is not None
+    (entry,) = state.library
+    assert entry.tools is not None and entry.tools.ok
+    assert entry.chat_template is not None and entry.chat_template.path == state.server.chat_template.path  # type: ignore[union-attr]
+    check = load_tools_check(installed.bed.home, SECOND_ID)
+    assert check is not None and check.ok
+    preset = (installed.bed.home.root / "models.ini").read_text(encoding="utf-8")
+    assert preset.count(f"chat-template-file = {entry.chat_template.path}") == 2  # both sections, one file
+    resp = requests.post(f"{installed.base_url}/v1/messages", json={**claude_code_shape(), "model": SECOND_ID,
+                                                                    "stream": False},
+                         headers={"x-api-key": installed.key}, timeout=300)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["content"][0]["text"] == ANSWER
+
+
+def test_tool_call_switching_the_default_keeps_both_templates(installed: Installed) -> None:
+    """``install --default`` makes the second model the default: the old default, now served beside it, keeps its
+    derived template and its recorded proof, so Claude Code's shape naming it is still answered."""
+    proc = installed.bed.run("install", "--default", SECOND_ID, "--yes", "--no-service", "--no-venv",
+                             env=installed.bed.env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = load_state(installed.bed.home)
+    assert state is not None and state.server.alias == SECOND_ID
+    (old,) = state.library
+    assert old.name == QWEN_MODEL_ID and old.chat_template is not None and old.chat_template.path is not None
+    assert old.tools is not None and old.tools.ok
+    assert state.server.chat_template is not None and state.server.tools is not None and state.server.tools.ok
+    preset = (installed.bed.home.root / "models.ini").read_text(encoding="utf-8")
+    assert preset.count("chat-template-file = ") == 2
+    resp = requests.post(f"{installed.base_url}/v1/messages", json={**claude_code_shape(), "stream": False},
+                         headers={"x-api-key": installed.key}, timeout=300)
+    assert resp.status_code == 200, resp.text

@@ -384,3 +384,27 @@ def test_the_key_file_is_relative_to_the_home_only_on_windows(install: Install) 
     assert outside.key_file_arg() == r"D:\keys\api-key"
     assert install.spec.key_file_arg() == str(install.home.api_key_file)
     assert install.spec.argv()[-1] == str(install.home.api_key_file)
+
+
+def test_bat_names_the_kits_chat_template_relative_to_the_home(tmp_path: Path) -> None:
+    """``--chat-template-file`` is read like the key file (``read_file``: a narrow ``std::ifstream``), so on Windows it
+    is relative to the home the server runs in (``LaunchSpec.home_file_arg``); the script checks it exists."""
+    template = WIN_HOME / "chat-templates" / "qwen3.5-0123456789abcdef.jinja"
+    scripts = render_start_scripts(_win_spec(chat_template=template), Home(tmp_path))
+    assert scripts.bat is not None
+    text = scripts.bat.read_text(encoding="utf-8")
+    assert '"--chat-template-file" "chat-templates\\qwen3.5-0123456789abcdef.jinja"' in text
+    assert "%~dp0chat-templates\\qwen3.5-0123456789abcdef.jinja" in text  # the file check
+
+
+def test_sh_passes_the_kits_chat_template_after_the_plan_flags(tmp_path: Path) -> None:
+    home = Home(tmp_path / "h")
+    template = home.chat_templates_dir / "qwen3.5-0123456789abcdef.jinja"
+    spec = LaunchSpec(home=home.root, system="Linux", engine_dir=home.root / "engine",
+                      server=home.root / "engine" / "llama-server", model=home.models_dir / "m.gguf", mmproj=None,
+                      args=("-c", "4096", "--jinja"), alias="qwen", api_key_file=home.api_key_file,
+                      chat_template=template)
+    argv = spec.server_args()
+    assert argv[argv.index("--jinja") + 1:argv.index("--alias")] == ["--chat-template-file", str(template)]
+    scripts = render_start_scripts(spec, home)
+    assert scripts.sh is not None and f"--chat-template-file {template}" in scripts.sh.read_text(encoding="utf-8")
