@@ -203,6 +203,7 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         _text(bed, env, "launch", "claude", "--restore"),
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "service", "stop"),
+        _text(bed, _with_stand_in(env, tmp_path, "claude"), "launch", "claude", codes=(6,)),  # no server: say so
         _text(bed, env, "status", codes=(0, 6)),  # installed, the server down: what is wrong and how to start it
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "uninstall", "--yes"),
