@@ -85,8 +85,8 @@ def test_each_request_goes_to_a_member_serving_its_model(office: lan.Lan, llama_
     for host in (m1, m2):
         wait_ready(client, f"{member_url(host)}/health")
     home = tmp_path / "gateway home"
-    for name, host in (("m1", m1), ("m2", m2)):
-        (tmp_path / f"{name}-key").write_text(KEYS[name] + "\n")
+    for name, key in KEYS.items():
+        (tmp_path / f"{name}-key").write_text(key + "\n")
     added = kit(gw, home, "team", "add-member", member_url(m1), "--key-file", str(tmp_path / "m1-key"), "--name", "m1")
     assert added.returncode == 0, added.stderr
     assert f"serves {GEMMA}: 2 slots" in added.stderr

@@ -1,4 +1,5 @@
-"""``qwenkit uninstall`` on a PC that is a team gateway or an RPC worker (issue 41): nothing the kit started outlives it.
+"""``qwenkit uninstall`` on a PC that is a team gateway or an RPC worker (issue 41): nothing the kit started outlives
+it.
 
 Before: on the gateway PC, uninstall said "…/qwenclientkit is kept: it still holds files that are not
 QwenClientKit's: team", nginx kept running with every member's and user's key in ``team/team.json``, and the

@@ -28,7 +28,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "arg.team_default_model": {
         "en": "the model a request without \"model\" gets (default: the one most members serve)",
-        "zh": "请求未指定“model”时使用的模型（默认：最多成员提供的模型）",
+        "zh": "请求未指定 \"model\" 时使用的模型（默认：最多成员提供的模型）",
     },
     "cmd.team_add_member": {
         "en": "add a member install by its URL and API key (asks it for its slots)",
@@ -97,7 +97,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "team.hint_user_name": {
         "en": "Pick a short name such as alice, 张三 or li.wei.",
-        "zh": "请取一个简短的名称，例如 alice、张三 或 li.wei。",
+        "zh": "请取一个简短的名称，例如 alice、li.wei 或张三。",
     },
     "team.err_slots_range": {
         "en": "{slots} slots is not a usable number (1 to {most})",
@@ -275,7 +275,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "team.endpoint": {"en": "Team endpoint: {url}", "zh": "团队端点：{url}"},
     "team.started": {
         "en": "gateway running (pid {pid}); members: {members}, users: {users}; each request is logged in {log}",
-        "zh": "网关正在运行（pid {pid}）；成员：{members} 个，用户：{users} 个；每个请求记录在 {log}",
+        "zh": "网关正在运行（进程 {pid}）；成员：{members} 个，用户：{users} 个；每个请求记录在 {log}",
     },
     "team.stopped": {"en": "gateway stopped", "zh": "网关已停止"},
     "team.not_running": {"en": "the gateway was not running", "zh": "网关本来就未运行"},
@@ -285,7 +285,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "team.status_running": {
         "en": "Gateway: running (pid {pid}) at {url}",
-        "zh": "网关：正在运行（pid {pid}），地址 {url}",
+        "zh": "网关：正在运行（进程 {pid}），地址 {url}",
     },
     "team.status_stopped": {"en": "Gateway: not running", "zh": "网关：未运行"},
     "team.status_default": {
@@ -322,29 +322,29 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "This PC's team room goes too: {what}; {folder} is deleted with the members' and users' keys.",
         "zh": "本机的团队部分也会一并移除：{what}；{folder} 连同成员和用户的密钥一起删除。",
     },
-    "team.uninstall_gateway": {"en": "the team gateway (pid {pid}) is stopped", "zh": "停止团队网关（pid {pid}）"},
-    "team.uninstall_worker": {"en": "the RPC worker (pid {pid}) is stopped", "zh": "停止 RPC 工作节点（pid {pid}）"},
+    "team.uninstall_gateway": {"en": "the team gateway (pid {pid}) is stopped", "zh": "停止团队网关（进程 {pid}）"},
+    "team.uninstall_worker": {"en": "the RPC worker (pid {pid}) is stopped", "zh": "停止 RPC 工作节点（进程 {pid}）"},
     "team.uninstall_idle": {"en": "nothing of it runs", "zh": "其中没有正在运行的程序"},
     "team.uninstall_done": {
         "en": "Removed the team room: {what}; deleted {folder}.",
         "zh": "已移除团队部分：{what}；已删除 {folder}。",
     },
-    "team.uninstall_stopped_gateway": {"en": "stopped the gateway (pid {pid})", "zh": "已停止网关（pid {pid}）"},
+    "team.uninstall_stopped_gateway": {"en": "stopped the gateway (pid {pid})", "zh": "已停止网关（进程 {pid}）"},
     "team.uninstall_stopped_worker": {
         "en": "stopped the RPC worker (pid {pid})",
-        "zh": "已停止 RPC 工作节点（pid {pid}）",
+        "zh": "已停止 RPC 工作节点（进程 {pid}）",
     },
     "team.uninstall_unit": {"en": "removed its service unit", "zh": "已移除其服务单元"},
     "team.uninstall_nothing_ran": {"en": "nothing of it was running", "zh": "其中没有正在运行的程序"},
     "team.err_teardown_running": {
         "en": "the team gateway or RPC worker still runs (pid {pids}) after being stopped",
-        "zh": "团队网关或 RPC 工作节点在停止后仍在运行（pid {pids}）",
+        "zh": "团队网关或 RPC 工作节点在停止后仍在运行（进程 {pids}）",
     },
     "team.err_teardown_files": {"en": "cannot delete {path}: {reason}", "zh": "无法删除 {path}：{reason}"},
     "team.hint_teardown": {
         "en": "Stop it yourself (kill PID as its owner), then run the uninstall again; the team's files are kept "
               "until then.",
-        "zh": "请自行停止它（以其所属用户身份运行 kill PID），然后再次运行卸载；在此之前团队文件会保留。",
+        "zh": "请以其所属用户身份运行 'kill 进程号' 停止它，然后再次运行卸载；在此之前团队文件会保留。",
     },
     "team.err_unit": {
         "en": "systemd refused 'systemctl --user {command}' for the gateway: {detail}",
