@@ -39,8 +39,7 @@ from bootstrap.core.private_address import check_private_ip
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS
 from bootstrap.team import config, members, routes, rpc_worker
 from bootstrap.team.config import Member, Team
-from bootstrap.team.gateway import ACCESS_LOG, Gateway, find_nginx, running_pid
-from bootstrap.team.service import TeamService
+from bootstrap.team.gateway import ACCESS_LOG, Gateway, find_nginx, running_pid, stop_gateway
 
 
 @dataclass
@@ -65,12 +64,8 @@ def run(args: argparse.Namespace) -> int:
         team = config.load(home)
         if action == "start":
             return _start(home, team, args)
-        if action == "stop":
-            if running_pid(home) is None and not TeamService(home).installed():
-                console.ok(t("team.not_running"))
-                return 0
-            console.ok(t("team.stopped") if Gateway(home, find_nginx(team.nginx or None)).stop()
-                       else t("team.not_running"))
+        if action == "stop":  # needs no nginx binary: the master is signalled
+            console.ok(t("team.stopped") if stop_gateway(home) else t("team.not_running"))
             return 0
         change = _change(team, action, args)
         _record_and_apply(home, change)
