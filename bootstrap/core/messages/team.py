@@ -96,7 +96,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{name} 不是可用的用户名（1-64 个任意语言的字母或数字，以及 . _ -，以字母或数字开头；不能含空格或符号）",
     },
     "team.hint_user_name": {
-        "en": "Pick a short name such as alice, 张三 or li.wei.",
+        "en": "Pick a short name such as alice, li.wei or Zhang.San (letters of any language work too).",
         "zh": "请取一个简短的名称，例如 alice、li.wei 或张三。",
     },
     "team.err_slots_range": {
