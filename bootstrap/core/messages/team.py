@@ -10,8 +10,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.team_action": {
         "en": "add-member, remove-member, refresh, add-user, remove-user, rotate-key, users, start, stop, status, "
               "worker-start or worker-stop",
-        "zh": "add-member、remove-member、refresh、add-user、remove-user、rotate-key、users、start、stop、status、"
-              "worker-start 或 worker-stop",
+        "zh": "要执行的团队操作（各项说明见下方列表）",
     },
     "cmd.team_refresh": {
         "en": "ask every member again which models it serves, and route by what it says",
