@@ -130,3 +130,19 @@ def test_config_module_keeps_keys_out_of_the_argv() -> None:
     assert argv == ["/usr/sbin/nginx", "-p", "/h/team/", "-c", "nginx.conf", "-e", "logs/gateway-error.log", "-s",
                     "reload"]
     assert not any(config.USER_KEY_PREFIX in a for a in argv)
+
+
+def test_a_team_left_with_no_member_or_no_user_is_still_a_configuration_nginx_takes(tmp_path: Path) -> None:
+    """The last user removed from a running gateway: it refuses everyone (every key is 401); the last member
+    removed: it answers 503. Both are reloads nginx must accept (before, the reload was skipped and the old keys
+    kept working)."""
+    from bootstrap.team.gateway import _free_port
+
+    gateway = Gateway(Home(tmp_path / "home"), find_nginx())
+    nobody = gateway.write_config(Team(host="127.0.0.1", port=_free_port(), members=RESOLVED, users={}))
+    text = (tmp_path / "home" / "team" / "nginx.conf").read_text()
+    assert "Bearer" not in text.split("map $http_authorization")[1].split("}")[0]
+    assert len(nobody.members) == 2
+    gateway.write_config(Team(host="127.0.0.1", port=_free_port(), members=[], users=TEAM.users))
+    text = (tmp_path / "home" / "team" / "nginx.conf").read_text()
+    assert "upstream" not in text and "the team has no member" in text
