@@ -145,4 +145,4 @@ def test_a_team_left_with_no_member_or_no_user_is_still_a_configuration_nginx_ta
     assert len(nobody.members) == 2
     gateway.write_config(Team(host="127.0.0.1", port=_free_port(), members=[], users=TEAM.users))
     text = (tmp_path / "home" / "team" / "nginx.conf").read_text()
-    assert "upstream" not in text and "the team has no member" in text
+    assert "upstream team_" not in text and "the team has no member" in text
