@@ -1,4 +1,4 @@
-"""What routing by model costs the team gateway (issue 41): nginx balancing blindly vs nginx with its njs routing script.
+"""What routing by model costs the team gateway (issue 41): nginx balancing blindly vs nginx with its njs script.
 
     python scripts/bench_team_routing.py [--requests 200]
 
