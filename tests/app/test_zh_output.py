@@ -51,7 +51,7 @@ ALLOWED = frozenset({
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
                            "uninstall", "remove", "start", "stop", "create", "verify", "auto", "modelscope", "curl",
-                           "team", "launch",
+                           "team", "refresh", "users", "launch",
                            # the clients 'launch' starts or prints settings for, named as typed
                            "claude", "codex", "opencode", "aider", "openwebui", "dify", "cherry", "studio",
                            "continue", "langchain", "llamaindex"})
