@@ -50,16 +50,19 @@ def _env_block(variables: list[tuple[str, str]], key_var: str, target: Target, c
                            labels=_labels())
 
 
-def _claude(target: Target) -> list[str]:
-    env = claude_code.CLIENT.env(target)
-    key = "ANTHROPIC_AUTH_TOKEN"
-    variables = [(k, v) for k, v in env.items() if k != key]
-    lines = [t("launch.r_head_env", title=claude_code.CLIENT.title), ""]
-    lines.append(_env_block(variables, key, target, ["claude"]))
+def _env_recipe(title: str, env: dict[str, str], key_var: str, target: Target, command: list[str]) -> list[str]:
+    """A client told by variables: each shell's lines (the key read from its file), then how to set one's own key."""
+    variables = [(k, v) for k, v in env.items() if k != key_var]
+    lines = [t("launch.r_head_env", title=title), "", _env_block(variables, key_var, target, command)]
     if target.key_file is None:
-        lines.append(t("launch.r_key_var", var=key))
-    lines.append(t("launch.r_or_launch", client="claude"))
+        lines.append(t("launch.r_key_var", var=key_var))
     return lines
+
+
+def _claude(target: Target) -> list[str]:
+    client = claude_code.CLIENT
+    return [*_env_recipe(client.title, client.env(target), "ANTHROPIC_AUTH_TOKEN", target, ["claude"]),
+            t("launch.r_or_launch", client="claude")]
 
 
 def _codex(target: Target) -> list[str]:
@@ -91,21 +94,13 @@ def _opencode(target: Target) -> list[str]:
 
 def _aider(target: Target) -> list[str]:
     client = aider.CLIENT
-    env = client.env(target)
-    variables = [(k, v) for k, v in env.items() if k != "OPENAI_API_KEY"]
-    lines = [t("launch.r_head_env", title=client.title), ""]
-    lines.append(_env_block(variables, "OPENAI_API_KEY", target,
-                            ["aider", "--model", f"openai/{target.model}", "--no-check-update",
-                             "--analytics-disable"]))
-    if target.key_file is None:
-        lines.append(t("launch.r_key_var", var="OPENAI_API_KEY"))
+    command = ["aider", "--model", f"openai/{target.model}", "--no-check-update", "--analytics-disable"]
+    lines = _env_recipe(client.title, client.env(target), "OPENAI_API_KEY", target, command)
     if target.ctx:
         meta = {f"openai/{target.model}": {"max_input_tokens": target.ctx,
                                            "max_output_tokens": output_cap(target.ctx, aider.DEFAULT_OUTPUT),
                                            "litellm_provider": "openai", "mode": "chat"}}
-        lines.append(t("launch.r_aider_meta"))
-        lines.append(json.dumps(meta, indent=2))
-        lines.append("")
+        lines += [t("launch.r_aider_meta"), json.dumps(meta, indent=2), ""]
     lines.append(t("launch.r_or_launch_once", client="aider"))
     return lines
 

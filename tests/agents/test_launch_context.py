@@ -15,7 +15,7 @@ from bootstrap.agents.target import Target, slot_ctx
 from bootstrap.core.home import Home
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.record.state import save_state
-from tests.support.install_records import install_state, place_engine
+from tests.support.install_records import file_record, install_state, place_engine
 from tests.support.qwen_chat_model import qwen_chat_model
 
 HARDWARE = Path(__file__).resolve().parents[1] / "data" / "hardware"
@@ -26,9 +26,14 @@ def _hardware(name: str) -> HardwareProfile:
 
 
 def _home(tmp_path: Path, request: str, model_id: str) -> Home:
-    """A home whose record installed ``request`` (a local GGUF path or a catalog id)."""
+    """A home whose record installed ``request`` (a local GGUF path or a catalog id); the recorded model file is a
+    placeholder (nothing here reads it)."""
     home = Home(tmp_path / "home")
-    save_state(home, install_state(home, place_engine(home), [], model=request, model_id=model_id, quant="Q8_0"))
+    model = home.models_dir / "model.gguf"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"GGUF")
+    save_state(home, install_state(home, place_engine(home), [file_record(home, model, "0" * 64)], model=request,
+                                   model_id=model_id, quant="Q8_0"))
     return home
 
 
@@ -84,3 +89,21 @@ def test_launch_slot_context_from_the_install_flags() -> None:
     assert slot_ctx(("-c", "65536", "-np", "4")) == 16384  # each slot its share
     assert slot_ctx(("-c", "65536", "-np", "4", "-kvu")) == 65536  # one cache the slots share
     assert slot_ctx(("-t", "2",)) is None
+
+
+def test_launch_targets_a_chat_model_of_the_install(tmp_path: Path, tiny_qwen: Path) -> None:
+    """The install's default model with its recorded context (``-c 512``), its key; another name is exit 2 naming the
+    models there are."""
+    from bootstrap.agents.target import install_target
+    from bootstrap.core.errors import UsageError
+    from bootstrap.place.api_key import ensure_api_key
+
+    home = _home(tmp_path, str(tiny_qwen), "tiny-qwen-chat")
+    ensure_api_key(home)
+    target = install_target(home, None)
+    assert (target.model, target.ctx, target.via, target.base_url) == ("tiny-qwen-chat", 512, "install",
+                                                                        "http://127.0.0.1:8080")
+    assert target.key_file == home.api_key_file and target.key == home.api_key_file.read_text().strip()
+    with pytest.raises(UsageError) as refused:
+        install_target(home, "qwen-max")
+    assert "tiny-qwen-chat" in refused.value.message

@@ -35,6 +35,7 @@ from bootstrap.core.home import Home
 from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import load_launch_spec
 from bootstrap.register.managers import FallbackManager
+from bootstrap.verify.chat import wait_healthy
 from tests.support import agent_clients
 from tests.support.counting_proxy import CountingProxy, Exchange
 from tests.support.hub import LoopbackHub
@@ -46,7 +47,7 @@ from tests.support.install_bed import (
     qwen_catalog_text,
     serve_engine,
 )
-from tests.support.llama import free_port
+from tests.support.llama import end_process, free_port
 from tests.support.qwen_chat_model import qwen_chat_model
 
 # A window an agent works in (no "low context" warning), one slot, two threads: the tiny model's KV cache for it is
@@ -86,22 +87,6 @@ class AgentBed:
         return env
 
 
-def _wait_health(url: str, server: subprocess.Popen[bytes], timeout: float = 180) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with status {server.returncode}")
-        try:
-            if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(url)
-
-
 @pytest.fixture(scope="module")
 def agent_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[AgentBed]:
     """One install of the Qwen chat model by the real CLI; its server then runs behind a counting proxy on the
@@ -125,17 +110,12 @@ def agent_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> I
             server = subprocess.Popen(argv, cwd=bed.home.root, stdout=sink, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL)
         try:
-            _wait_health(f"http://127.0.0.1:{inner}", server)
+            wait_healthy(f"http://127.0.0.1:{inner}", timeout=180, process=server)
             key = read_api_key(bed.home)
             with CountingProxy(f"http://127.0.0.1:{inner}", key, port=port) as proxy:
                 yield AgentBed(bed, key, proxy, log, root)
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=10)
+            end_process(server)
 
 
 def _cmdlines() -> Iterator[str]:
