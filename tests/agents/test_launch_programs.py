@@ -75,3 +75,25 @@ def test_launch_names_the_missing_client_and_the_line_that_installs_it(lang: str
 def test_launch_pip_clients_name_pip() -> None:
     assert CLIENTS["aider"].install_lines("Windows") == ["py -m pip install --user aider-chat"]
     assert CLIENTS["aider"].install_lines("Linux") == ["python3 -m pip install --user aider-chat"]
+
+
+def test_launch_print_quotes_values_for_each_shell(tmp_path: Path) -> None:
+    """The variables block ``--print`` gives for bash, PowerShell and cmd: a value with a quote, a space or ``%``
+    reaches each shell as one literal word (sh: shlex; PowerShell: a single-quoted string, ``'`` doubled; cmd: the
+    ``set "NAME=value"`` form, ``%`` doubled), the key read from its file in each shell, and PowerShell calls the
+    program with ``&`` (a quoted string alone is only a value there)."""
+    from bootstrap.core.templating import render_template
+
+    key_file = tmp_path / "Qwen 安装" / "secrets" / "api-key"
+    text = render_template("recipes/env.txt.j2", variables=[("MODEL", "it's 100% ok")], key_var="TOKEN",
+                           key_file=str(key_file), command=["claude", "-p", "a b"],
+                           labels={"bash": "bash", "powershell": "PowerShell", "cmd": "cmd"})
+    assert "export MODEL='it'\"'\"'s 100% ok'" in text
+    assert f"export TOKEN=\"$(cat '{key_file}')\"" in text
+    assert "claude -p 'a b'" in text
+    assert "$env:MODEL = 'it''s 100% ok'" in text
+    assert f"$env:TOKEN = (Get-Content -Raw '{key_file}').Trim()" in text
+    assert "& 'claude' '-p' 'a b'" in text
+    assert 'set "MODEL=it\'s 100%% ok"' in text
+    assert f'set /p TOKEN=<"{key_file}"' in text
+    assert '"claude" "-p" "a b"' in text
