@@ -223,7 +223,7 @@ def test_launch_real_client(agent_bed: AgentBed, client: str) -> None:
     assert "Starting " in proc.stderr  # launch said what it started, against what
 
 
-def test_openai_agents_sdk_through_its_documented_settings(agent_bed: AgentBed) -> None:
+def test_launch_print_recipe_runs_the_openai_agents_sdk(agent_bed: AgentBed) -> None:
     """The OpenAI Agents SDK (a library: no launch) with its documented client settings, as ``qwenkit launch
     --print openai-agents`` prints them: an agent with a function tool runs to its final answer."""
     home = agent_bed.root / "agents-sdk-home"
