@@ -28,6 +28,7 @@ from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
 from bootstrap.core.input_checks import check_text
 from bootstrap.fetch.http_session import local_session
+from bootstrap.fetch.records import cause_text
 from bootstrap.place.api_key import read_api_key
 from bootstrap.plan.launch_spec import ctx_of
 from bootstrap.record.state import InstallState, launch_spec, require_state
@@ -167,7 +168,8 @@ def served(target: Target) -> Target:
             props = _get(session, target, f"/props?model={model}" if len(ids) > 1 else "/props")
             ctx = _served_ctx(props.json()) if props.status_code == 200 else None
         except requests.RequestException as exc:
-            raise ServerError(t("launch.err_unreachable", url=where, reason=type(exc).__name__), hint) from None
+            raise ServerError(t("launch.err_unreachable", url=where, reason=cause_text(exc, TIMEOUT_S)[0]),
+                              hint) from None
         except ValueError:  # a reply that is not JSON: not a llama-server (or a gateway in front of one)
             raise ServerError(t("launch.err_not_server", url=where), hint) from None
     return replace(target, model=model, ctx=ctx or target.ctx, models=tuple(ids) or target.models)
