@@ -84,7 +84,7 @@ def check_tools(session: requests.Session, base_url: str, model: str, args: Sequ
         return ToolsCheck(NO_JINJA)
     caps = _template_caps(session, base_url, model, router, headers, timeout)
     if caps is not None and not caps.get("supports_tools", True):
-        return ToolsCheck(NO_TOOLS_TEMPLATE, "chat_template_caps.supports_tools = false")
+        return ToolsCheck(NO_TOOLS_TEMPLATE, "'chat_template_caps.supports_tools = false'")
     try:
         resp = session.post(f"{base_url}/v1/chat/completions", json=proof_body(model), headers=headers,
                             timeout=timeout)
