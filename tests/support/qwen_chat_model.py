@@ -106,7 +106,7 @@ def _sha256(path: Path) -> str:
 
 
 def qwen_chat_model() -> Path:
-    """The test model's GGUF in the test bed cache, built once (about 5 s) under a lock shared by every checkout.
+    """The test model's GGUF in the test bed cache, built once (about 10 s) under a lock shared by every checkout.
 
     The file name carries the design version and the hashes of the template and vocabulary it was built from, so
     a changed source or design builds a new file rather than reusing a stale one."""

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gguf import GGUFReader
-
+from bootstrap.plan.gguf_header import read_header
 from tests.support.llama import LlamaServer
 from tests.support.qwen_chat_model import upstream_qwen_template
 
@@ -19,12 +18,12 @@ WEATHER = {"type": "function", "function": {
 
 
 def test_qwen_chat_model_carries_the_upstream_template_and_qwen_vocabulary(qwen_chat_gguf: Path) -> None:
-    fields = GGUFReader(qwen_chat_gguf).fields
-    assert fields["general.architecture"].contents() == "qwen35moe"
-    assert fields["tokenizer.chat_template"].contents() == upstream_qwen_template().read_text(encoding="utf-8")
-    assert fields["tokenizer.ggml.model"].contents() == "gpt2"
-    assert fields["tokenizer.ggml.pre"].contents() == "qwen35"
-    assert len(fields["tokenizer.ggml.tokens"].contents()) == 151_936
+    header = read_header(qwen_chat_gguf)  # the kit's reader: gguf's own parses the 151,936 tokens for seconds
+    meta = header.metadata
+    assert header.architecture == "qwen35moe"
+    assert meta["tokenizer.chat_template"] == upstream_qwen_template().read_text(encoding="utf-8")
+    assert meta["tokenizer.ggml.model"] == "gpt2" and meta["tokenizer.ggml.pre"] == "qwen35"
+    assert header.array_length("tokenizer.ggml.tokens") == 151_936
 
 
 def test_qwen_chat_model_renders_the_family_template_and_speaks(llama_server: Path, qwen_chat_gguf: Path) -> None:
