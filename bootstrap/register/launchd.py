@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
@@ -84,8 +85,8 @@ class LaunchdManager(ServiceManager):
         result = self.run("launchctl", "list", timeout=10)
         for line in (result.stdout or "").splitlines():
             fields = line.split()
-            if len(fields) == 3 and fields[2] == LABEL and fields[1].lstrip("-").isdigit():
-                status = int(fields[1])
+            status = decimal_int(fields[1], signed=True) if len(fields) == 3 and fields[2] == LABEL else None
+            if status is not None:
                 return ExitInfo(signal=-status) if status < 0 else ExitInfo(code=status)
         return None
 

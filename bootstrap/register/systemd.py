@@ -13,6 +13,7 @@ from typing import Literal
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
 from bootstrap.core.templating import QuotingError, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
@@ -166,10 +167,11 @@ class SystemdManager(ServiceManager):
         result = self.run(*self._systemctl("show", "-p", "ExecMainCode", "-p", "ExecMainStatus", UNIT), timeout=10)
         values = dict(line.partition("=")[::2] for line in (result.stdout or "").splitlines() if "=" in line)
         code, status = values.get("ExecMainCode", "").strip(), values.get("ExecMainStatus", "").strip()
-        if result.returncode != 0 or not code.isdigit() or not status.lstrip("-").isdigit():
+        code_n, status_n = decimal_int(code), decimal_int(status, signed=True)
+        if result.returncode != 0 or code_n is None or status_n is None:
             return None
-        if int(code) in (CLD_KILLED, CLD_DUMPED):
-            return ExitInfo(signal=int(status))
+        if code_n in (CLD_KILLED, CLD_DUMPED):
+            return ExitInfo(signal=status_n)
         return ExitInfo(code=int(status)) if int(code) == CLD_EXITED else None
 
     def log_command(self, lines: int, follow: bool) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import run_command
 from bootstrap.core.templating import render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
@@ -53,10 +54,9 @@ def render_task_xml(home: Home, *, user_id: str) -> str:
 def exit_of_task_result(text: str) -> ExitInfo | None:
     """``LastTaskResult`` as PowerShell prints it (a UInt32 in decimal) → the action's exit code; ``None`` for
     Task Scheduler's own codes and for anything else."""
-    value = text.strip()
-    if not value.isdigit() or int(value) > 0xFFFFFFFF:
+    code = decimal_int(text)
+    if code is None or code > 0xFFFFFFFF:
         return None
-    code = int(value)
     if (code & 0xFFFFFF00) in _SCHED_CODES:
         return None
     return ExitInfo(code=code)
