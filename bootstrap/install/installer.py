@@ -554,25 +554,29 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     loads), and say where it is. "Serving" is said only of a server the OS shows to be ours
     (``register/server_identity.py``); a stranger on the port is named and the run ends (exit 6)."""
     from bootstrap.place.api_key import read_api_key, repair_modes
+    from bootstrap.register import managers
+    from bootstrap.register.rendered_check import render_again
     from bootstrap.register.server_health import check_health
     from bootstrap.register.server_identity import foreign_hint, require_ours
 
     repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
+    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
+    # The scripts, preset and service definition as this install renders them: one changed since is written again,
+    # and a server that may run it is restarted (register/rendered_check.py).
+    rewritten = render_again(spec, home, manager)
     health = check_health(spec, read_api_key(home))
-    if health.state == "ok":
+    if health.state == "ok" and not rewritten:
         out(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))  # the result
         return InstallOutcome("unchanged", state)
     if health.state == "stranger":
         raise ServerError(health.detail, foreign_hint(spec))
-    # Only now the service managers (and the template engine they render with): a serving no-op needs neither.
-    from bootstrap.register import managers
     from bootstrap.verify.chat import wait_healthy
 
-    info(t("install.starting", state=health.state))
-    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
+    info(t("install.restarting_rewritten") if rewritten else t("install.starting", state=health.state))
     try:
-        if health.state == "loading" and health.holder is not None and health.holder.pid is not None:
+        if health.state == "loading" and health.holder is not None and health.holder.pid is not None \
+                and not rewritten:
             loading = health.holder.pid  # ours, still loading its model: wait for it rather than start it over
             wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: _running(loading),
                          log_path=manager.log_file)

@@ -15,7 +15,7 @@ from bootstrap.core.console import t
 from bootstrap.core.home import Home
 from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
-from bootstrap.core.templating import QuotingError, render_template, write_rendered
+from bootstrap.core.templating import QuotingError, RenderedFile, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -127,8 +127,12 @@ class SystemdManager(ServiceManager):
             return True, state
         return False, state or output_of(result)
 
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        text = render_unit(self.scope, self.home, user=self.user)
+        return [RenderedFile(self.home_copy, text), RenderedFile(self.unit_dir / UNIT, text)]
+
     def install(self, spec: LaunchSpec) -> None:
-        write_rendered(self.home_copy, render_unit(self.scope, self.home, user=self.user))
+        self.rendered(spec)[0].write()
         copy_file(self.home_copy, self.unit_dir / UNIT)
         self.must(*self._systemctl("daemon-reload"))
         self.must(*self._systemctl("enable", UNIT))

@@ -16,7 +16,7 @@ from typing import Literal
 from bootstrap import __version__
 from bootstrap.core import console
 from bootstrap.core.home import Home
-from bootstrap.core.templating import QuotingError, render_template, write_rendered
+from bootstrap.core.templating import QuotingError, RenderedFile, render_template
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.render.command_words import group_words
 
@@ -115,18 +115,29 @@ def render_text(spec: LaunchSpec, which: Which) -> str:
     raise ValueError(f"unknown start script kind: {which!r}")
 
 
+def start_files(spec: LaunchSpec, home: Home) -> list[RenderedFile]:
+    """What ``render_start_scripts`` writes for ``spec``, in that order: the router's preset first (a script is never
+    left naming a preset that is not there), then this system's start script."""
+    files = []
+    if spec.router:
+        from bootstrap.render.model_preset import preset_file
+
+        files.append(preset_file(spec, home.root / spec.preset_file.name))
+    if spec.system == "Windows":
+        files.append(RenderedFile(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644))
+    else:
+        files.append(RenderedFile(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755))
+    return files
+
+
 def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     """Write this system's start script into the home (atomically) and say where it is.
 
     ``run_qwen.sh`` is executable (0755) with ``\\n`` endings; ``run_qwen.bat`` is UTF-8 without BOM and has
     ``\\r\\n`` endings (cmd.exe misreads labels and ``goto`` in LF-only files).
     """
-    if spec.router:  # the router's preset first: a script is never left naming a preset that is not there
-        from bootstrap.render.model_preset import write_preset
-
-        write_preset(spec, home.root / spec.preset_file.name)
+    for rendered in start_files(spec, home):
+        rendered.write()
     if spec.system == "Windows":
-        write_rendered(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644)
         return StartScripts(sh=None, bat=home.run_bat)
-    write_rendered(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755)
     return StartScripts(sh=home.run_sh, bat=None)

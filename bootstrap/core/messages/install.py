@@ -19,6 +19,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Up to date: {model} {quant} is serving at {url}",
         "zh": "已是最新：{model} {quant} 正在 {url} 提供服务",
     },
+    "install.restarting_rewritten": {
+        "en": "Nothing else to update; starting the server again with those files ...",
+        "zh": "其他无需更新；正在用这些文件重新启动服务器……",
+    },
     "install.starting": {
         "en": "Nothing to update, but the server is not answering ({state}); starting it ...",
         "zh": "无需更新，但服务没有响应（{state}）；正在启动……",
