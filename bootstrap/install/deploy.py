@@ -195,9 +195,8 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
 def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,
           spec: LaunchSpec) -> runtime_venv.VenvResult:
     """The runtime venv (openai SDK, this kit, an example) for one of this machine's Pythons, set up for ``spec``."""
-    pythons = [p for p in hardware.pythons
-               if not options.python_versions or p.version.rpartition(".")[0] in options.python_versions]
-    result = runtime_venv.ensure_venv(home, python=runtime_venv.find_python(pythons), endpoint=spec.openai_base_url,
+    python = runtime_venv.venv_python_for(hardware.pythons, options.python_versions)
+    result = runtime_venv.ensure_venv(home, python=python, endpoint=spec.openai_base_url,
                                       api_key_file=spec.api_key_file, model=spec.alias,
                                       index_url=options.pip_index_url, find_links=options.wheels_dir)
     if result.skipped_reason:

@@ -216,7 +216,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                              wheels_dir=request.wheels_dir, reasons=reasons,
                              measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
-                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)))
+                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)),
+                             python_versions=() if bundle is None else bundle.manifest.python_versions)
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed

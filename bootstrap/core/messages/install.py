@@ -73,6 +73,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "install.part_no_wheels": {"en": "not made (the bundle has no wheels for this machine)",
                                "zh": "不创建（离线安装包中没有本机可用的依赖包）"},
     "install.part_skipped": {"en": "not made (--no-venv)", "zh": "不创建（--no-venv）"},
+    "install.part_no_python": {"en": "not made (no Python 3.10-3.13 here; the server does not need it)",
+                               "zh": "不创建（本机没有 Python 3.10-3.13；服务器不需要它）"},
     "install.proposal_memory": {
         "en": "  memory         GPU {gpu} of {gpu_budget} GiB, RAM {ram} of {ram_budget} GiB",
         "zh": "  内存          显存 {gpu} / {gpu_budget} GiB，内存 {ram} / {ram_budget} GiB",
