@@ -233,9 +233,10 @@ def listening_url(pid: int) -> str | None:
     return None
 
 
-def argv_url(pid: int) -> str | None:
-    """``http://HOST:PORT`` from the ``--host``/``--port`` of the llama-server that is ``pid`` or runs under it:
-    where the OS tells no socket owners (``owners_untold``), the only account of where our own child listens."""
+def argv_url(pid: int) -> tuple[str, int] | None:
+    """``http://HOST:PORT`` from the ``--host``/``--port`` of the llama-server that is ``pid`` or runs under it, and
+    that llama-server's PID: where the OS tells no socket owners (``owners_untold``), the only account of where our
+    own child listens."""
     try:
         parent = psutil.Process(pid)
         tree = [parent, *parent.children(recursive=True)]
@@ -251,7 +252,7 @@ def argv_url(pid: int) -> str | None:
         values = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag in ("--host", "--port")}
         port = decimal_int(values.get("--port"))
         if port is not None:
-            return f"http://{url_host(connect_host(values.get('--host', '127.0.0.1')))}:{port}"
+            return f"http://{url_host(connect_host(values.get('--host', '127.0.0.1')))}:{port}", proc.pid
     return None
 
 

@@ -49,9 +49,11 @@ class WinswManager(ServiceManager):
     def start_script(self) -> Path:
         return self.home.run_bat
 
-    def __init__(self, home: Home, *, winsw_source: Path | None, runner: Runner = run_command) -> None:
+    def __init__(self, home: Home, *, winsw_source: Path | None, runner: Runner = run_command,
+                 offered: bool = False) -> None:
         super().__init__(home, runner=runner)
         self.winsw_source = winsw_source
+        self.offered = offered  # an install's bundle carries WinSW: it is fetched after the confirmation screen
 
     @property
     def exe(self) -> Path:
@@ -69,6 +71,8 @@ class WinswManager(ServiceManager):
         source = self.winsw_source
         if source is not None and Path(source).is_file():
             return True, str(source)
+        if self.offered:
+            return True, "WinSW from the bundle"
         if self.exe.is_file():
             return True, str(self.exe)
         return False, f"WinSW {WINSW_VERSION} not found"
