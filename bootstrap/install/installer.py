@@ -160,6 +160,11 @@ def _record_failure(home: Home, exc: QwenKitError) -> None:
 
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
              recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
+    import platform
+
+    from bootstrap.render.start_scripts import check_home
+
+    check_home(home.root, platform.system())  # a home the start script cannot name: refused before any request
     source = request.source or "auto"
     wanted = wanted_model(request.model, previous.request.model if previous and previous.request else None)
     if request.thinking is None and previous is not None and previous.request is not None:
@@ -208,9 +213,6 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
                   variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
-    from bootstrap.render.start_scripts import check_home
-
-    check_home(home.root, hardware.os.system)  # a home the start script cannot name: refused before any download
     port_asked = _port_asked(request, previous)
     port = _port_before_download(home, request, previous)
     service = _manager_choice(home, request, hardware, bundle)  # one answer for the screen and the register stage

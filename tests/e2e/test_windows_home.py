@@ -27,7 +27,7 @@ import pytest
 from tests.support import testbed, wine
 from tests.support.install_bed import MODEL_FILE
 from tests.support.llama import free_port
-from tests.support.windows_install import COMMAND_TIMEOUT_S, WinInstall, servers
+from tests.support.windows_install import COMMAND_TIMEOUT_S, WinInstall
 from tests.support.windows_install import installed as installed_under_wine
 
 HOME_DIR = "Li 100% A&B!"
@@ -104,7 +104,7 @@ def test_the_last_of_two_homes_takes_the_shared_path_entry(installed: WinInstall
     folder = state["launcher"]["path"].rpartition("\\")[0]
     assert folder.lower() in _user_path(installed).lower()
     assert installed.run("uninstall", "--yes", timeout=300).returncode == 0
-    assert not servers(installed.home)
+    assert not wine.processes_running("llama-server.exe", str(wine.windows_path(installed.home)))
     assert folder.lower() in _user_path(installed).lower()  # the second home's qwenkit is still there
     gone = wine.run_until_exit(["wine", str(installed.exe), "uninstall", "--yes"], other, 300)
     assert gone.returncode == 0, gone.stderr[-2000:]
