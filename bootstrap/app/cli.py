@@ -255,7 +255,8 @@ def _add_uninstall(sub: Subcommands) -> None:
 
 
 def _add_team(sub: Subcommands) -> None:
-    """``team add-member|remove-member|add-user|remove-user|start|stop|status`` (docs/team-endpoint.md)."""
+    """``team add-member|remove-member|refresh|add-user|remove-user|rotate-key|users|start|stop|status|worker-start|
+    worker-stop`` (docs/team-endpoint.md)."""
     team = _command(sub, "team")
     actions = team.add_subparsers(dest="team_action", metavar="ACTION", required=True, parser_class=_Parser,
                                   help=t("arg.team_action"))
@@ -272,12 +273,16 @@ def _add_team(sub: Subcommands) -> None:
     add_member.add_argument("--name", metavar="NAME", help=t("arg.team_name"))
     add_member.add_argument("--slots", type=int, metavar="N", help=t("arg.team_slots"))
     action("remove-member").add_argument("member", metavar="NAME|URL", help=t("arg.team_member"))
-    action("add-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
-    action("remove-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
+    action("refresh")
+    action("add-user").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("remove-user").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("rotate-key").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("users").add_argument("--json", action="store_true", help=t("cli.json"))
     start = action("start")
     start.add_argument("--host", metavar="H", help=t("arg.team_host"))
     start.add_argument("--port", type=int, metavar="P", help=t("arg.team_port"))
     start.add_argument("--nginx", metavar="PATH", help=t("arg.team_nginx"))
+    start.add_argument("--default-model", metavar="MODEL", help=t("arg.team_default_model"))
     action("stop")
     action("status").add_argument("--json", action="store_true", help=t("cli.json"))
     worker = action("worker-start")

@@ -12,11 +12,18 @@ double quote in a batch value) is refused rather than mangled:
   quotes); ``"`` cannot be escaped inside quotes and is refused (it is not a legal Windows file-name character
   anyway); ``!`` is only special with delayed expansion, which the templates switch off; ``&``, ``|``, ``^``, ``<``,
   ``>`` are literal inside quotes.
+- ``js``: a JavaScript literal (the team gateway's routing script): JSON with every non-ASCII character written as
+  ``\\uXXXX``, so U+2028/U+2029 (line terminators inside a JS string before ES2019) and any other text arrive intact.
+- ``nginx_json``: a JSON document as the text of an nginx single-quoted string (``return 200 '…'``): JSON with
+  every non-ASCII character, ``$`` (a variable to nginx) and ``'`` written as ``\\uXXXX``, then each backslash
+  doubled (nginx's parser reads ``\\\\`` as one); refused above 3,000 characters (nginx reads a token of at most
+  4,096 bytes, ``NGX_CONF_BUFFER`` in ``src/core/ngx_conf_file.c``).
 - XML and plist templates are autoescaped (``&``, ``<``, ``>``, quotes).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -54,6 +61,22 @@ def systemd_quote(value: object) -> str:
     return f'"{text}"'
 
 
+def js_literal(value: object) -> str:
+    """A JavaScript expression for ``value`` (JSON data: dicts, lists, strings, numbers, None)."""
+    return json.dumps(value, ensure_ascii=True, sort_keys=True)
+
+
+NGINX_TOKEN_MOST = 3000
+
+
+def nginx_json(value: object) -> str:
+    """``value`` as JSON text to place between single quotes in nginx's configuration."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("$", "\\u0024").replace("'", "\\u0027")
+    if len(text) > NGINX_TOKEN_MOST:
+        raise QuotingError(f"nginx: a JSON text of {len(text)} characters is longer than one token may be")
+    return text.replace("\\", "\\\\")
+
+
 def bat_text(value: object) -> str:
     """Text to place between double quotes in a batch file (the template writes the quotes)."""
     text = _no_newline(str(value), "bat")
@@ -80,6 +103,8 @@ def _environment(templates: Path) -> jinja2.Environment:
     env.filters["sh"] = sh_quote
     env.filters["systemd"] = systemd_quote
     env.filters["bat"] = bat_text
+    env.filters["js"] = js_literal
+    env.filters["nginx_json"] = nginx_json
     return env
 
 

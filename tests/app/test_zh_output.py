@@ -48,7 +48,7 @@ ALLOWED = frozenset({
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
                            "uninstall", "remove", "start", "stop", "create", "verify", "auto", "modelscope", "curl",
-                           "team"})
+                           "team", "refresh", "users"})
 _NOT_PROSE = [
     re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave
     re.compile(r"\{[^}]*\}"),  # argparse's choices ({on,off})

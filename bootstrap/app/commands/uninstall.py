@@ -1,7 +1,9 @@
 """``qwenkit uninstall [--keep-models] [--yes]``: stop the service and delete what the installer put in the home.
 
 What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.py``; this command asks first
-(default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed.
+(default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed. A home that is also
+a team gateway or an RPC worker (``qwenkit team``) has its team room taken first (``bootstrap/team/teardown.py``:
+the gateway and the worker stopped, ``team/`` with every key deleted), so nothing the kit started outlives it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from bootstrap.core import console
-from bootstrap.core.console import t
+from bootstrap.core.console import join_items, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
@@ -28,20 +30,31 @@ from bootstrap.install.uninstall import (
 )
 from bootstrap.register.base import Runner
 from bootstrap.register.managers import HostProbe
+from bootstrap.team import teardown
 
 
 def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Runner = run_command) -> int:
     """Uninstall from the home; ``probe``/``runner`` reach the service managers (tests)."""
     home = resolve_home(getattr(args, "home", None))
     keep_models = bool(getattr(args, "keep_models", False))
-    if not home.root.is_dir() or not is_ours(home):
+    team = home.root.is_dir() and teardown.present(home)
+    if not home.root.is_dir() or not (is_ours(home) or team):
         console.out(t("uninstall.nothing", home=home.root))
         if home.root.is_dir() and our_entries(home, keep_models=False):
             console.out(t("uninstall.not_ours", home=home.root))
         return 0
+    if team:
+        _say_team(home)
     # Ask before locking: an open prompt must not block an install, and a refusal leaves the home untouched.
-    if our_entries(home, keep_models) and not _confirm(home, keep_models, bool(getattr(args, "yes", False))):
+    if ((our_entries(home, keep_models) or team)
+            and not _confirm(home, keep_models, bool(getattr(args, "yes", False)))):
         console.info(t("uninstall.cancelled"))
+        return 0
+    if team:
+        _remove_team(home)
+    if not is_ours(home):  # a gateway PC with no install of its own
+        _report_home(home, tidy_home(home))
+        console.out_ok(t("uninstall.done"))
         return 0
     removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner)
     if removal is None:
@@ -52,6 +65,25 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     if removal is not None:
         console.out_ok(t("uninstall.done"))
     return 0
+
+
+def _say_team(home: Home) -> None:
+    """What the team room holds, said before the question (stderr)."""
+    room = teardown.look(home)
+    what = [t("team.uninstall_gateway", pid=room.gateway)] if room.gateway else []
+    what += [t("team.uninstall_worker", pid=room.worker)] if room.worker else []
+    console.info(t("team.uninstall_found", what=join_items(what) or t("team.uninstall_idle"),
+                   folder=home.team_dir))
+
+
+def _remove_team(home: Home) -> None:
+    """Stop the gateway and the worker, delete ``team/`` (exit 6 when something still runs: nothing deleted)."""
+    removed = teardown.remove(home)
+    what = [t("team.uninstall_stopped_gateway", pid=removed.gateway)] if removed.gateway else []
+    what += [t("team.uninstall_stopped_worker", pid=removed.worker)] if removed.worker else []
+    what += [t("team.uninstall_unit")] if removed.unit else []
+    console.out(t("team.uninstall_done", what=join_items(what) or t("team.uninstall_nothing_ran"),
+                  folder=home.team_dir))
 
 
 def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:
