@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -125,11 +126,38 @@ def render_template(name: str, templates: Path | None = None, **values: Any) -> 
     return environment(templates).get_template(name).render(**values)
 
 
+@dataclass(frozen=True)
+class RenderedFile:
+    """A file as the kit renders it: its text and how it is written. ``data`` is the exact bytes, so what is on disk
+    can be compared with what the kit would write now (``register/rendered_check.py``)."""
+
+    path: Path
+    text: str
+    newline: str = "\n"
+    encoding: str = "utf-8"
+    mode: int = 0o644
+
+    @property
+    def data(self) -> bytes:
+        text = self.text.replace("\r\n", "\n")
+        if self.newline != "\n":
+            text = text.replace("\n", self.newline)
+        return text.encode(self.encoding)
+
+    def write(self) -> None:
+        """Atomically, its folder made when missing."""
+        write_atomic(self.path, self.data, mode=self.mode)
+
+    def on_disk(self) -> bool:
+        """Whether the file holds exactly these bytes (a missing or unreadable file does not)."""
+        try:
+            with open(self.path, "rb") as handle:
+                return handle.read(len(self.data) + 1) == self.data
+        except OSError:
+            return False
+
+
 def write_rendered(path: Path, text: str, *, newline: str = "\n", encoding: str = "utf-8",
                    mode: int = 0o644) -> None:
     """Write rendered text atomically with the line endings the target wants (``\\r\\n`` for .bat and Windows XML)."""
-    data = text.replace("\r\n", "\n")
-    if newline != "\n":
-        data = data.replace("\n", newline)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data.encode(encoding), mode=mode)
+    RenderedFile(path, text, newline, encoding, mode).write()

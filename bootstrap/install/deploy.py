@@ -77,6 +77,8 @@ class DeployOptions:
     engine_archives: tuple[Path, ...] | None = None  # the engine's assets, verified by the fetch stage
     python_versions: tuple[str, ...] = ()  # only these Pythons (an offline bundle's wheels are built for them)
     winsw: Path | None = None  # WinSW's exe (from a bundle): a Windows service when running as administrator
+    # The manager the installer chose before its confirmation screen (None: chosen here, for callers without one).
+    manager: managers.ManagerChoice | None = None
     # The first start ran out of memory: a smaller plan to try once (None: none, or no replanning here).
     replan: Replanner | None = None
     # The speed prediction verify compares with (``Plan.speed.to_json()`` keys); a recorded one in tests.
@@ -138,6 +140,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                      replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working),
                      predicted=_predicted(plan, options))
     serving = switch_over(home, plan, spec, files, manager, how, previous)
+    manager = serving.manager  # the start script where the service manager ran nothing
     if serving.retried is not None:  # the smaller plan runs as planned: llama.cpp's fit was for the first one
         tuned = replace(tuned, adopted="plan", fit_args=None)
 
@@ -198,9 +201,8 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
 def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,
           spec: LaunchSpec) -> runtime_venv.VenvResult:
     """The runtime venv (openai SDK, this kit, an example) for one of this machine's Pythons, set up for ``spec``."""
-    pythons = [p for p in hardware.pythons
-               if not options.python_versions or p.version.rpartition(".")[0] in options.python_versions]
-    result = runtime_venv.ensure_venv(home, python=runtime_venv.find_python(pythons), endpoint=spec.openai_base_url,
+    python = runtime_venv.venv_python_for(hardware.pythons, options.python_versions)
+    result = runtime_venv.ensure_venv(home, python=python, endpoint=spec.openai_base_url,
                                       api_key_file=spec.api_key_file, model=spec.alias,
                                       index_url=options.pip_index_url, find_links=options.wheels_dir)
     if result.skipped_reason:
@@ -248,13 +250,13 @@ def _flags(plan: Plan, options: DeployOptions, working: WorkingEngine) -> list[s
 
 
 def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> managers.ServiceManager:
-    if not options.register_service:
-        return managers.FallbackManager(home)
-    manager = managers.choose_manager(hardware.os.system, home, admin=options.admin, winsw=options.winsw)
-    available, why = manager.available()
-    if not available:
-        warn(why)
-        manager = managers.FallbackManager(home)
-    if isinstance(manager, managers.FallbackManager):
+    """The manager chosen before the confirmation screen (``managers.choose_for_install``), built with WinSW's
+    exe when that is the one; the start script's line said where it runs the server instead of a service."""
+    choice = options.manager or managers.choose_for_install(
+        hardware.os.system, home, service=options.register_service, admin=options.admin, winsw=options.winsw)
+    if choice.fallback:
+        warn(choice.fallback)
+    manager = managers.manager_named(choice.name, home, winsw=options.winsw)
+    if isinstance(manager, managers.FallbackManager) and choice.asked:
         warn(t("service.no_manager", script=manager.start_script))
     return manager

@@ -16,7 +16,7 @@ from pathlib import Path, PureWindowsPath
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import PRESET_NAME
-from bootstrap.core.input_checks import check_text
+from bootstrap.core.input_checks import check_text, decimal_int
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
@@ -142,8 +142,9 @@ def ctx_of(args: Sequence[str]) -> int | None:
     ``common/arg.cpp``), or None when they set none."""
     flags, found = list(args), None
     for i, flag in enumerate(flags[:-1]):
-        if flag in ("-c", "--ctx-size") and flags[i + 1].isdigit():
-            found = int(flags[i + 1])
+        value = decimal_int(flags[i + 1]) if flag in ("-c", "--ctx-size") else None
+        if value is not None:
+            found = value
     return found
 
 

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from bootstrap import __version__
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
-from bootstrap.core.templating import render_template, write_rendered
+from bootstrap.core.templating import RenderedFile, render_template
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel
 from bootstrap.render.command_words import group_words
 
@@ -108,13 +108,19 @@ def first_model(path: Path) -> str | None:
     return None
 
 
+def preset_file(spec: LaunchSpec, path: Path | None = None) -> RenderedFile:
+    """``models.ini`` as written at ``path`` (by default the spec's own): private, it names every model file."""
+    return RenderedFile(spec.preset_file if path is None else path, render_preset_text(spec),
+                        newline="\r\n" if spec.system == "Windows" else "\n", mode=0o600)
+
+
 def write_preset(spec: LaunchSpec, path: Path | None = None) -> Path:
-    """Write ``models.ini`` (atomically, private: it names every model file) at ``path``, by default the spec's
-    own; a bundle or test renders a Windows home's file from another OS into a local folder."""
-    target = spec.preset_file if path is None else path
-    newline = "\r\n" if spec.system == "Windows" else "\n"
-    write_rendered(target, render_preset_text(spec), newline=newline, mode=0o600)
-    return target
+    """Write ``models.ini`` (atomically) at ``path``, by default the spec's own; a bundle or test renders a Windows
+    home's file from another OS into a local folder."""
+    rendered = preset_file(spec, path)
+    rendered.write()
+    return rendered.path
 
 
-__all__ = ["PresetError", "PresetModel", "check_name", "first_model", "render_preset_text", "write_preset"]
+__all__ = ["PresetError", "PresetModel", "check_name", "first_model", "preset_file", "render_preset_text",
+           "write_preset"]

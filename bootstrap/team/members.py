@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import requests
 
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.fetch.http_session import local_session
 from bootstrap.team.config import Member, ServedModel, check_model
 
@@ -92,8 +93,8 @@ def _parallel(args: object) -> int | None:
     words = [str(w) for w in args]
     for flag in _PARALLEL_FLAGS:
         if flag in words[:-1]:
-            value = words[words.index(flag) + 1]
-            return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else AUTO_PARALLEL
+            value = decimal_int(words[words.index(flag) + 1])
+            return value if value is not None and value > 0 else AUTO_PARALLEL
     return AUTO_PARALLEL
 
 

@@ -31,7 +31,15 @@ from bootstrap.core.errors import ServerError
 from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
 from bootstrap.fetch.http_session import local_session
-from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
+from bootstrap.place.engine_failure import (
+    NOT_STARTED,
+    EngineFailed,
+    EngineFailure,
+    ExitInfo,
+    classify,
+    clean_lines,
+    read_log_tail,
+)
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
@@ -80,8 +88,14 @@ def last_log_line(path: Path) -> str:
 
 
 def _failed(evidence: Evidence) -> EngineFailed:
-    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``)."""
-    failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
+    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``). No exit status
+    and an empty or missing log: it never ran (a log that does not exist is not named as the place to look)."""
+    if evidence.exit is None and not evidence.log_text.strip():
+        where = evidence.log_where if evidence.log_where and Path(evidence.log_where).is_file() else None
+        failure = EngineFailure(NOT_STARTED, t("failure.no_log", log=where) if where else t("failure.no_log_file"),
+                                log=where)
+    else:
+        failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
     return failure.error(t("failure.who_server"))
 
 
