@@ -4,7 +4,8 @@
 #   real-browser test, tests/e2e/test_browser.py; QWENKIT_TEST_NO_BROWSER=1 opts out of it), Wine and mingw-w64 (the
 #   start script run by a real cmd.exe, tests/render/test_bat_under_wine.py; the Windows llama-server.exe cross-built
 #   with mingw-w64's posix g++; the setup.exe built by a Windows CPython; QWENKIT_TEST_NO_WINE=1 opts out);
-#   iproute2's ip (the LAN of network namespaces, tests/support/lan.py);
+#   iproute2's ip (the LAN of network namespaces, tests/support/lan.py); nginx and its njs module (the team gateway,
+#   which routes each request by its model with a script, docs/team-endpoint.md);
 # - .venv with this kit and its test/build extras from the package index (Python playwright drives
 #   /usr/bin/chromium; it never downloads a browser of its own).
 set -euo pipefail
@@ -25,6 +26,11 @@ for tool in "${tools[@]}"; do
     packages+=(${package_of[$tool]})
   fi
 done
+# nginx's njs module (Debian's libnginx-mod-http-js): the team gateway's routing by model.
+if [ ! -f /usr/lib/nginx/modules/ngx_http_js_module.so ]; then
+  missing+=("nginx's njs module")
+  packages+=(libnginx-mod-http-js)
+fi
 # The zh_CN locale's source: tests/e2e/test_windows_setup.py compiles it (localedef) for a Chinese Windows under Wine.
 if [ "${QWENKIT_TEST_NO_WINE:-}" != 1 ] && [ ! -f /usr/share/i18n/locales/zh_CN ]; then
   missing+=("zh_CN locale source")

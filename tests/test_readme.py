@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap.app.cli import build_parser
+from bootstrap.app.cli import build_parser, client_args
 from bootstrap.core.errors import ExitCode, QwenKitError
 from bootstrap.core.sizes import human_size
 from tests.support import testbed
@@ -45,7 +45,8 @@ CELL = {
            "gpu": "全部在 GPU 上，快", "hybrid": "GPU 与 CPU 混合，中等", "cpu": "仅 CPU，较慢"},
 }
 DEFAULT_MARK = {"en": " (default)", "zh": "（默认）"}
-NOT_QWENKIT_OPTIONS = {"--ignore-missing", "--user"}  # sha256sum / shasum and pip, quoted in "Get it"
+NOT_QWENKIT_OPTIONS = {"--ignore-missing", "--user",  # sha256sum / shasum and pip, quoted in "Get it"
+                       "--skip-git-repo-check"}  # the agent's own option after `qwenkit launch codex --`
 DEFAULT_CTX = 32_768
 
 
@@ -135,6 +136,7 @@ def test_quoted_commands_parse_with_the_real_command_line(lang: str) -> None:
     for command in commands:
         argv = [word.split("|")[0] for word in command.split()[1:]  # `--thinking on|off`: one of the choices
                 if word != "--help"]  # `qwenkit install --help`: the command must exist; help itself would exit
+        argv = client_args(argv)[0]  # `qwenkit launch … -- ARGS`: what follows `--` is the agent's
         try:
             parser.parse_args(argv)
         except QwenKitError as exc:
@@ -263,7 +265,8 @@ def test_the_key_steps_quote_the_pages_own_words() -> None:
 
 # What the troubleshooting section quotes of the product, per language: the plan's own lines for the recorded
 # machine without a GPU ("…" stands for what the quote leaves out), and the slow-speed warning's template.
-PLAN_QUOTES = {"en": ["Plan: … on the CPU", "Speed: an estimate of about 6.1 tokens/s, likely 4.8-7.3, for short prompts …"],
+PLAN_QUOTES = {"en": ["Plan: … on the CPU",
+                      "Speed: an estimate of about 6.1 tokens/s, likely 4.8-7.3, for short prompts …"],
                "zh": ["方案：……，运行于处理器（CPU）", "速度：估算短提示词约 6.1 token/秒，大致在 4.8–7.3 之间……"]}
 SLOW_QUOTES = {"en": "generates … tokens/s, far below the predicted", "zh": "远低于预测"}
 

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "remove": "remove",
     "uninstall": "uninstall",
     "team": "team",
+    "launch": "launch",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
     "front": "front",
@@ -141,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_remove, _add_uninstall, _add_team):
+                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -282,7 +283,8 @@ def _add_uninstall(sub: Subcommands) -> None:
 
 
 def _add_team(sub: Subcommands) -> None:
-    """``team add-member|remove-member|add-user|remove-user|start|stop|status`` (docs/team-endpoint.md)."""
+    """``team add-member|remove-member|refresh|add-user|remove-user|rotate-key|users|start|stop|status|worker-start|
+    worker-stop`` (docs/team-endpoint.md)."""
     team = _command(sub, "team")
     actions = team.add_subparsers(dest="team_action", metavar="ACTION", required=True, parser_class=_Parser,
                                   help=t("arg.team_action"))
@@ -299,12 +301,16 @@ def _add_team(sub: Subcommands) -> None:
     add_member.add_argument("--name", metavar="NAME", help=t("arg.team_name"))
     add_member.add_argument("--slots", type=int, metavar="N", help=t("arg.team_slots"))
     action("remove-member").add_argument("member", metavar="NAME|URL", help=t("arg.team_member"))
-    action("add-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
-    action("remove-user").add_argument("name", metavar="NAME", help=t("arg.team_name"))
+    action("refresh")
+    action("add-user").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("remove-user").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("rotate-key").add_argument("name", metavar="NAME", help=t("arg.team_user"))
+    action("users").add_argument("--json", action="store_true", help=t("cli.json"))
     start = action("start")
     start.add_argument("--host", metavar="H", help=t("arg.team_host"))
     start.add_argument("--port", type=int, metavar="P", help=t("arg.team_port"))
     start.add_argument("--nginx", metavar="PATH", help=t("arg.team_nginx"))
+    start.add_argument("--default-model", metavar="MODEL", help=t("arg.team_default_model"))
     action("stop")
     action("status").add_argument("--json", action="store_true", help=t("cli.json"))
     worker = action("worker-start")
@@ -312,6 +318,30 @@ def _add_team(sub: Subcommands) -> None:
     worker.add_argument("--port", type=int, default=50052, metavar="P", help=t("arg.rpc_port"))
     worker.add_argument("--accept-rpc-risk", action="store_true", help=t("arg.rpc_accept"))
     action("worker-stop")
+
+
+def _add_launch(sub: Subcommands) -> None:
+    """``launch CLIENT [--model M] [--config|--restore|--print] [--yes] [--endpoint URL [--key-file FILE]]
+    [-- ARGS...]`` (docs/agents.md)."""
+    launch = sub.add_parser("launch", help=t("cmd.launch"), description=t("cmd.launch"), epilog=t("arg.launch_args"))
+    launch.add_argument("client", metavar="CLIENT", help=t("arg.launch_client"))
+    launch.add_argument("--model", metavar="M", help=t("arg.launch_model"))
+    launch.add_argument("--config", action="store_true", help=t("arg.launch_config"))
+    launch.add_argument("--restore", action="store_true", help=t("arg.launch_restore"))
+    launch.add_argument("--print", action="store_true", dest="print_recipe", help=t("arg.launch_print"))
+    launch.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+    launch.add_argument("--endpoint", metavar="URL", help=t("arg.launch_endpoint"))
+    launch.add_argument("--key-file", metavar="FILE", help=t("arg.launch_key_file"))
+    launch.add_argument("--home", metavar="DIR", help=t("arg.home"))
+
+
+def client_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``launch … -- ARGS``: what follows the first ``--`` goes to the client untouched (argparse would otherwise
+    read ``-p`` or ``--model`` there as launch's own options)."""
+    if "--" in argv and "launch" in argv[:argv.index("--")]:
+        cut = argv.index("--")
+        return argv[:cut], argv[cut + 1:]
+    return argv, []
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -331,10 +361,13 @@ def dispatch(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``qwenkit`` and ``python -m bootstrap``: never lets a traceback reach the user."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
+    debug = "--debug" in client_args(argv)[0]  # a client's own --debug after -- is not ours
     try:
         parser = build_parser()
+        argv, passed = client_args(argv)
         args = parser.parse_args(argv)
+        if args.command == "launch":
+            args.args = passed
         if args.command is None:
             parser.print_help(sys.stderr)
             raise UsageError(t("err.no_command"), t("hint.usage"))

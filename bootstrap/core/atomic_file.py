@@ -26,13 +26,17 @@ PUBLIC = 0o644  # what other users and programs (a web server serving a bundle, 
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = PUBLIC) -> None:
-    """Replace ``path`` with ``data``; ``mode`` is applied to the temp file before the rename.
+    """Replace ``path`` with ``data`` (its folder made when missing); ``mode`` is applied to the temp file before the
+    rename.
 
     The temp file is created by ``mkstemp`` (mode 0600), so a secret (``mode=0o600``) is never readable by others,
     even briefly. Everything else gets ``mode`` (0644 unless asked): ``mkstemp``'s 0600 would make a published file
     (a bundle's manifest served by nginx as another user) unreadable to everyone else.
     """
     path = Path(path)
+    # The folder is made when missing, as every other writer here does: one a user removed (``rm -r cache``)
+    # is made again by the next run that needs it rather than failing it.
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -176,12 +176,23 @@ def _detach(stream: TextIO) -> None:
         os.close(null)
 
 
-def _print(line: str, stream: TextIO) -> None:
+def _encodable(line: str, stream: TextIO) -> str:
+    """``line`` as ``stream``'s encoding can carry it: a character it cannot (Chinese in a Windows program's
+    redirected output on an English system, where Python writes the ANSI code page, cp1252) becomes its escape
+    (``\\u5f20``), on stdout and stderr alike. Both streams follow this one rule whatever error handler Python gave
+    each (``strict`` on stdout, ``backslashreplace`` on stderr), and nothing is lost (docs/cli.md, "Output")."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
     try:
-        print(line, file=stream, flush=True)
-    except UnicodeEncodeError:  # a legacy console code page that cannot show Chinese
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        print(line.encode(encoding, "replace").decode(encoding), file=stream, flush=True)
+        line.encode(encoding)
+    except UnicodeEncodeError:
+        return line.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # a stream naming no codec Python knows: written as it is
+        pass
+    return line
+
+
+def _print(line: str, stream: TextIO) -> None:
+    print(_encodable(line, stream), file=stream, flush=True)
 
 
 def _write(line: str, stream: TextIO | None = None) -> None:
@@ -259,8 +270,8 @@ def error(message: str, hint: str | None = None) -> None:
 
 def emit_json(document: Any) -> None:
     """The single JSON document of a ``--json`` run, on stdout. It is data, so a character the stream's encoding
-    cannot hold is escaped (``\\u5f20``: the same JSON), never replaced by ``?`` as text lines are: on Windows a
-    redirected stdout uses the ANSI code page (cp1252 on an English system) and a Chinese path would be lost."""
+    cannot hold is escaped by JSON itself (``\\u5f20``, surrogate pairs included): on Windows a redirected stdout
+    uses the ANSI code page (cp1252 on an English system) and a Chinese path must not be lost."""
     text = json.dumps(document, ensure_ascii=False, indent=2)
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:

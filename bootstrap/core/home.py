@@ -85,6 +85,11 @@ class Home:
         return self.secrets_dir / "api-key"
 
     @property
+    def chat_templates_dir(self) -> Path:
+        """The chat templates the kit serves models with instead of their own (``place/chat_template.py``)."""
+        return self.root / "chat-templates"
+
+    @property
     def examples_dir(self) -> Path:
         """``venv/examples``: the agent example ships inside the runtime venv."""
         return self.venv_dir / "examples"

@@ -17,6 +17,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.fs_errors import mapped
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 
 # Windows byte-range locks are mandatory: a locked byte cannot even be read by others. Locking one byte far past the
 # "<pid> <what>" text keeps that text readable for the second run's message (LockFileEx may lock beyond EOF).
@@ -76,9 +77,10 @@ def _read_holder(fd: int) -> tuple[int | None, str | None]:
         words = os.read(fd, _MAX_RECORD).decode("utf-8", "replace").split()
     except OSError:
         return None, None
-    if not words or not words[0].isdigit():
+    pid = decimal_int(words[0]) if words else None
+    if pid is None:
         return None, None
-    return int(words[0]), (words[1] if len(words) > 1 else None)
+    return pid, (words[1] if len(words) > 1 else None)
 
 
 def _write_holder(fd: int, what: str) -> None:

@@ -16,6 +16,25 @@ from bootstrap.core.errors import UsageError
 
 MAX_TEXT = 4096  # PATH_MAX on Linux; no MODEL, URL or folder a person types is longer
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# A whole number in decimal digits (``\d``: Unicode category Nd, what ``int()`` reads — ASCII, and the full-width
+# digits a Chinese input method types). ``str.isdigit()`` also accepts superscripts and other digit-like
+# characters (``"²".isdigit()``) that ``int()`` refuses, and ``int()`` refuses more than 4300 digits
+# (``sys.get_int_max_str_digits``): no count, size, port or context has 40.
+_DECIMAL = re.compile(r"\d{1,40}")
+
+
+def decimal_int(text: str | None, *, signed: bool = False) -> int | None:
+    """``text`` (surrounding blanks ignored) as a whole number when it is one written in decimal digits (with a
+    leading ``-`` when ``signed``), else None: the one test before any ``int()`` of text from outside, so a
+    look-alike digit is a refused value, never an internal error."""
+    if text is None:
+        return None
+    value = text.strip()
+    negative = signed and value.startswith("-")
+    digits = value[1:] if negative else value
+    if _DECIMAL.fullmatch(digits) is None:
+        return None
+    return -int(digits) if negative else int(digits)
 
 
 def check_text(option: str, value: str, limit: int = MAX_TEXT) -> str:

@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from bootstrap.core.input_checks import decimal_int
+
 MAX_BYTES = 10 << 20  # per file: a day of a busy server's default-verbosity log is a few MiB
 KEEP = 3  # rolled files kept beside the current one: at most (KEEP + 1) × MAX_BYTES on disk
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -21,8 +23,8 @@ _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
 
 def max_bytes_from(env: Mapping[str, str]) -> int:
     """``QWENKIT_LOG_MAX_BYTES`` when it is a positive integer (tests shrink the bound), else ``MAX_BYTES``."""
-    value = env.get("QWENKIT_LOG_MAX_BYTES", "")
-    return int(value) if value.isdigit() and int(value) > 0 else MAX_BYTES
+    value = decimal_int(env.get("QWENKIT_LOG_MAX_BYTES"))
+    return value if value is not None and value > 0 else MAX_BYTES
 
 
 def rolled(path: Path, n: int) -> Path:

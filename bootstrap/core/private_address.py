@@ -12,6 +12,7 @@ import ipaddress
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
+from bootstrap.core.input_checks import decimal_int
 
 _SHARED = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598: CGNAT space, which overlay VPNs use
 MAX_WORKERS = 16  # more hops than any head gains from (llama.cpp PR #18626: a fourth device slowed it)
@@ -42,10 +43,11 @@ def check_rpc_endpoints(text: str) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for item in (part.strip() for part in text.split(",")):
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535 or ":" in host:
+        host, sep, port_text = item.rpartition(":")
+        port = decimal_int(port_text)
+        if not sep or port is None or not 1 <= port <= 65535 or ":" in host:
             raise UsageError(t("rpc.err_endpoint", endpoint=item), t("rpc.hint_endpoint"))
-        endpoint = f"{check_private_ip(host)}:{int(port)}"
+        endpoint = f"{check_private_ip(host)}:{port}"
         if endpoint not in out:
             out.append(endpoint)
     if len(out) > MAX_WORKERS:

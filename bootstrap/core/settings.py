@@ -12,6 +12,7 @@ from contextlib import contextmanager
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 MODELSCOPE_DEFAULT_ENDPOINT = "https://modelscope.cn"
 ENGINE_DEFAULT_URL = "https://github.com/ggml-org/llama.cpp/releases/download"
+API_KEY_ENV = "QWENKIT_API_KEY"
 
 
 def first_set(env: Mapping[str, str], *names: str) -> str | None:
@@ -143,6 +144,13 @@ def login_shell(env: Mapping[str, str] = os.environ) -> str | None:
 def search_path(env: Mapping[str, str] = os.environ) -> str:
     """``PATH`` as this process sees it (where a typed ``qwenkit`` is looked up)."""
     return env.get("PATH", "")
+
+
+def api_key(env: Mapping[str, str] = os.environ) -> str | None:
+    """``QWENKIT_API_KEY``: a user's key for ``qwenkit launch --endpoint URL`` (a team gateway's user key), read
+    from the environment so it is never an argument in the process list. ``launch`` also gives it to the clients
+    that read their key from a variable they are told the name of (Codex ``env_key``, OpenCode ``{env:…}``)."""
+    return first_set(env, API_KEY_ENV)
 
 
 def _positive(env: Mapping[str, str], name: str) -> float | None:

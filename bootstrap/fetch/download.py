@@ -33,6 +33,7 @@ from bootstrap.core.disk_space import device_of, ensure_space, free_bytes
 from bootstrap.core.errors import IntegrityError, SourceError, UnsupportedMachine
 from bootstrap.core.fs_errors import NO_SPACE
 from bootstrap.core.hashing import sha256_file
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.progress import FileProgress, Progress
 from bootstrap.fetch import http_session
 from bootstrap.fetch.mirror_pool import MirrorPool, MirrorState
@@ -379,8 +380,8 @@ class _FileDownload:
             return cr.first, cr.last
         if code == 206:
             raise _Retry("206 without Content-Range")
-        length = resp.headers.get("Content-Length")
-        if length is not None and length.strip().isdigit() and int(length) != size:
+        length = decimal_int(resp.headers.get("Content-Length"))
+        if length is not None and length != size:
             raise _MirrorFailed(f"size is now {length}", changed=True)
         if not whole_ok and (first != 0 or last != size - 1):
             raise _RangeIgnored

@@ -20,6 +20,7 @@ import urllib3
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import SourceError
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.fetch.http_session import BudgetExceeded, bounded, download_budget, make_session, read_some, why_cut
 from bootstrap.fetch.records import cause_text
 from bootstrap.plan.gguf_header import GGUFHeader, GGUFHeaderError, NeedMoreData, parse_header
@@ -173,9 +174,9 @@ class _PrefixFetcher:
 
     def _whole(self, resp: requests.Response, data: bytearray, want: int) -> None:
         """A 200 to a Range request: the body is the whole file; stream only the prefix and keep the rest unread."""
-        length = resp.headers.get("Content-Length")
-        if length is not None and length.isdigit():
-            self.file_size = int(length)
+        length = decimal_int(resp.headers.get("Content-Length"))
+        if length is not None:
+            self.file_size = length
             want = min(want, self.file_size)
         del data[:]  # the body starts at byte 0 again
         self._open(resp)

@@ -40,6 +40,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from bootstrap import __version__
 from bootstrap.core import settings
 from bootstrap.core.hashing import is_sha256
+from bootstrap.core.input_checks import decimal_int
 
 USER_AGENT = f"qwenclientkit/{__version__}"
 CONNECT_TIMEOUT = 15.0
@@ -145,8 +146,9 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    seconds = decimal_int(value)
+    if seconds is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -175,10 +177,7 @@ def linked_sha256(headers: Any) -> str | None:
 
 def linked_size(headers: Any) -> int | None:
     """``X-Linked-Size`` (HF: the real file size on a redirect whose own body is empty)."""
-    raw = headers.get("X-Linked-Size")
-    if raw and raw.strip().isdigit():
-        return int(raw.strip())
-    return None
+    return decimal_int(headers.get("X-Linked-Size"))
 
 
 def local_session() -> requests.Session:

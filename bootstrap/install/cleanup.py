@@ -77,6 +77,7 @@ def after_success(home: Home, current: InstallState, journal: file_swap.Journal 
     shutil.rmtree(file_swap.staged_root(home), ignore_errors=True)
     with contextlib.suppress(OSError):  # the staging folder itself, when nothing else waits there
         home.staging_dir.rmdir()
+    removed += _unused_templates(home, current)
     done = {f.sha256 for f in current.files}
     if home.partial_dir.is_dir():
         for part in home.partial_dir.iterdir():
@@ -84,4 +85,21 @@ def after_success(home: Home, current: InstallState, journal: file_swap.Journal 
                 with contextlib.suppress(OSError):
                     part.unlink()
                     removed.append(part)
+    return removed
+
+
+def _unused_templates(home: Home, current: InstallState) -> list[Path]:
+    """The kit's chat templates (``place/chat_template.py``) that no installed model is served with any more: an
+    upgrade writes its model's next to the previous one's, which a rollback would still have needed."""
+    folder = home.chat_templates_dir
+    if not folder.is_dir():
+        return []
+    records = [current.server.chat_template, *(m.chat_template for m in current.library)]
+    keep = {resolve_in_home(home, r.path) for r in records if r is not None and r.path is not None}
+    removed = []
+    for path in folder.iterdir():
+        if path.suffix == ".jinja" and path not in keep and _inside(path, folder) and path.is_file():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
     return removed

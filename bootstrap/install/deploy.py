@@ -4,7 +4,7 @@ This is the second half of the pipeline (DESIGN.md §1); the installer runs dete
 Each stage is its own module; ``deploy`` only passes records from one step to the next, in pipeline order, so a
 reader finds a stage by its name:
 
-    _place (engine, API key, venv) → validate (check_files) → _tune → validate (check_tuned)
+    _place (engine, API key, venv) → validate (check_files) → _tune → validate (check_tuned) → the chat template
     → switch_over (stop old, swap, render, register, start, verify) → build_state → _commit (state.json, cleanup)
 
 Every stage is idempotent: a rerun reuses the engine and venv it finds verified, keeps the API key, re-renders the
@@ -36,6 +36,7 @@ from bootstrap.install.switch_over import Replanner, Serving, SwitchOver, switch
 from bootstrap.install.validate import check_files, check_tuned, refuse
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key
+from bootstrap.place.chat_template import place_chat_template
 from bootstrap.place.engine import DEFAULT_FETCH
 from bootstrap.place.working_engine import WorkingEngine, place_working_engine, request_for
 from bootstrap.plan import engine_flags
@@ -77,6 +78,8 @@ class DeployOptions:
     engine_archives: tuple[Path, ...] | None = None  # the engine's assets, verified by the fetch stage
     python_versions: tuple[str, ...] = ()  # only these Pythons (an offline bundle's wheels are built for them)
     winsw: Path | None = None  # WinSW's exe (from a bundle): a Windows service when running as administrator
+    # The manager the installer chose before its confirmation screen (None: chosen here, for callers without one).
+    manager: managers.ManagerChoice | None = None
     # The first start ran out of memory: a smaller plan to try once (None: none, or no replanning here).
     replan: Replanner | None = None
     # The speed prediction verify compares with (``Plan.speed.to_json()`` keys); a recorded one in tests.
@@ -127,7 +130,9 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     if refused is not None:
         raise refuse(home, refused, files, upgrade=previous is not None,
                      engine_build=placed.working.installed.build)
-    spec = replace(placed.untuned, args=tuple(tuned.final_args))
+    # the kit's chat template for agent clients, from the model's own in the bytes that will serve (checked above)
+    template = place_chat_template(home, _model(files).bytes_at)
+    spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
     library, models_max = _library(previous, options)
     if library:  # the other installed models are served beside it (router mode, behind the kit's front)
         from bootstrap.register.shell_command import kit_command
@@ -141,6 +146,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                      replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working),
                      predicted=_predicted(plan, options), measure=options.measure_speed)
     serving = switch_over(home, plan, spec, files, manager, how, previous)
+    manager = serving.manager  # the start script where the service manager ran nothing
     if serving.retried is not None:  # the smaller plan runs as planned: llama.cpp's fit was for the first one
         tuned = replace(tuned, adopted="plan", fit_args=None)
 
@@ -148,7 +154,8 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
                         previous=previous, switch=serving.switch, speed=_speed(serving, previous, options),
-                        library=library, models_max=models_max)
+                        library=library, models_max=models_max, chat_template=template,
+                        tools=serving.report.tools)
     removed = _commit(home, state, serving.journal)
     speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
     print_report(serving.report, speed)
@@ -213,9 +220,8 @@ def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions, spec: L
           embed_model: str | None) -> runtime_venv.VenvResult:
     """The runtime venv (openai SDK, this kit, the examples) for one of this machine's Pythons, set up for ``spec``
     (and ``embed_model``, the home's embedding model, for rag.py)."""
-    pythons = [p for p in hardware.pythons
-               if not options.python_versions or p.version.rpartition(".")[0] in options.python_versions]
-    result = runtime_venv.ensure_venv(home, python=runtime_venv.find_python(pythons), endpoint=spec.openai_base_url,
+    python = runtime_venv.venv_python_for(hardware.pythons, options.python_versions)
+    result = runtime_venv.ensure_venv(home, python=python, endpoint=spec.openai_base_url,
                                       api_key_file=spec.api_key_file, model=spec.alias, embed_model=embed_model,
                                       index_url=options.pip_index_url, find_links=options.wheels_dir)
     if result.skipped_reason:
@@ -264,13 +270,13 @@ def _flags(plan: Plan, options: DeployOptions, working: WorkingEngine) -> list[s
 
 
 def _choose_manager(home: Home, hardware: HardwareProfile, options: DeployOptions) -> managers.ServiceManager:
-    if not options.register_service:
-        return managers.FallbackManager(home)
-    manager = managers.choose_manager(hardware.os.system, home, admin=options.admin, winsw=options.winsw)
-    available, why = manager.available()
-    if not available:
-        warn(why)
-        manager = managers.FallbackManager(home)
-    if isinstance(manager, managers.FallbackManager):
+    """The manager chosen before the confirmation screen (``managers.choose_for_install``), built with WinSW's
+    exe when that is the one; the start script's line said where it runs the server instead of a service."""
+    choice = options.manager or managers.choose_for_install(
+        hardware.os.system, home, service=options.register_service, admin=options.admin, winsw=options.winsw)
+    if choice.fallback:
+        warn(choice.fallback)
+    manager = managers.manager_named(choice.name, home, winsw=options.winsw)
+    if isinstance(manager, managers.FallbackManager) and choice.asked:
         warn(t("service.no_manager", script=manager.start_script))
     return manager

@@ -19,7 +19,7 @@ from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import Home
 from bootstrap.fetch.model_files import wanted_files
 from bootstrap.place import engine_marker
-from bootstrap.record.state import InstallState, file_intact, resolve_in_home
+from bootstrap.record.state import InstallState, file_intact, resolve_in_home, template_file
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
             reasons.append(t("fresh.file_changed", path=record.path))
     if not home.start_script(state.system).is_file() or not home.api_key_file.is_file():
         reasons.append(t("fresh.scripts_missing"))
+    template = template_file(home, state.server.chat_template)
+    if template is not None and not template.is_file():  # the server would not start: place it again
+        reasons.append(t("fresh.template_missing", path=state.server.chat_template.path))  # type: ignore[union-attr]
     if not reasons:  # the files still as the catalog pins them?
         _check_revisions(state, wanted, source, reasons, notes)
     model = reasons[:1] if state.request is None or state.request.model != wanted.text else []

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from bootstrap.place.working_engine import WorkingEngine
     from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.planner import Candidate, Plan
+    from bootstrap.register.managers import ManagerChoice
     from bootstrap.register.shell_command import CommandOnPath
 
 
@@ -162,6 +163,11 @@ def _record_failure(home: Home, exc: QwenKitError) -> None:
 
 def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previous: InstallState | None,
              recovered: bool, bundle: OpenedBundle | None) -> InstallOutcome:
+    import platform
+
+    from bootstrap.render.start_scripts import check_home
+
+    check_home(home.root, platform.system())  # a home the start script cannot name: refused before any request
     source = request.source or "auto"
     wanted = wanted_model(request.model, previous.request.model if previous and previous.request else None)
     if request.thinking is None and previous is not None and previous.request is not None:
@@ -217,20 +223,23 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     checkpoint("planned")
     port_asked = _port_asked(request, previous)
     port = _port_before_download(home, request, previous)
+    service = _manager_choice(home, request, hardware, bundle)  # one answer for the screen and the register stage
     # confirm: the screen is made from the plan, the home and recorded sizes — no network yet
     proposal = make_proposal(home, plan, wanted.ref, hardware, previous, ctx=request.ctx, port=port,
                              port_asked=port_asked,
-                             manager=_manager_name(home, request), venv=request.venv,
+                             manager=service.name, venv=request.venv,
                              wheels_dir=request.wheels_dir, reasons=reasons,
                              measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
-                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)))
+                                 f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)),
+                             python_versions=() if bundle is None else bundle.manifest.python_versions)
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed
     fetch_plan = plan_fetch(wanted, plan, source, home, fetch_previous, rehash=request.verify_files)
     _refused_before(home, fetch_plan, upgrade=previous is not None)
-    archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request)
+    archives, wheels, winsw = _fetch_bundle_parts(bundle, home, plan, hardware, request,
+                                                  winsw=service.name == "winsw")
     # From a bundle every file is held until all are verified, so one bad file leaves nothing placed (the engine
     # included). Online the engine comes first: a build that cannot run here is found in seconds, before any
     # model byte is downloaded. Either way the next build this machine can run takes the place of one that cannot,
@@ -264,7 +273,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # a model taken for its speed is recorded as asked for: a rerun keeps it (``install MODEL`` changes it)
     options = _deploy_options(plan, request, previous, plan.model_id if plan.slower else wanted.text, port)
     options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware, keep_ctx=request.ctx),
-                      measure_speed=not relaunch)
+                      manager=service, measure_speed=not relaunch)
     if switch is not None:  # the old default joins the others; how many load at once, for the new set
         from bootstrap.install.library import models_max_for
 
@@ -308,7 +317,8 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     entry = next((m for m in previous.library if names_entry(m, wanted)), None)
     old = LibraryModel(name=previous.server.alias, model_id=previous.model_id, quant=previous.quant, role="chat",
                        files=previous.files, args=previous.server.args, request=previous.request.model,
-                       source=previous.request.source, planned_ram=previous.server.planned_ram)
+                       source=previous.request.source, planned_ram=previous.server.planned_ram,
+                       chat_template=previous.server.chat_template, tools=previous.server.tools)
     library = (*(m for m in previous.library if m is not entry), old)
     reusable = previous.files + (entry.files if entry is not None else ())
     return DefaultSwitch(library, replace(previous, files=reusable))
@@ -476,9 +486,10 @@ def _recorded_source(previous: InstallState | None) -> str:
 
 
 def _fetch_bundle_parts(bundle: OpenedBundle | None, home: Home, plan: Plan, hardware: HardwareProfile,
-                        request: InstallRequest) -> tuple[tuple[Path, ...] | None, Path | None, Path | None]:
-    """From a bundle, the engine's assets, this machine's wheels and (Windows, admin) WinSW, each verified, before
-    any model file is placed."""
+                        request: InstallRequest, *, winsw: bool
+                        ) -> tuple[tuple[Path, ...] | None, Path | None, Path | None]:
+    """From a bundle, the engine's assets, this machine's wheels and WinSW (``winsw``: the chosen manager), each
+    verified, before any model file is placed."""
     if bundle is None:
         return None, None, None
     from bootstrap.install.from_bundle import fetch_wheels
@@ -486,9 +497,7 @@ def _fetch_bundle_parts(bundle: OpenedBundle | None, home: Home, plan: Plan, har
 
     fetched = engine.fetch_engine(home, plan.variant.name)
     wheels = fetch_wheels(bundle, home, hardware.os.system, hardware.os.machine) if request.venv else None
-    wants_winsw = hardware.os.system == "Windows" and request.admin and request.service
-    winsw = engine.fetch_winsw(home) if wants_winsw else None
-    return fetched, wheels, winsw
+    return fetched, wheels, engine.fetch_winsw(home) if winsw else None
 
 
 def recover(home: Home) -> bool:
@@ -527,15 +536,17 @@ def _port_asked(request: InstallRequest, previous: InstallState | None) -> int:
     return request.port or (previous.server.port if previous is not None else DEFAULT_PORT)
 
 
-def _manager_name(home: Home, request: InstallRequest) -> str:
-    """Which manager will run the server (``managers.choose_manager``), or "script" with ``--no-service`` or where
-    that manager cannot run here (the deploy stage falls back the same way, and says why)."""
-    if not request.service:
-        return "script"
+def _manager_choice(home: Home, request: InstallRequest, hardware: HardwareProfile,
+                    bundle: OpenedBundle | None) -> ManagerChoice:
+    """Which manager will run the server (``managers.choose_for_install``): the confirmation screen says it, the
+    bundle's WinSW is fetched for it, and the deploy stage registers it. WinSW counts when the bundle carries it
+    (its pins name it); it is fetched, verified, after the confirmation."""
+    from bootstrap.catalog.engine_pins import load_pins
     from bootstrap.register import managers
 
-    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
-    return manager.name if manager.available()[0] else "script"
+    offered = bundle is not None and load_pins().winsw is not None
+    return managers.choose_for_install(hardware.os.system, home, service=request.service, admin=request.admin,
+                                       winsw_offered=offered)
 
 
 def _port_before_download(home: Home, request: InstallRequest, previous: InstallState | None) -> int:
@@ -596,25 +607,29 @@ def _keep_serving(home: Home, state: InstallState, request: InstallRequest) -> I
     loads), and say where it is. "Serving" is said only of a server the OS shows to be ours
     (``register/server_identity.py``); a stranger on the port is named and the run ends (exit 6)."""
     from bootstrap.place.api_key import read_api_key, repair_modes
+    from bootstrap.register import managers
+    from bootstrap.register.rendered_check import render_again
     from bootstrap.register.server_health import check_health
     from bootstrap.register.server_identity import foreign_hint, require_ours
 
     repair_modes(home)  # a stat of the key and its folder: one made readable by others is private again
     spec = launch_spec(state, home)
+    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
+    # The scripts, preset and service definition as this install renders them: one changed since is written again,
+    # and a server that may run it is restarted (register/rendered_check.py).
+    rewritten = render_again(spec, home, manager)
     health = check_health(spec, read_api_key(home))
-    if health.state == "ok":
+    if health.state == "ok" and not rewritten:
         out(t("install.up_to_date", model=state.model_id, quant=state.quant, url=spec.client_openai_url))  # the result
         return InstallOutcome("unchanged", state)
     if health.state == "stranger":
         raise ServerError(health.detail, foreign_hint(spec))
-    # Only now the service managers (and the template engine they render with): a serving no-op needs neither.
-    from bootstrap.register import managers
     from bootstrap.verify.chat import wait_healthy
 
-    info(t("install.starting", state=health.state))
-    manager = managers.choose_manager(managers.this_system(), home, admin=request.admin)
+    info(t("install.restarting_rewritten") if rewritten else t("install.starting", state=health.state))
     try:
-        if health.state == "loading" and health.holder is not None and health.holder.pid is not None:
+        if health.state == "loading" and health.holder is not None and health.holder.pid is not None \
+                and not rewritten:
             loading = health.holder.pid  # ours, still loading its model: wait for it rather than start it over
             wait_healthy(spec.base_url, timeout=request.verify_timeout, alive=lambda: _running(loading),
                          log_path=manager.log_file)

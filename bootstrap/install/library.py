@@ -32,6 +32,7 @@ from bootstrap.install import cleanup
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import (
+    ChatTemplateRecord,
     FileRecord,
     InstallState,
     LibraryModel,
@@ -46,6 +47,7 @@ from bootstrap.render.model_preset import check_name
 
 if TYPE_CHECKING:
     from bootstrap.detect.hardware import HardwareProfile
+    from bootstrap.fetch.records import PlacedFile
     from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.model_profile import ModelProfile
     from bootstrap.plan.planner import Candidate
@@ -289,15 +291,18 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
         return LibraryOutcome("cancelled", name, state)
     placed = fetch(fetch_plan)
     _selftest(home, state, name, [p.bytes_at for p in placed], planned.args, timeout)
+    template = None if planned.embedding else _template(home, placed)
     entry = LibraryModel(name=name, model_id=plan.model_id, quant=plan.quant,
                          role="embedding" if planned.embedding else "chat",
                          files=tuple(_record(home, p.role, p.bytes_at, p.path, p.sha256, p.source, p.revision)
                                      for p in placed),
-                         args=planned.args, request=wanted.text, source=source, planned_ram=plan.estimate.host_total)
+                         args=planned.args, request=wanted.text, source=source, planned_ram=plan.estimate.host_total,
+                         chat_template=template)
     library = (*(m for m in state.library if m.name != name), entry)
     new_state = replace(state, library=library, models_max=models_max)
     # a new revision of a model already served: its bytes take the old ones' place while the server is stopped
-    _switch(home, state, new_state, timeout, swaps=[(p.staged, p.path) for p in placed if p.staged is not None])
+    _switch(home, state, new_state, timeout, swaps=[(p.staged, p.path) for p in placed if p.staged is not None],
+            tools_for=None if planned.embedding else name)
     refresh_examples(home, new_state)
     _said_done(home, new_state, entry, "library.added" if prior is None else "library.upgraded")
     return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
@@ -427,10 +432,20 @@ def _backend_flags(args: Sequence[str]) -> list[str]:
     return kept
 
 
+def _template(home: Home, placed: Sequence[PlacedFile]) -> ChatTemplateRecord | None:
+    """The kit's chat template for an added chat model (``place/chat_template.py``), from its verified bytes."""
+    from bootstrap.place.chat_template import place_chat_template
+    from bootstrap.record.build import template_record
+
+    model = next(p for p in placed if p.role == "model")
+    return template_record(home, place_chat_template(home, model.bytes_at))
+
+
 def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
-            swaps: Sequence[tuple[Path, Path]] = ()) -> None:
+            swaps: Sequence[tuple[Path, Path]] = (), tools_for: str | None = None) -> None:
     """Render the new set, restart the server (``swaps``: staged files moved into place while it is stopped, the
-    old bytes kept aside), prove it; on failure the old files and scripts come back and start again."""
+    old bytes kept aside), prove it (``tools_for``: that model's tool-call proof too, recorded with it); on failure
+    the old files and scripts come back and start again."""
     from bootstrap.register import managers
     from bootstrap.render.start_scripts import render_start_scripts
 
@@ -449,6 +464,8 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
             moved.append((final, aside))
         manager.start()
         prove(home, spec, new, timeout)
+        if tools_for is not None:
+            new = _with_tools(home, spec, new, tools_for, timeout)
     except QwenKitError:
         warn(t("library.rolling_back"))
         old_spec = launch_spec(old, home)
@@ -488,6 +505,22 @@ def prove(home: Home, spec: LaunchSpec, state: InstallState, timeout: float) -> 
     wait_healthy(spec.base_url, timeout=timeout)
     names = [(spec.alias, "chat"), *((m.name, m.role) for m in state.library)]
     check_models(spec, read_api_key(home), names, timeout)
+
+
+def _with_tools(home: Home, spec: LaunchSpec, state: InstallState, name: str, timeout: float) -> InstallState:
+    """The tool-call proof of the library model ``name`` through the router (``verify/tools_check.py``), said on
+    stderr and recorded with the model."""
+    from bootstrap.fetch.http_session import local_session
+    from bootstrap.place.api_key import read_api_key
+    from bootstrap.verify.tools_check import check_tools, tools_line
+
+    entry = next(m for m in state.library if m.name == name)
+    with local_session() as session:
+        check = check_tools(session, spec.base_url, name, entry.args,
+                            {"Authorization": f"Bearer {read_api_key(home)}"}, router=spec.router, timeout=timeout)
+    info(tools_line(check))
+    library = tuple(replace(m, tools=check) if m.name == name else m for m in state.library)
+    return replace(state, library=library)
 
 
 def _said_done(home: Home, state: InstallState, entry: LibraryModel, key: str) -> None:

@@ -25,7 +25,7 @@ from bootstrap.core.home import Home
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.fetch.partial import resumable_bytes
 from bootstrap.place.engine_marker import find_installed
-from bootstrap.place.runtime_venv import RECORDED_WHEELS_BYTES, venv_current, wheels_bytes
+from bootstrap.place.runtime_venv import RECORDED_WHEELS_BYTES, venv_current, venv_python_for, wheels_bytes
 from bootstrap.plan.launch_spec import ctx_of, thinking_of
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import InstallState
@@ -37,7 +37,7 @@ class Part:
 
     name: str  # "model" | "mmproj" | "engine" | "venv"
     state: str  # "download" | "here" (already in the home) | "local" (the user's own file) | "skipped" (--no-venv)
-    # | "no_wheels" (a bundle without wheels for this machine: no venv)
+    # | "no_wheels" (a bundle without wheels for this machine: no venv) | "no_python" (no Python to make it with)
     size: int | None  # bytes to download; None: not known before the download
     estimated: bool = False  # a recorded estimate, not the exact count
 
@@ -75,11 +75,12 @@ class Proposal:
 def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfile, previous: InstallState | None,
                   *, port: int, port_asked: int, manager: str, venv: bool, wheels_dir: Path | None,
                   bundle_wheels: int | None = None, reasons: tuple[str, ...] = (), ctx: int | None = None,
-                  measures_speed: bool = False) -> Proposal:
+                  measures_speed: bool = False, python_versions: tuple[str, ...] = ()) -> Proposal:
     """``bundle_wheels``: from an offline bundle, the bytes of this machine's wheels in its manifest (0: it has
-    none, so no venv is made). ``ctx``: the context the user asked for (``--ctx``), which wins over the catalog's."""
+    none, so no venv is made), and ``python_versions`` the Pythons they are for. ``ctx``: the context the user asked
+    for (``--ctx``), which wins over the catalog's."""
     parts = (*_model_parts(home, plan, ref), _engine_part(home, plan),
-             _venv_part(home, venv, wheels_dir, bundle_wheels))
+             _venv_part(home, venv, wheels_dir, bundle_wheels, hardware, python_versions))
     # What runs: the plan's flags, then the catalog entry's own server_args (installer._deploy_options adds them).
     args = (*plan.args, *(load_catalog().model(plan.model_id).server_args if isinstance(ref, CatalogRef) else ()))
     return Proposal(hardware, plan, previous, parts, port, port_asked, manager, thinking_of(args),
@@ -118,11 +119,14 @@ def _engine_part(home: Home, plan: Plan) -> Part:
     return Part("engine", "download", None if None in sizes else sum(s or 0 for s in sizes))
 
 
-def _venv_part(home: Home, venv: bool, wheels_dir: Path | None, bundle_wheels: int | None) -> Part:
+def _venv_part(home: Home, venv: bool, wheels_dir: Path | None, bundle_wheels: int | None,
+               hardware: HardwareProfile, python_versions: tuple[str, ...]) -> Part:
     if not venv:
         return Part("venv", "skipped", 0)
     if bundle_wheels == 0:
         return Part("venv", "no_wheels", 0)
+    if venv_python_for(hardware.pythons, python_versions) is None:  # as the place stage asks it (deploy._venv)
+        return Part("venv", "no_python", 0)
     if venv_current(home.venv_dir):
         return Part("venv", "here", 0)
     if bundle_wheels is not None:

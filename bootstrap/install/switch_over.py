@@ -26,12 +26,12 @@ from bootstrap.core.home import Home
 from bootstrap.fetch.records import PlacedFile
 from bootstrap.install import cleanup, file_swap
 from bootstrap.place.api_key import read_api_key
-from bootstrap.place.engine_failure import OUT_OF_MEMORY, EngineFailed, EngineFailure, mib_text
+from bootstrap.place.engine_failure import NOT_STARTED, OUT_OF_MEMORY, EngineFailed, EngineFailure, mib_text
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import InstallState, SwitchRecord, launch_spec, relative_to_home
 from bootstrap.register import managers
-from bootstrap.register.base import port_busy
+from bootstrap.register.base import manager_label, port_busy
 from bootstrap.register.server_identity import require_ours
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
 from bootstrap.verify import chat
@@ -68,6 +68,7 @@ class Serving:
     journal: file_swap.Journal | None  # the upgrade's moves and leftovers (None for a first install)
     retried: str | None  # why the smaller plan was used, or None
     switch: SwitchRecord | None  # an upgrade's gap: old server stopped → new one answering (None: first install)
+    manager: managers.ServiceManager  # what runs it: the caller's, or the start script's where that ran nothing
     speed: SpeedCheck | None = None  # measured vs predicted, with the A/B of speculative decoding when it ran
 
 
@@ -92,18 +93,34 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
         try:
             report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
         except EngineFailed as exc:
-            smaller = _smaller_plan(exc.failure, plan, how.replan)
-            if smaller is None:
-                raise
-            plan, retried = smaller
-            spec = replace(spec, args=tuple(how.args_for(plan)))
+            if exc.failure.cause == NOT_STARTED and not isinstance(manager, managers.FallbackManager):
+                manager = _script_instead(home, manager, exc)
+            else:
+                smaller = _smaller_plan(exc.failure, plan, how.replan)
+                if smaller is None:
+                    raise
+                plan, retried = smaller
+                spec = replace(spec, args=tuple(how.args_for(plan)))
             report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
         checked, rendered = _measure(home, spec, manager, how) if how.measure else (Checked(None, spec), None)
         spec, scripts = checked.spec, rendered or scripts  # the A/B may have kept the server without speculation
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
     switch = None if previous is None else SwitchRecord(round(healthy - stopping, 2), round(healthy - started, 2))
-    return Serving(plan, spec, report, scripts, journal, retried, switch, checked.check)
+    return Serving(plan, spec, report, scripts, journal, retried, switch, manager, checked.check)
+
+
+def _script_instead(home: Home, service: managers.ServiceManager, failed: EngineFailed) -> managers.ServiceManager:
+    """The service manager registered the server but never ran it (``NOT_STARTED``: WinSW under Wine, which runs no
+    service): say so, remove that registration, and run the server with the start script under the kit's
+    supervisor, as where no service manager runs (DESIGN.md §5)."""
+    warn(failed.message)
+    with contextlib.suppress(QwenKitError):
+        service.stop()
+        managers.uninstall_service(service)
+    script = managers.FallbackManager(home)
+    warn(t("service.not_run_fallback", manager=manager_label(service.name), script=script.start_script))
+    return script
 
 
 def _stop_previous(home: Home, manager: managers.ServiceManager) -> None:

@@ -42,9 +42,14 @@ CRASH = "crash"
 # with an error (the status and its words), or it never answered. Neither is a "stop".
 HTTP_ERROR = "http_error"
 NO_ANSWER = "no_answer"
+# A service manager that reports the server not running, with no exit status and nothing in its log: it never ran
+# it (WinSW registered under Wine, which starts no service). Not the engine's fault: the start script runs it.
+NOT_STARTED = "not_started"
+# How the kit's supervisor starts its own lines in the server's log (register/supervisor.py): not the server's words.
+SUPERVISOR_PREFIX = "qwenkit:"
 UNKNOWN = "unknown"
 CAUSES = (ILLEGAL_INSTRUCTION, MISSING_LIBRARY, GPU_INIT, OUT_OF_MEMORY, MODEL_CORRUPT, MODEL_UNSUPPORTED,
-          MODEL_LOAD, PORT_IN_USE, CRASH, HTTP_ERROR, NO_ANSWER, UNKNOWN)
+          MODEL_LOAD, PORT_IN_USE, CRASH, HTTP_ERROR, NO_ANSWER, NOT_STARTED, UNKNOWN)
 # The engine's own causes: another build may run where this one cannot. An error answer to the self-test is one:
 # the test model is pinned and every working build answers it, so a build that refuses it misbehaves here (a Vulkan
 # device computing garbage answered HTTP 500 on lavapipe, issue #29) and the next build deserves its chance.
@@ -54,7 +59,7 @@ EXIT_CODES: dict[str, ExitCode] = {
     ILLEGAL_INSTRUCTION: ExitCode.UNSUPPORTED, MISSING_LIBRARY: ExitCode.UNSUPPORTED, GPU_INIT: ExitCode.UNSUPPORTED,
     OUT_OF_MEMORY: ExitCode.UNSUPPORTED, MODEL_UNSUPPORTED: ExitCode.UNSUPPORTED, MODEL_CORRUPT: ExitCode.INTEGRITY,
     MODEL_LOAD: ExitCode.SERVER, PORT_IN_USE: ExitCode.SERVER, CRASH: ExitCode.SERVER, HTTP_ERROR: ExitCode.SERVER,
-    NO_ANSWER: ExitCode.SERVER, UNKNOWN: ExitCode.SERVER,
+    NO_ANSWER: ExitCode.SERVER, NOT_STARTED: ExitCode.SERVER, UNKNOWN: ExitCode.SERVER,
 }
 
 # POSIX signal numbers that are the same on Linux and macOS (SIGBUS differs: 7 on Linux, 10 on macOS).
@@ -111,8 +116,8 @@ def read_log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
 # llama.cpp's log prefix: elapsed time and level ("0.00.004.568 E "), then sometimes a 3-letter module ("srv  ");
 # before it the supervisor's time of day ("2026-01-05 10:02:03.456 ", register/supervisor.wall_clock) and a
 # router child's port ("[40123] ") when they are there.
-_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )?(?:\[\d+\] )?"
-                     r"\d+\.\d+\.\d+\.\d+ [A-Z] (?:[a-z]{3}\s{2,})?")
+_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )?(?:(?:\[\d+\] )?"
+                     r"\d+\.\d+\.\d+\.\d+ [A-Z] (?:[a-z]{3}\s{2,})?)?")
 
 
 def clean_lines(log: str) -> list[str]:
@@ -241,7 +246,10 @@ def _signal_of(exit_info: ExitInfo | None) -> tuple[str | None, str | None]:
 
 
 def _last_line(lines: list[str]) -> str:
-    return lines[-1][:300] if lines else ""
+    """The log's last word on it; the supervisor's own notes (``qwenkit: …``, "ended before it served") say only
+    that it ended, so the line before them says why (a start script's "file not found: …")."""
+    said = next((ln for ln in reversed(lines) if not ln.startswith(SUPERVISOR_PREFIX)), None)
+    return (said or (lines[-1] if lines else ""))[:300]
 
 
 def _out_of_memory(lines: list[str], text: str) -> EngineFailure | None:

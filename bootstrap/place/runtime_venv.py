@@ -150,6 +150,13 @@ def find_python(candidates: Sequence[PythonInfo] | None = None) -> PythonInfo | 
     return None
 
 
+def venv_python_for(pythons: Sequence[PythonInfo], versions: Sequence[str] = ()) -> PythonInfo | None:
+    """The Python the runtime venv is made with, among the machine's ``pythons`` (``versions``: only these
+    ``major.minor``, the ones an offline bundle has wheels for); ``None``: no venv is made. The install's
+    confirmation screen and its place stage both ask this, so the screen says what the install then does."""
+    return find_python([p for p in pythons if not versions or p.version.rpartition(".")[0] in versions])
+
+
 def no_python_reason(system: str | None = None) -> str:
     """One line: what the venv would add, how to get a Python, and that the server works without it."""
     system = system or platform.system()

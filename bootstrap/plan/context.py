@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
+from bootstrap.core.input_checks import decimal_int
 
 MIN_CTX, MAX_CTX = 512, 1 << 20
 CTX_STEP = 256  # llama.cpp's padding of n_ctx
@@ -44,10 +45,11 @@ def parse_ctx(value: str | int, option: str = "--ctx") -> int | None:
     text = str(value).strip()
     if text.lower() == AUTO:
         return None
-    if not text.isdigit():
+    ctx = decimal_int(text)
+    if ctx is None:
         raise UsageError(t("cli.err_invalid_value", arg=option, type=t("cli.type_int"), value=value),
                          t("options.hint_ctx_value"))
-    return check_range(int(text))
+    return check_range(ctx)
 
 
 def check_trained(ctx: int, title: str, n_ctx_train: int) -> None:

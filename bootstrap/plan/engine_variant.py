@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from bootstrap.core import settings
 from bootstrap.core.console import join_sentences, t
 from bootstrap.core.errors import UnsupportedMachine
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.detect.hardware import Check, GpuInfo, HardwareProfile
 
 CUDA12_MIN_DRIVER = 550  # CUDA 12.4 runtime (Ollama's gate; NVIDIA's table says 525+ for 12.0)
@@ -41,14 +42,15 @@ def driver_major(version: str | None) -> int | None:
     if not version:
         return None
     head = version.strip().split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    return decimal_int(head)
 
 
 def parse_cc(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
     major, _, minor = text.strip().partition(".")
-    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+    major_n, minor_n = decimal_int(major), decimal_int(minor)
+    return None if major_n is None or minor_n is None else (major_n, minor_n)
 
 
 def _arch(profile: HardwareProfile) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path, PureWindowsPath
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import PRESET_NAME
-from bootstrap.core.input_checks import check_text
+from bootstrap.core.input_checks import check_text, decimal_int
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
@@ -142,8 +142,9 @@ def ctx_of(args: Sequence[str]) -> int | None:
     ``common/arg.cpp``), or None when they set none."""
     flags, found = list(args), None
     for i, flag in enumerate(flags[:-1]):
-        if flag in ("-c", "--ctx-size") and flags[i + 1].isdigit():
-            found = int(flags[i + 1])
+        value = decimal_int(flags[i + 1]) if flag in ("-c", "--ctx-size") else None
+        if value is not None:
+            found = value
     return found
 
 
@@ -170,6 +171,7 @@ class PresetModel:
     mmproj: Path | None
     args: tuple[str, ...]
     load_on_startup: bool = False
+    chat_template: Path | None = None  # the kit's template instead of the model's own (plan/chat_template.py)
 
 
 # The environment variable llama-server reads for ``--api-key-file`` (llama.cpp ``common/arg.cpp``). In router mode
@@ -198,6 +200,9 @@ class LaunchSpec:
     others: tuple[PresetModel, ...] = ()  # several models: llama-server's router mode (render/model_preset.py)
     models_max: int = 1  # router mode: models loaded at once (never 0: see install/library.models_max_for)
     kit: tuple[str, ...] = ()  # router mode: the words that run this kit, for its front (register/router_front.py)
+    # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
+    # None: the model's own template serves.
+    chat_template: Path | None = None
 
     @property
     def router(self) -> bool:
@@ -272,22 +277,29 @@ class LaunchSpec:
         if self.mmproj is not None:
             out += ["--mmproj", str(self.mmproj)]
         out += list(self.args)
+        if self.chat_template is not None:
+            out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
         out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
                 "--api-key-file", self.key_file_arg()]
         return out
 
-    def key_file_arg(self) -> str:
-        """``--api-key-file``'s value. On Windows, relative to the home (every Windows launcher starts the server
-        there: run_qwen.bat, WinSW's ``workingdirectory``): llama-server opens this file with ``std::ifstream`` on
-        its UTF-8 argument (llama.cpp ``common/arg.cpp``), which Windows reads in the ANSI code page, so a home under
-        a user name such as 张三 fails with "failed to open file"; the path inside the home is ASCII. ``-m`` and
-        ``--mmproj`` are opened with UTF-8-aware calls (``ggml_fopen``, mtmd's ``open_ifstream_binary``)."""
+    def home_file_arg(self, path: Path) -> str:
+        """A file llama-server opens with ``std::ifstream`` on its UTF-8 argument (``--api-key-file``,
+        ``--chat-template-file``: ``read_file`` in llama.cpp ``common/arg.cpp``). On Windows that reads the path in
+        the ANSI code page, so a home under a user name such as 张三 fails with "failed to open file": there the
+        value is relative to the home (every Windows launcher starts the server there: run_qwen.bat, WinSW's
+        ``workingdirectory``), and the path inside the home is ASCII. ``-m`` and ``--mmproj`` are opened with
+        UTF-8-aware calls (``ggml_fopen``, mtmd's ``open_ifstream_binary``)."""
         if self.system == "Windows":
             try:
-                return str(PureWindowsPath(self.api_key_file).relative_to(PureWindowsPath(self.home)))
+                return str(PureWindowsPath(path).relative_to(PureWindowsPath(self.home)))
             except ValueError:
                 pass
-        return str(self.api_key_file)
+        return str(path)
+
+    def key_file_arg(self) -> str:
+        """``--api-key-file``'s value (``home_file_arg``)."""
+        return self.home_file_arg(self.api_key_file)
 
     def preset_arg(self) -> str:
         """``--models-preset``'s value: relative to the home on Windows (as ``key_file_arg``), else absolute."""

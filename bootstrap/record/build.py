@@ -11,11 +11,13 @@ from pathlib import Path
 
 from bootstrap.core.home import Home
 from bootstrap.fetch.records import PlacedFile
+from bootstrap.place.chat_template import PlacedTemplate
 from bootstrap.place.working_engine import WorkingEngine
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import (
     AssetRecord,
+    ChatTemplateRecord,
     EngineRecord,
     FileRecord,
     GivenUpRecord,
@@ -30,6 +32,7 @@ from bootstrap.record.state import (
 )
 from bootstrap.tune.fit import TuneResult
 from bootstrap.verify.speed_records import SpeedCheck
+from bootstrap.verify.tools_record import ToolsCheck
 
 
 def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, files: Sequence[PlacedFile],
@@ -37,10 +40,11 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
                 venv_python: Path | None, request: RequestRecord | None,
                 previous: InstallState | None, switch: SwitchRecord | None = None,
                 speed: SpeedCheck | None = None, library: tuple[LibraryModel, ...] = (),
-                models_max: int = 0) -> InstallState:
+                models_max: int = 0, chat_template: PlacedTemplate | None = None,
+                tools: ToolsCheck | None = None) -> InstallState:
     """The install record: the plan that runs (``retried``: why it is a smaller one), the engine with the builds given
     up on the way, the files in place, the server as started (``spec``), the service manager and the venv, and its
-    speed measured against the prediction."""
+    speed measured against the prediction, the chat template it serves with and whether it takes tools."""
     installed = working.installed
     given_up, selftest_s = _engine_history(working, previous)
     return InstallState(
@@ -57,7 +61,8 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
                             planned_ram=plan.estimate.host_total,
                             rpc_devices=tuple(RpcDeviceRecord(g.engine_device or "", g.name, g.vram_total_bytes >> 20,
                                                               g.vram_free_bytes >> 20)
-                                              for g in plan.budget.rpc_devices if "--rpc" in spec.args)),
+                                              for g in plan.budget.rpc_devices if "--rpc" in spec.args),
+                            chat_template=template_record(home, chat_template), tools=tools),
         service=ServiceRecord(service_manager, True),
         venv_python=None if venv_python is None else relative_to_home(home, venv_python),
         request=request,
@@ -65,6 +70,21 @@ def build_state(home: Home, *, system: str, plan: Plan, working: WorkingEngine, 
         library=library,
         models_max=models_max if library else 0,
     )
+
+
+def template_record(home: Home, placed: PlacedTemplate | None) -> ChatTemplateRecord | None:
+    """What ``state.json`` keeps of the chat template placed for a model: the kit's file and its fixes, or why the
+    model's own serves; None for a model the kit serves with its own template as a matter of course."""
+    if placed is None:
+        return None
+    if placed.derived is not None and placed.path is not None:
+        d = placed.derived
+        return ChatTemplateRecord(relative_to_home(home, placed.path), d.family, d.fixes, d.source_sha256)
+    if placed.problem is not None:
+        from bootstrap.plan.chat_template import FAMILY
+
+        return ChatTemplateRecord(None, FAMILY, problem=placed.problem)
+    return None
 
 
 def _engine_history(working: WorkingEngine, previous: InstallState | None

@@ -25,6 +25,7 @@ from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.verify.speed_records import SpeedCheck, check_from_json
+from bootstrap.verify.tools_record import ToolsCheck, tools_from_json
 
 SCHEMA_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a record is a few KiB; anything larger is not ours
@@ -83,6 +84,18 @@ class SwitchRecord:
 
 
 @dataclass(frozen=True)
+class ChatTemplateRecord:
+    """The chat template a model is served with instead of its own (``place/chat_template.py``), or, with ``path``
+    None, why its own serves although it is of a family the kit fixes (``problem``)."""
+
+    path: str | None  # relative to the home
+    family: str
+    fixes: tuple[str, ...] = ()
+    source_sha256: str = ""  # the model's own template it was derived from
+    problem: str | None = None  # "<fix>: <what it missed>" (plan/chat_template.TemplateShapeError)
+
+
+@dataclass(frozen=True)
 class ServerRecord:
     host: str
     port: int
@@ -97,6 +110,8 @@ class ServerRecord:
     # The RPC workers' devices the plan counted (``install --rpc``): what a rerun uses for a worker this server holds
     # (a worker serves one head at a time, so it cannot be asked again while this server runs).
     rpc_devices: tuple[RpcDeviceRecord, ...] = ()
+    chat_template: ChatTemplateRecord | None = None  # the kit's template for agent clients (None: the model's own)
+    tools: ToolsCheck | None = None  # the tool-call proof at verify (None: not run)
 
 
 @dataclass(frozen=True)
@@ -140,6 +155,8 @@ class LibraryModel:
     request: str  # MODEL as the user gave it (a rerun resolves it again)
     source: str = "auto"
     planned_ram: int | None = None  # bytes of host RAM the plan predicted for it alone
+    chat_template: ChatTemplateRecord | None = None  # as ``ServerRecord.chat_template``
+    tools: ToolsCheck | None = None  # as ``ServerRecord.tools``
 
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
@@ -193,7 +210,17 @@ class InstallState:
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["speed"] = None if self.speed is None else self.speed.to_json()
+        doc["server"]["tools"] = None if self.server.tools is None else self.server.tools.to_json()
+        for entry, model in zip(doc["library"], self.library, strict=True):
+            entry["tools"] = None if model.tools is None else model.tools.to_json()
         return {"schema": doc.pop("schema"), **doc}
+
+    def tools(self, name: str | None = None) -> ToolsCheck | None:
+        """The tool-call proof of the model served as ``name`` (None or the alias: the default one), or None when
+        it was not run (an install from before the proof) or no such model is installed."""
+        if name is None or name == self.server.alias:
+            return self.server.tools
+        return next((m.tools for m in self.library if m.name == name), None)
 
 
 def file_intact(record: FileRecord, path: Path) -> bool:
@@ -260,7 +287,18 @@ def _read_server(r: FieldReader) -> ServerRecord:
                         tuned_by=r.choice("tuned_by", ("plan", "fit")),
                         fit_args=None if fit is None else r.strings("fit_args"), retried=r.opt_text("retried"),
                         switch_over=_read_switch(switch), planned_ram=_report_bytes(r.doc.get("planned_ram")),
-                        rpc_devices=_read_rpc_devices(r.doc.get("rpc_devices")))
+                        rpc_devices=_read_rpc_devices(r.doc.get("rpc_devices")),
+                        chat_template=_read_chat_template(r), tools=tools_from_json(r.doc.get("tools")))
+
+
+def _read_chat_template(r: FieldReader) -> ChatTemplateRecord | None:
+    """``chat_template``, which older documents lack; the server is started with it, so a damaged one is a damaged
+    record (exit 2), never silently the model's own template."""
+    doc = r.opt_obj("chat_template")
+    if doc is None:
+        return None
+    return ChatTemplateRecord(path=doc.opt_text("path"), family=doc.text("family"), fixes=doc.strings("fixes"),
+                              source_sha256=doc.text("source_sha256"), problem=doc.opt_text("problem"))
 
 
 def _read_rpc_devices(doc: Any) -> tuple[RpcDeviceRecord, ...]:
@@ -336,7 +374,8 @@ def _read_library(r: FieldReader) -> LibraryModel:
                         role=r.choice("role", ("chat", "embedding")),
                         files=tuple(_read_file(f) for f in r.items("files")), args=r.strings("args"),
                         request=r.text("request"), source=r.text("source"),
-                        planned_ram=_report_bytes(r.doc.get("planned_ram")))
+                        planned_ram=_report_bytes(r.doc.get("planned_ram")), chat_template=_read_chat_template(r),
+                        tools=tools_from_json(r.doc.get("tools")))
 
 
 def load_state(home: Home) -> InstallState | None:
@@ -379,7 +418,13 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
         others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
+        chat_template=template_file(home, state.server.chat_template),
     )
+
+
+def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:
+    """The kit's chat template a record names, as a path (None: the model's own template serves)."""
+    return None if record is None or record.path is None else resolve_in_home(home, record.path)
 
 
 def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int) -> tuple[PresetModel, ...]:
@@ -393,10 +438,21 @@ def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int
         projector = entry.file("mmproj")
         out.append(PresetModel(entry.name, resolve_in_home(home, main.path),
                                None if projector is None else resolve_in_home(home, projector.path), entry.args,
-                               load_on_startup=models_max > len(library)))
+                               load_on_startup=models_max > len(library),
+                               chat_template=template_file(home, entry.chat_template)))
     return tuple(out)
 
 
 def load_launch_spec(home: Home) -> LaunchSpec:
     """Shortcut for commands that only need to start or check the server."""
     return launch_spec(require_state(home), home)
+
+
+def load_tools_check(home: Home, name: str | None = None) -> ToolsCheck | None:
+    """The tool-call proof recorded for the model served as ``name`` in this home (None: the default model).
+
+    For ``qwenkit launch``: ``None`` when nothing is installed, the model is not installed, or its install predates
+    the proof (then it is not known: a client may be tried); else ``ToolsCheck`` with ``.ok`` and ``.reason`` (one of
+    ``verify.tools_record.REASONS``), whose printed line is ``verify.tools_check.tools_line``."""
+    state = load_state(home)
+    return None if state is None else state.tools(name)

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bootstrap.core.atomic_file import copy_atomic
 from bootstrap.core.console import t
@@ -24,6 +25,9 @@ from bootstrap.core.messages import MESSAGES
 from bootstrap.core.processes import DEFAULT_TIMEOUT_S, run_command
 from bootstrap.place.engine_failure import ExitInfo, read_log_tail
 from bootstrap.plan.launch_spec import LaunchSpec
+
+if TYPE_CHECKING:
+    from bootstrap.core.templating import RenderedFile  # Jinja: loaded only by the managers that render
 
 SERVICE_ID = "qwenclientkit"  # systemd unit stem, WinSW id
 SERVER_LOG = "server.log"  # in <home>/logs: where the managers that keep a log file put the server's output
@@ -172,6 +176,11 @@ class ServiceManager(ABC):
     @abstractmethod
     def definition_paths(self) -> list[Path]:
         """Every file ``install`` writes, the one the OS reads first (shown to the user)."""
+
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        """The definition files ``install`` renders for ``spec``, as it writes them (the OS's copy included), so a
+        start can see one changed since (``register/rendered_check.py``); none for a manager that renders none."""
+        return []
 
     @abstractmethod
     def install(self, spec: LaunchSpec) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
-from bootstrap.core.templating import render_template, write_rendered
+from bootstrap.core.templating import RenderedFile, render_template
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -84,17 +85,21 @@ class LaunchdManager(ServiceManager):
         result = self.run("launchctl", "list", timeout=10)
         for line in (result.stdout or "").splitlines():
             fields = line.split()
-            if len(fields) == 3 and fields[2] == LABEL and fields[1].lstrip("-").isdigit():
-                status = int(fields[1])
+            status = decimal_int(fields[1], signed=True) if len(fields) == 3 and fields[2] == LABEL else None
+            if status is not None:
                 return ExitInfo(signal=-status) if status < 0 else ExitInfo(code=status)
         return None
 
     def _loaded(self) -> bool:
         return self.run("launchctl", "print", self.service_target, timeout=10).returncode == 0
 
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        text = render_plist(self.home)
+        return [RenderedFile(self.home_copy, text), RenderedFile(self.agent_plist, text)]
+
     def install(self, spec: LaunchSpec) -> None:
         self.prepare_logs()  # launchd creates the log file, not its folder
-        write_rendered(self.home_copy, render_plist(self.home))
+        self.rendered(spec)[0].write()
         copy_file(self.home_copy, self.agent_plist)
         if self._loaded():  # an old definition stays in force until unloaded
             self.run("launchctl", "bootout", self.service_target)

@@ -33,11 +33,13 @@ __all__ = [
     "FallbackManager",
     "HostProbe",
     "LaunchdManager",
+    "ManagerChoice",
     "ServiceManager",
     "ServiceStatus",
     "SystemdManager",
     "TaskSchedulerManager",
     "WinswManager",
+    "choose_for_install",
     "choose_manager",
     "install_service",
     "manager_named",
@@ -75,7 +77,7 @@ def _windows_user(runner: Runner) -> str:
 
 
 def _build(name: str, home: Home, probe: HostProbe, runner: Runner, winsw: Path | None,
-           health_url: str | None) -> ServiceManager:
+           health_url: str | None, winsw_offered: bool = False) -> ServiceManager:
     if name == "systemd-system":
         return SystemdManager(home, scope="system", user=home_owner(home), runner=runner,
                               booted=probe.systemd_booted)
@@ -86,15 +88,16 @@ def _build(name: str, home: Home, probe: HostProbe, runner: Runner, winsw: Path 
         return LaunchdManager(home, uid=probe.uid, agents_dir=probe.user_home / "Library" / "LaunchAgents",
                               runner=runner)
     if name == "winsw":
-        return WinswManager(home, winsw_source=winsw, runner=runner)
+        return WinswManager(home, winsw_source=winsw, runner=runner, offered=winsw_offered)
     if name == "task-scheduler":
         return TaskSchedulerManager(home, user_id=_windows_user(runner), runner=runner)
     return FallbackManager(home, health_url=health_url)
 
 
-def manager_named(name: str, home: Home, *, runner: Runner = run_command) -> ServiceManager:
-    """The manager recorded under ``name`` (``systemd-user``, ``script``, …), to drive an install made earlier."""
-    return _build(name, home, HostProbe.detect(), runner, None, None)
+def manager_named(name: str, home: Home, *, runner: Runner = run_command, winsw: Path | None = None) -> ServiceManager:
+    """The manager recorded (or chosen, ``ManagerChoice``) under ``name`` (``systemd-user``, ``script``, …);
+    ``winsw``: WinSW's exe for a ``winsw`` service being installed."""
+    return _build(name, home, HostProbe.detect(), runner, winsw, None)
 
 
 def recorded_manager(home: Home) -> str | None:
@@ -107,8 +110,9 @@ def recorded_manager(home: Home) -> str | None:
 
 def choose_manager(system: str, home: Home, *, admin: bool, probe: HostProbe | None = None,
                    runner: Runner = run_command, winsw: Path | None = None,
-                   health_url: str | None = None) -> ServiceManager:
-    """The installed manager if one is recorded, else the best one this machine runs (table above)."""
+                   health_url: str | None = None, winsw_offered: bool = False) -> ServiceManager:
+    """The installed manager if one is recorded, else the best one this machine runs (table above). ``winsw``:
+    WinSW's exe at hand; ``winsw_offered``: an install's bundle carries it (fetched after the confirmation)."""
     probe = probe or HostProbe.detect()
     recorded = recorded_manager(home)
     if recorded:
@@ -116,8 +120,9 @@ def choose_manager(system: str, home: Home, *, admin: bool, probe: HostProbe | N
     if system == "Darwin":
         return _build("launchd", home, probe, runner, winsw, health_url)
     if system == "Windows":
-        usable = admin and winsw is not None and Path(winsw).is_file()
-        return _build("winsw" if usable else "task-scheduler", home, probe, runner, winsw, health_url)
+        usable = admin and (winsw_offered or (winsw is not None and Path(winsw).is_file()))
+        return _build("winsw" if usable else "task-scheduler", home, probe, runner, winsw, health_url,
+                      winsw_offered)
     if system == "Linux" and probe.systemd_booted:
         names = ["systemd-system", "systemd-user"] if admin and probe.is_root else ["systemd-user"]
         for name in names:
@@ -125,6 +130,30 @@ def choose_manager(system: str, home: Home, *, admin: bool, probe: HostProbe | N
             if manager.available()[0]:
                 return manager
     return _build("script", home, probe, runner, winsw, health_url)
+
+
+@dataclass(frozen=True)
+class ManagerChoice:
+    """Which manager runs the server after an install, decided once per install before its confirmation screen:
+    the screen names it, the fetch stage gets WinSW only for it, and the register stage installs it (one answer,
+    so the screen cannot promise the start script while the install registers a service)."""
+
+    name: str  # a manager's name ("systemd-user", "winsw", …) or "script": the start script under the supervisor
+    fallback: str | None = None  # why the manager this machine would use cannot run here (the script runs instead)
+    asked: bool = True  # False: --no-service, the start script as asked (nothing to warn about)
+
+
+def choose_for_install(system: str, home: Home, *, service: bool, admin: bool, winsw_offered: bool = False,
+                       winsw: Path | None = None, probe: HostProbe | None = None,
+                       runner: Runner = run_command) -> ManagerChoice:
+    """The manager an install registers: none with ``--no-service``; else ``choose_manager``'s, or the start script
+    where that one cannot run here (DESIGN.md §5), with the reason."""
+    if not service:
+        return ManagerChoice("script", asked=False)
+    manager = choose_manager(system, home, admin=admin, probe=probe, runner=runner, winsw=winsw,
+                             winsw_offered=winsw_offered)
+    available, why = manager.available()
+    return ManagerChoice(manager.name) if available else ManagerChoice("script", why or manager.name)
 
 
 def install_service(manager: ServiceManager, spec: LaunchSpec) -> None:

@@ -49,6 +49,7 @@ import psutil
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import ServerError
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.plan.launch_spec import WILDCARD_HOSTS, LaunchSpec, connect_host, url_host
 
 SERVER_NAME = "llama-server"  # the engine's server binary (``llama-server.exe`` on Windows)
@@ -251,9 +252,10 @@ def listening_url(pid: int) -> str | None:
     return None
 
 
-def argv_url(pid: int) -> str | None:
-    """``http://HOST:PORT`` from the ``--host``/``--port`` of the llama-server that is ``pid`` or runs under it:
-    where the OS tells no socket owners (``owners_untold``), the only account of where our own child listens."""
+def argv_url(pid: int) -> tuple[str, int] | None:
+    """``http://HOST:PORT`` from the ``--host``/``--port`` of the llama-server that is ``pid`` or runs under it, and
+    that llama-server's PID: where the OS tells no socket owners (``owners_untold``), the only account of where our
+    own child listens."""
     try:
         parent = psutil.Process(pid)
         tree = [parent, *parent.children(recursive=True)]
@@ -267,8 +269,9 @@ def argv_url(pid: int) -> str | None:
         if not argv or not Path(argv[0].replace("\\", "/")).name.startswith(SERVER_NAME):
             continue
         values = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag in ("--host", "--port")}
-        if values.get("--port", "").isdigit():
-            return f"http://{url_host(connect_host(values.get('--host', '127.0.0.1')))}:{values['--port']}"
+        port = decimal_int(values.get("--port"))
+        if port is not None:
+            return f"http://{url_host(connect_host(values.get('--host', '127.0.0.1')))}:{port}", proc.pid
     return None
 
 

@@ -20,10 +20,16 @@ A file at the launcher's path that no install of ours wrote (pipx's ``qwenkit``â
 marker line, and its path and SHA-256 go into ``state.json`` (``LauncherRecord``) so that ``uninstall`` removes it only
 while it is exactly what this home wrote. When a different ``qwenkit`` comes first on PATH, the report says which
 one runs.
+
+Several homes share the one launcher folder and its PATH entry: the entry was added by whichever install came first,
+and the last uninstall must take it out. So the fact that an install of ours added it is kept in the folder itself
+(``PATH_MARK``), not only in the home that added it, and any uninstall that leaves the folder holding nothing else
+removes the entry (and the mark); an entry the user had before any install of ours has no mark and stays.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -32,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from bootstrap.core import settings
-from bootstrap.core.atomic_file import copy_atomic
+from bootstrap.core.atomic_file import copy_atomic, write_atomic
 from bootstrap.core.console import t
 from bootstrap.core.hashing import sha256_bytes
 from bootstrap.core.home import Home
@@ -41,6 +47,9 @@ from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.register.user_path import Broadcast, UserEnvironment
 
 MARKER = "qwenclientkit-launcher"
+PATH_MARK = ".qwenclientkit-path-entry"  # in the launcher folder: an install of ours put it on the user PATH
+_PATH_MARK_TEXT = ("QwenClientKit put this folder on your user PATH. The uninstall that leaves it holding nothing\r\n"
+                   "else takes the entry out again, and this file with it.\r\n")
 SH_TEMPLATE = "qwenkit.sh.j2"
 CMD_TEMPLATE = "qwenkit.cmd.j2"
 # What Windows' PATHEXT finds before our .cmd: a qwenkit.exe there (pipx's, uv's) would run instead.
@@ -285,6 +294,8 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
         except OSError as exc:
             return _report(launcher, data, target, added, search, system, folder, env, user_home,
                            failed=exc.strerror or str(exc))
+        if added is not None:  # the entry is ours: whichever home uninstalls last must find that out (above)
+            _mark_path_entry(folder)
     return _report(launcher, data, target, added, search, system, folder, env, user_home)
 
 
@@ -299,6 +310,14 @@ def _kit_command_line(tool: str, command: Path, home: Home, system: str, env: Ma
     if _same(home.root, default) or (named and _same(Path(named), home.root)):
         return ""
     return t("path.kit_command_home", tool=tool, path=command, home=home.root)
+
+
+def _mark_path_entry(folder: Path) -> None:
+    """Write ``PATH_MARK`` once; a folder that cannot take it leaves the entry to this home's own record."""
+    mark = folder / PATH_MARK
+    if not mark.is_file():
+        with contextlib.suppress(OSError):
+            write_atomic(mark, _PATH_MARK_TEXT.encode("ascii"))
 
 
 def _report(launcher: Path, data: bytes, target: LauncherTarget, added: str | None, search: str, system: str,
@@ -350,18 +369,24 @@ def remove_launcher(record: LauncherRecord, system: str, *, env: Mapping[str, st
             said.append(t("path.kept_changed", path=path))
     except OSError as exc:
         said.append(t("path.remove_failed", path=path, detail=exc.strerror or exc))
-    # The folder is shared (pipx and uv put their commands there too): its PATH entry goes only when it is empty.
-    # Our launcher may still be listed after its deletion: a file deleted while a program has it open (cmd.exe
-    # running it: ``qwenkit uninstall`` typed as a command) stays until that program closes it.
-    if record.path_entry and system == "Windows":
-        folder = Path(record.path_entry)
-        if folder.is_dir() and any(entry.name.lower() != deleted for entry in folder.iterdir()):
+    # The folder is shared (pipx and uv put their commands there too, other homes their launcher): its PATH entry
+    # goes only when it holds nothing else, and only when an install of ours added it (this home's record, or the
+    # folder's PATH_MARK: another home may have added it). Our launcher may still be listed after its deletion: a
+    # file deleted while a program has it open (cmd.exe running it: ``qwenkit uninstall`` typed as a command)
+    # stays until that program closes it.
+    folder = Path(record.path_entry) if record.path_entry else path.parent
+    mark = folder / PATH_MARK
+    if system != "Windows" or not (record.path_entry or mark.is_file()):
+        return said
+    if folder.is_dir() and any(entry.name.lower() not in (deleted, PATH_MARK) for entry in folder.iterdir()):
+        if record.path_entry:
             said.append(t("path.entry_kept", folder=folder))
-            return said
-        try:
-            if user_path.remove_from_user_path(record.path_entry, registry or user_path.windows_environment(),
-                                               broadcast or user_path.broadcast_environment_change, env):
-                said.append(t("path.entry_removed", folder=record.path_entry))
-        except OSError as exc:
-            said.append(t("path.registry_failed", folder=record.path_entry, detail=exc.strerror or exc))
+        return said
+    try:
+        if user_path.remove_from_user_path(str(folder), registry or user_path.windows_environment(),
+                                           broadcast or user_path.broadcast_environment_change, env):
+            said.append(t("path.entry_removed", folder=folder))
+        mark.unlink(missing_ok=True)
+    except OSError as exc:
+        said.append(t("path.registry_failed", folder=folder, detail=exc.strerror or exc))
     return said

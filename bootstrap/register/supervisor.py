@@ -48,6 +48,7 @@ from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.log_files import MAX_BYTES, RotatingLog
 from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, end_as, kill_tree
 from bootstrap.fetch.http_session import local_session
+from bootstrap.place.engine_failure import SUPERVISOR_PREFIX
 from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
 from bootstrap.render.model_preset import first_model
 
@@ -97,7 +98,7 @@ class Supervisor:
     # -- the log ---------------------------------------------------------------------------------------------
     def note(self, text: str) -> None:
         """One line of our own in the server's log."""
-        self._write(f"qwenkit: {text}\n".encode())
+        self._write(f"{SUPERVISOR_PREFIX} {text}\n".encode())  # after the time of day every line starts with
 
     def _write(self, data: bytes) -> None:
         with self._log_lock:
@@ -141,7 +142,7 @@ class Supervisor:
         """One life of the server: (it answered /health 200 at some point, its return code)."""
         child = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, close_fds=True, creationflags=NO_WINDOW)
-        self._url = ""
+        self._url, server_pid = "", child.pid
         pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
         pump.start()
         served = False
@@ -151,10 +152,11 @@ class Supervisor:
                 if self._stopping.wait(0.5):
                     break
                 if not served:
-                    self._url = self._url or _tree_url(child.pid) or ""
+                    if not self._url:
+                        self._url, server_pid = _tree_server(child.pid) or ("", child.pid)
                     served = bool(self._url) and self._healthy(session)
-                    if served:
-                        self.note(f"llama-server (PID {child.pid}) serves at {self._url}; watching it")
+                    if served:  # the server's own PID (on Windows cmd.exe's child), as tasklist and status show it
+                        self.note(f"llama-server (PID {server_pid}) serves at {self._url}; watching it")
                     next_probe = self.clock() + self.watch.probe_interval
                 elif self.clock() >= next_probe:
                     if self._stalled(session):
@@ -246,19 +248,19 @@ def wall_clock(now: float | None = None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d} "
 
 
-def _tree_url(pid: int) -> str | None:
-    """Where the script's server listens: the child itself (``exec`` in ``run_qwen.sh``), else a process it
-    started (llama-server under ``cmd.exe`` on Windows); where the OS tells no socket owners (Wine), what that
-    llama-server was told (``server_identity.argv_url``), once it answers there."""
+def _tree_server(pid: int) -> tuple[str, int] | None:
+    """Where the script's server listens, and that server's PID: the child itself (``exec`` in ``run_qwen.sh``),
+    else a process it started (llama-server under ``cmd.exe`` on Windows); where the OS tells no socket owners
+    (Wine), what that llama-server was told (``server_identity.argv_url``), once it answers there."""
     url = listening_url(pid)
     if url or os.name != "nt":
-        return url
+        return None if url is None else (url, pid)
     try:
         descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return None
-    url = next((u for u in (listening_url(p.pid) for p in descendants) if u), None)
-    return url or (argv_url(pid) if owners_untold() else None)
+    found = next(((u, p.pid) for p in descendants if (u := listening_url(p.pid))), None)
+    return found or (argv_url(pid) if owners_untold() else None)
 
 
 def _decoded(slot: dict[str, Any]) -> object:

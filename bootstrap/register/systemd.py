@@ -13,8 +13,9 @@ from typing import Literal
 from bootstrap.core import console
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
-from bootstrap.core.templating import QuotingError, render_template, write_rendered
+from bootstrap.core.templating import QuotingError, RenderedFile, render_template, write_rendered
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -126,8 +127,12 @@ class SystemdManager(ServiceManager):
             return True, state
         return False, state or output_of(result)
 
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        text = render_unit(self.scope, self.home, user=self.user)
+        return [RenderedFile(self.home_copy, text), RenderedFile(self.unit_dir / UNIT, text)]
+
     def install(self, spec: LaunchSpec) -> None:
-        write_rendered(self.home_copy, render_unit(self.scope, self.home, user=self.user))
+        self.rendered(spec)[0].write()
         copy_file(self.home_copy, self.unit_dir / UNIT)
         self.must(*self._systemctl("daemon-reload"))
         self.must(*self._systemctl("enable", UNIT))
@@ -166,10 +171,11 @@ class SystemdManager(ServiceManager):
         result = self.run(*self._systemctl("show", "-p", "ExecMainCode", "-p", "ExecMainStatus", UNIT), timeout=10)
         values = dict(line.partition("=")[::2] for line in (result.stdout or "").splitlines() if "=" in line)
         code, status = values.get("ExecMainCode", "").strip(), values.get("ExecMainStatus", "").strip()
-        if result.returncode != 0 or not code.isdigit() or not status.lstrip("-").isdigit():
+        code_n, status_n = decimal_int(code), decimal_int(status, signed=True)
+        if result.returncode != 0 or code_n is None or status_n is None:
             return None
-        if int(code) in (CLD_KILLED, CLD_DUMPED):
-            return ExitInfo(signal=int(status))
+        if code_n in (CLD_KILLED, CLD_DUMPED):
+            return ExitInfo(signal=status_n)
         return ExitInfo(code=int(status)) if int(code) == CLD_EXITED else None
 
     def log_command(self, lines: int | None, follow: bool, *, stamped: bool = False) -> list[str]:

@@ -16,8 +16,9 @@ from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.home import Home
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import run_command
-from bootstrap.core.templating import render_template, write_rendered
+from bootstrap.core.templating import RenderedFile, render_template
 from bootstrap.place.engine_failure import ExitInfo
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
@@ -53,18 +54,21 @@ def render_task_xml(home: Home, *, user_id: str) -> str:
 def exit_of_task_result(text: str) -> ExitInfo | None:
     """``LastTaskResult`` as PowerShell prints it (a UInt32 in decimal) → the action's exit code; ``None`` for
     Task Scheduler's own codes and for anything else."""
-    value = text.strip()
-    if not value.isdigit() or int(value) > 0xFFFFFFFF:
+    code = decimal_int(text)
+    if code is None or code > 0xFFFFFFFF:
         return None
-    code = int(value)
     if (code & 0xFFFFFF00) in _SCHED_CODES:
         return None
     return ExitInfo(code=code)
 
 
-def write_task_xml(path: Path, text: str) -> None:
+def task_xml_file(path: Path, text: str) -> RenderedFile:
     """UTF-16 (Python's codec writes the BOM) with Windows line ends."""
-    write_rendered(path, text, newline="\r\n", encoding="utf-16")
+    return RenderedFile(path, text, newline="\r\n", encoding="utf-16")
+
+
+def write_task_xml(path: Path, text: str) -> None:
+    task_xml_file(path, text).write()
 
 
 class TaskSchedulerManager(ServiceManager):
@@ -120,9 +124,12 @@ class TaskSchedulerManager(ServiceManager):
                           f"(Get-ScheduledTask -TaskName '{TASK_NAME}' -ErrorAction Stop).State", timeout=30)
         return result.stdout.strip() if result.returncode == 0 else ""
 
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        return [task_xml_file(self.xml_path, render_task_xml(self.home, user_id=self.user_id))]
+
     def install(self, spec: LaunchSpec) -> None:
         self.prepare_logs()  # llama-server opens its log file, not the folder
-        write_task_xml(self.xml_path, render_task_xml(self.home, user_id=self.user_id))
+        self.rendered(spec)[0].write()
         # /F replaces an existing task of that name (a rerun) without a prompt.
         self.must("schtasks", "/Create", "/TN", TASK_NAME, "/XML", str(self.xml_path), "/F")
 

@@ -15,7 +15,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.home import Home
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, run_command
-from bootstrap.core.templating import render_template, write_rendered
+from bootstrap.core.templating import RenderedFile, render_template
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import (
     SERVICE_ID,
@@ -50,9 +50,11 @@ class WinswManager(ServiceManager):
     def start_script(self) -> Path:
         return self.home.run_bat
 
-    def __init__(self, home: Home, *, winsw_source: Path | None, runner: Runner = run_command) -> None:
+    def __init__(self, home: Home, *, winsw_source: Path | None, runner: Runner = run_command,
+                 offered: bool = False) -> None:
         super().__init__(home, runner=runner)
         self.winsw_source = winsw_source
+        self.offered = offered  # an install's bundle carries WinSW: it is fetched after the confirmation screen
 
     @property
     def exe(self) -> Path:
@@ -70,6 +72,8 @@ class WinswManager(ServiceManager):
         source = self.winsw_source
         if source is not None and Path(source).is_file():
             return True, str(source)
+        if self.offered:
+            return True, "WinSW from the bundle"
         if self.exe.is_file():
             return True, str(self.exe)
         return False, f"WinSW {WINSW_VERSION} not found"
@@ -86,8 +90,12 @@ class WinswManager(ServiceManager):
         result = self.run(str(self.exe), "status", timeout=30)
         return result.stdout.strip().splitlines()[-1].strip() if result.stdout.strip() else "NonExistent"
 
+    def rendered(self, spec: LaunchSpec) -> list[RenderedFile]:
+        return [RenderedFile(self.xml_path, render_winsw_xml(spec, self.home), newline="\r\n")]
+
     def install(self, spec: LaunchSpec) -> None:
-        source = self.winsw_source
+        # WinSW from a bundle, else the copy a previous install left (a rerun that writes the definition again)
+        source = self.winsw_source if self.winsw_source is not None or not self.exe.is_file() else self.exe
         if source is None or not Path(source).is_file():
             raise UnsupportedMachine(t("service.err_winsw_missing", path=source or WINSW_VERSION),
                                      t("service.hint_winsw_missing"))
@@ -99,7 +107,7 @@ class WinswManager(ServiceManager):
         if Path(source).resolve() != self.exe.resolve():
             copy_file(Path(source), self.exe)
         self.prepare_logs()
-        write_rendered(self.xml_path, render_winsw_xml(spec, self.home), newline="\r\n")
+        self.rendered(spec)[0].write()
         self.must(self.exe, "install")
 
     def start(self) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from bootstrap import __version__
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
-from bootstrap.core.templating import render_template, write_rendered
+from bootstrap.core.templating import RenderedFile, render_template
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel
 from bootstrap.render.command_words import group_words
 
@@ -70,24 +70,27 @@ def _flag_items(args: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 
 def _section(name: str, model: Path, mmproj: Path | None, args: Sequence[str], load: bool,
-             spec: LaunchSpec) -> dict[str, object]:
+             spec: LaunchSpec, chat_template: Path | None = None) -> dict[str, object]:
     items: list[tuple[str, str]] = [("model", _path(model, spec))]
     if mmproj is not None:
         items.append(("mmproj", _path(mmproj, spec)))
     items += list(_flag_items(args))
+    if chat_template is not None:  # relative to the home: the router's children run there
+        items.append(("chat-template-file", _path(chat_template, spec)))
     items.append(("load-on-startup", "true" if load else "false"))
     return {"name": check_name(name), "items": items}
 
 
 def render_preset_text(spec: LaunchSpec) -> str:
     """The preset for ``spec``: its default model first (loaded at start), then the others."""
-    sections = [_section(spec.alias, spec.model, spec.mmproj, spec.args, True, spec)]
+    sections = [_section(spec.alias, spec.model, spec.mmproj, spec.args, True, spec, spec.chat_template)]
     names = {spec.alias}
     for other in spec.others:
         if other.name in names:
             raise PresetError(t("preset.same_name", name=other.name), t("library.hint_remove"))
         names.add(other.name)
-        sections.append(_section(other.name, other.model, other.mmproj, other.args, other.load_on_startup, spec))
+        sections.append(_section(other.name, other.model, other.mmproj, other.args, other.load_on_startup, spec,
+                                 other.chat_template))
     return render_template(PRESET_TEMPLATE, version=__version__, sections=sections)
 
 
@@ -105,13 +108,19 @@ def first_model(path: Path) -> str | None:
     return None
 
 
+def preset_file(spec: LaunchSpec, path: Path | None = None) -> RenderedFile:
+    """``models.ini`` as written at ``path`` (by default the spec's own): private, it names every model file."""
+    return RenderedFile(spec.preset_file if path is None else path, render_preset_text(spec),
+                        newline="\r\n" if spec.system == "Windows" else "\n", mode=0o600)
+
+
 def write_preset(spec: LaunchSpec, path: Path | None = None) -> Path:
-    """Write ``models.ini`` (atomically, private: it names every model file) at ``path``, by default the spec's
-    own; a bundle or test renders a Windows home's file from another OS into a local folder."""
-    target = spec.preset_file if path is None else path
-    newline = "\r\n" if spec.system == "Windows" else "\n"
-    write_rendered(target, render_preset_text(spec), newline=newline, mode=0o600)
-    return target
+    """Write ``models.ini`` (atomically) at ``path``, by default the spec's own; a bundle or test renders a Windows
+    home's file from another OS into a local folder."""
+    rendered = preset_file(spec, path)
+    rendered.write()
+    return rendered.path
 
 
-__all__ = ["PresetError", "PresetModel", "check_name", "first_model", "render_preset_text", "write_preset"]
+__all__ = ["PresetError", "PresetModel", "check_name", "first_model", "preset_file", "render_preset_text",
+           "write_preset"]

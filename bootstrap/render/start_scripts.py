@@ -10,13 +10,14 @@ either one, for tests and for bundles built for another OS.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path, PureWindowsPath
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Literal
 
 from bootstrap import __version__
 from bootstrap.core import console
+from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home
-from bootstrap.core.templating import QuotingError, render_template, write_rendered
+from bootstrap.core.templating import QuotingError, RenderedFile, render_template
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.render.command_words import group_words
 
@@ -70,9 +71,31 @@ def windows_relative(value: str, home: str) -> str | None:
     return None if text in ("", ".") else text
 
 
+def bat_names_home(home: str) -> bool:
+    """Whether ``run_qwen.bat`` names the home's files relative to its own folder (``%~dp0``): yes, unless the
+    home's path holds a ``%``. cmd.exe does not carry that one through ``%~dp0`` everywhere (Wine's cmd drops it; a
+    ``%NAME%`` pair is a variable to expand), so the script then writes the home's path itself, ``%`` doubled,
+    which needs it to be ASCII: cmd reads a batch file's bytes in the ANSI code page wherever ``chcp 65001`` is
+    refused (Wine). A Windows home with ``%`` and a non-ASCII character is refused before anything is downloaded
+    (``check_home``): this one rule is what the check and the rendering both ask."""
+    if "%" not in home:
+        return True
+    if not home.isascii():
+        char = next(c for c in home if not c.isascii())
+        raise UsageError(console.t("start.err_home_percent", home=home, char=char),
+                         console.t("start.hint_home_percent"))
+    return False
+
+
+def check_home(home: PurePath | str, system: str) -> None:
+    """Exit 2 for a home this system's start script cannot name (``bat_names_home``); run before any download."""
+    if system == "Windows":
+        bat_names_home(str(home))
+
+
 def _bat_word(value: object, home: str) -> BatWord:
     text = str(value)
-    rel = windows_relative(text, home)
+    rel = windows_relative(text, home) if bat_names_home(home) else None
     return BatWord(rel, True) if rel is not None else BatWord(text, False)
 
 
@@ -82,8 +105,10 @@ def _checked_files(spec: LaunchSpec) -> list[Path]:
     files += [spec.server, spec.model]
     if spec.mmproj is not None:
         files.append(spec.mmproj)
+    if spec.chat_template is not None:
+        files.append(spec.chat_template)
     for other in spec.others:
-        files += [other.model] + ([other.mmproj] if other.mmproj is not None else [])
+        files += [other.model] + [f for f in (other.mmproj, other.chat_template) if f is not None]
     if spec.router:
         files.append(spec.preset_file)
     files.append(spec.api_key_file)
@@ -111,10 +136,26 @@ def render_text(spec: LaunchSpec, which: Which) -> str:
                                **common)
     if which == "bat":
         home = str(spec.home)
-        return render_template(BAT_TEMPLATE, server=_bat_word(program, home),
+        return render_template(BAT_TEMPLATE, folder=None if bat_names_home(home) else home,
+                               server=_bat_word(program, home),
                                checks=[_bat_word(p, home) for p in _checked_files(spec)],
                                lines=[[_bat_word(w, home) for w in line] for line in lines], **common)
     raise ValueError(f"unknown start script kind: {which!r}")
+
+
+def start_files(spec: LaunchSpec, home: Home) -> list[RenderedFile]:
+    """What ``render_start_scripts`` writes for ``spec``, in that order: the router's preset first (a script is never
+    left naming a preset that is not there), then this system's start script."""
+    files = []
+    if spec.router:
+        from bootstrap.render.model_preset import preset_file
+
+        files.append(preset_file(spec, home.root / spec.preset_file.name))
+    if spec.system == "Windows":
+        files.append(RenderedFile(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644))
+    else:
+        files.append(RenderedFile(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755))
+    return files
 
 
 def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
@@ -123,12 +164,8 @@ def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     ``run_qwen.sh`` is executable (0755) with ``\\n`` endings; ``run_qwen.bat`` is UTF-8 without BOM and has
     ``\\r\\n`` endings (cmd.exe misreads labels and ``goto`` in LF-only files).
     """
-    if spec.router:  # the router's preset first: a script is never left naming a preset that is not there
-        from bootstrap.render.model_preset import write_preset
-
-        write_preset(spec, home.root / spec.preset_file.name)
+    for rendered in start_files(spec, home):
+        rendered.write()
     if spec.system == "Windows":
-        write_rendered(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644)
         return StartScripts(sh=None, bat=home.run_bat)
-    write_rendered(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755)
     return StartScripts(sh=home.run_sh, bat=None)

@@ -71,3 +71,9 @@ class TeamService:
             self._systemctl("disable", "--now", UNIT)
             (self.unit_dir / UNIT).unlink(missing_ok=True)
             self._systemctl("daemon-reload")
+
+    def remove(self) -> None:
+        """Stop the unit and delete its file, also where no user manager runs now (uninstall): no unit of the
+        kit's is left to start a gateway whose files are gone."""
+        self.stop()
+        (self.unit_dir / UNIT).unlink(missing_ok=True)

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from bootstrap.core import settings
 from bootstrap.core.console import join_sentences, t
+from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import NOT_FOUND, NOT_STARTED, TIMED_OUT, run_captured, run_command
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.place.engine_failure import MODEL_CORRUPT, MODEL_UNSUPPORTED, EngineFailure, ExitInfo, classify
@@ -237,7 +238,8 @@ def adopt_fit(plan_args: Sequence[str], advice: FitAdvice) -> list[str]:
     kept, at = drop_args(plan_args, _PLACE_FLAGS, _PLACE_BARE)
     out = kept[:at] + list(advice.args()) + kept[at:]
     ctx = _value(out, "-c")
-    if ctx is not None and ctx.isdigit() and 0 < advice.ctx < int(ctx):
+    asked = decimal_int(ctx)
+    if asked is not None and 0 < advice.ctx < asked:
         out[out.index("-c") + 1] = str(advice.ctx)
     return out
 

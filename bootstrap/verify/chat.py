@@ -5,10 +5,11 @@ are in, then 200 ``{"status":"ok"}``), then the OS is asked whether the socket t
 (``register/server_identity.py``: the key is never sent to another program on the port), then ``/v1/models`` with
 the key (the alias must be listed), then whether the server was started with the key
 (``verify/key_guard.py``: read from its command line, not by a request without the key, which llama-server logs as
-"unauthorized"), then one plain and one streamed chat request. Streaming with
+"unauthorized"), then one plain and one streamed chat request, then one tool-call request (``tools_check``: whether
+agent clients can use this server; a "no" is reported and recorded, not a failure). Streaming with
 ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
-(llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports
-name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
+(llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports name
+its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
 """
 
 from __future__ import annotations
@@ -29,11 +30,23 @@ from bootstrap.core.errors import ServerError
 from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
 from bootstrap.fetch.http_session import local_session
-from bootstrap.place.engine_failure import EngineFailed, ExitInfo, classify, clean_lines, read_log_tail
+from bootstrap.place.engine_failure import (
+    NOT_STARTED,
+    EngineFailed,
+    EngineFailure,
+    ExitInfo,
+    classify,
+    clean_lines,
+    read_log_tail,
+)
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
 from bootstrap.verify.key_guard import require_key_guard
+from bootstrap.verify.server_text import one_line as _one_line
+from bootstrap.verify.server_text import server_message as _server_message
+from bootstrap.verify.tools_check import check_tools, tools_line
+from bootstrap.verify.tools_record import ToolsCheck
 from bootstrap.verify.web_page import WebPage, check_web_page, web_page_lines
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
@@ -60,8 +73,9 @@ class VerifyReport:
     curl: str
     python: str
     thinking: bool | None = None  # the server's default (``--reasoning on|off``); None: the chat template decides
-    agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv)
+    agent: str = ""  # the command that runs <home>/venv/examples/agent.py ("" without the venv or without tools)
     web_page: WebPage | None = None  # llama-server's own chat page, checked to load (``web_page``)
+    tools: ToolsCheck | None = None  # the tool-call proof (``tools_check``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,8 +88,14 @@ def last_log_line(path: Path) -> str:
 
 
 def _failed(evidence: Evidence) -> EngineFailed:
-    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``)."""
-    failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
+    """The server is gone: name the cause from how it ended and what it logged (``engine_failure``). No exit status
+    and an empty or missing log: it never ran (a log that does not exist is not named as the place to look)."""
+    if evidence.exit is None and not evidence.log_text.strip():
+        where = evidence.log_where if evidence.log_where and Path(evidence.log_where).is_file() else None
+        failure = EngineFailure(NOT_STARTED, t("failure.no_log", log=where) if where else t("failure.no_log_file"),
+                                log=where)
+    else:
+        failure = classify(evidence.exit, evidence.log_text, log_path=evidence.log_where)
     return failure.error(t("failure.who_server"))
 
 
@@ -135,22 +155,6 @@ def _loading_line(elapsed: float, log_path: Path | None, said: str) -> str:
         detail = _one_line(said, LOADING_DETAIL)
     key = "verify.loading_detail" if detail else "verify.loading"
     return t(key, seconds=int(elapsed), detail=detail)
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _server_message(resp: requests.Response) -> str:
-    """llama-server's ``{"error": {"message": …}}`` as one line, else the start of the body."""
-    try:
-        doc = resp.json()
-    except ValueError:
-        return _one_line(resp.text[:300])
-    if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-        return _one_line(str(doc["error"].get("message", "")))
-    return _one_line(json.dumps(doc)[:300])
 
 
 def checked_json(resp: requests.Response, what: str) -> dict[str, Any]:
@@ -342,6 +346,8 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         reply = str(message.get("content") or message.get("reasoning_content") or "")
         usage = plain.get("usage") or {}
         streamed = _stream(session, spec, auth, prompt, max_tokens, timeout)
+        tools = check_tools(session, spec.base_url, spec.alias, spec.args, auth, router=spec.router,
+                            timeout=timeout)
 
     curl, python = render_snippets(spec)
     return VerifyReport(
@@ -358,8 +364,9 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
         curl=curl,
         python=python,
         thinking=spec.thinking,
-        agent=agent_command(spec),
+        agent=agent_command(spec) if tools.ok else "",  # the example calls a tool: offered where tools work
         web_page=check_web_page(spec),
+        tools=tools,
     )
 
 
@@ -373,6 +380,8 @@ def print_report(report: VerifyReport, speed: Sequence[str] = ()) -> None:
     head += speed
     if report.reply:
         head.append(t("verify.report_reply", reply=report.reply))
+    if report.tools is not None:
+        head.append(tools_line(report.tools))
     blocks = [head, [t("verify.report_curl"), report.curl], [t("verify.report_python"), report.python]]
     if report.agent:
         blocks.append([t("verify.report_agent"), report.agent])

@@ -25,7 +25,8 @@ from bootstrap.core.errors import (
 )
 from bootstrap.core.messages import MESSAGES
 
-CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle", "uninstall"]
+CONTRACT = ["doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle", "uninstall",
+            "launch"]
 # A minimal invocation of each command that parses (its arguments are part of the contract).
 INVOCATIONS = {
     "doctor": ["doctor", "--json"],
@@ -39,6 +40,7 @@ INVOCATIONS = {
     "service": ["service", "status"],
     "bundle": ["bundle", "create", "--out", "usb", "--platform", "linux-x64", "--platform", "windows-x64-cpu"],
     "uninstall": ["uninstall", "--keep-models", "--yes"],
+    "launch": ["launch", "claude", "--model", "m", "--yes"],
 }
 
 
@@ -88,6 +90,26 @@ def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
     assert len(error_lines) == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("hint: ") and last.endswith("Run 'qwenkit --help' for usage.")  # maybe a guess first
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["install", "--ctx", "\u00b2", "--yes"], "error: Argument --ctx: invalid int value '\u00b2'."),
+    (["install", "--ctx", "4096\u00b2", "--yes"], "error: Argument --ctx: invalid int value '4096\u00b2'."),
+    (["install", "--rpc", "10.0.0.1:\u00b2", "--yes"], "error: 10.0.0.1:\u00b2 is not IP:PORT"),
+    (["plan", "--rpc", "10.0.0.1:5005\u00b9"], "error: 10.0.0.1:5005\u00b9 is not IP:PORT"),
+])
+def test_look_alike_digits_are_bad_input_not_a_crash(argv: list[str], error: str, tmp_path: Path) -> None:
+    """``str.isdigit()`` accepts superscript digits that ``int()`` refuses: a number typed with one was an internal
+    error (exit 1, "ValueError: invalid literal for int()"). It is bad input (exit 2), refused before a home is
+    made (``input_checks.decimal_int``, the one test before every ``int()`` of outside text)."""
+    home = tmp_path / "home"
+    env = {**os.environ, "LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "QWENKIT_LANG": "", "QWENKIT_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "bootstrap", *argv], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == error and lines[1].startswith("hint: ") and len(lines) == 2, proc.stderr
+    assert not home.exists()
 
 
 @pytest.mark.parametrize(("argv", "lang", "error", "hint"), [

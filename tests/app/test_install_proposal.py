@@ -3,13 +3,15 @@ speaks of thinking once, only for a model that has a thinking mode."""
 
 from __future__ import annotations
 
+import platform
+import sys
 from pathlib import Path
 
 import pytest
 
 from bootstrap.app.commands.install import show_proposal
 from bootstrap.catalog.models import load_catalog
-from bootstrap.detect.hardware import load_profile
+from bootstrap.detect.hardware import PythonInfo, load_profile
 from bootstrap.install.proposal import Part, Proposal
 from bootstrap.plan.model_facts import catalog_candidates
 from bootstrap.plan.planner import choose
@@ -53,3 +55,29 @@ def test_the_proposal_says_why_another_model_than_the_default(tmp_path: Path,
     assert lines[title].startswith("Plan: Qwen3.5-4B Q4_K_M on the CPU")
     assert lines[title + 1].startswith("  Qwen3.5-4B, not Qwen3.6-35B-A3B: Qwen3.6-35B-A3B fits this machine but "
                                        "answers slowly here, about 10 tokens/s")
+
+
+@pytest.mark.usefixtures("english")
+def test_a_machine_without_python_is_told_no_venv_is_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The screen asks the place stage's own question (``runtime_venv.venv_python_for``): with no Python 3.10-3.13
+    it says no venv is made, where it counted "runtime venv: about 24.7 MiB" and the install then skipped it (a
+    double-click on a Windows PC with no Python, issue 41)."""
+    from dataclasses import replace
+
+    from bootstrap.catalog.model_ref import parse_model_ref
+    from bootstrap.core.home import Home
+    from bootstrap.install.proposal import make_proposal
+
+    hardware = load_profile(TEST_DATA / "hardware" / "rtx3070_8gb_32gb.json")
+    plan = choose(catalog_candidates(load_catalog().model(None), None, tmp_path), hardware)
+
+    def venv_line(pythons: tuple[object, ...]) -> str:
+        proposal = make_proposal(Home(tmp_path / "home"), plan, parse_model_ref(plan.model_id),
+                                 replace(hardware, pythons=pythons), None, port=8080, port_asked=8080,
+                                 manager="script", venv=True, wheels_dir=None)
+        show_proposal(proposal, tmp_path)
+        return next(line for line in capsys.readouterr().err.splitlines() if "runtime venv" in line)
+
+    assert venv_line(()).strip() == "runtime venv: not made (no Python 3.10-3.13 here; the server does not need it)"
+    assert "not made (no Python" in venv_line((PythonInfo(sys.executable, "3.8.10"),))  # one too old: the same
+    assert "about 24.7 MiB" in venv_line((PythonInfo(sys.executable, platform.python_version()),))  # this one

@@ -102,7 +102,7 @@ def test_plan_and_json_keep_their_streams(tmp_path: Path) -> None:
 
 def test_json_is_kept_whole_on_a_code_page_without_chinese(tmp_path: Path) -> None:
     """A redirected stdout on Windows uses the ANSI code page (cp1252 on an English system; seen in the setup.exe
-    under Wine): text lines lose Chinese to ``?`` there, but a ``--json`` document is data and stays exact, escaped."""
+    under Wine): a ``--json`` document is data and stays exact, escaped by JSON itself."""
     env = {**_env(tmp_path / "home", PYTHONIOENCODING="cp1252"), "QWENKIT_LANG": "zh"}
     zh = _run(["plan", "--hardware", HARDWARE, "--json"], {**env, "PYTHONIOENCODING": "utf-8"})
     narrow = _run(["plan", "--hardware", HARDWARE, "--json"], env)
@@ -110,6 +110,20 @@ def test_json_is_kept_whole_on_a_code_page_without_chinese(tmp_path: Path) -> No
     assert narrow.stdout.isascii() and "?" not in "".join(r["text"] for r in json.loads(narrow.stdout)["reasons"])
     assert json.loads(narrow.stdout)["reasons"] == json.loads(zh.stdout)["reasons"]
     assert not zh.stdout.isascii()  # where the stream can hold it, the document is written as it reads
+
+
+def test_text_on_a_code_page_without_chinese_is_escaped_alike_on_both_streams(tmp_path: Path) -> None:
+    """Chinese a stream's code page cannot hold becomes ``\\u5f20`` on stdout and on stderr alike (one rule for
+    both: ``console._encodable``). Before, stdout showed ``?`` (Python's ``strict`` handler, replaced by the kit)
+    while stderr showed the escapes (Python's ``backslashreplace``)."""
+    env = {**_env(tmp_path / "home"), "QWENKIT_LANG": "zh"}
+    for argv, stream in ((["plan", "--hardware", HARDWARE], "stdout"), (["plan", "no-such-model"], "stderr")):
+        wide = _run(argv, {**env, "PYTHONIOENCODING": "utf-8"})
+        narrow = _run(argv, {**env, "PYTHONIOENCODING": "cp1252"}, encoding="cp1252")
+        assert wide.returncode == narrow.returncode
+        text = getattr(wide, stream)
+        assert not text.isascii(), text  # Chinese to show
+        assert getattr(narrow, stream) == text.encode("cp1252", "backslashreplace").decode("cp1252"), stream
 
 
 @pytest.mark.parametrize("argv", [["models", "--hardware", HARDWARE], ["models", "--hardware", HARDWARE, "--json"],

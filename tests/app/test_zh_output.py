@@ -12,6 +12,7 @@ does not end as a Chinese sentence does (。！？).
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -43,13 +44,17 @@ ALLOWED = frozenset({
     # operating systems and their service managers: names
     "Web",  # "Web 服务器" is how Chinese writes a web server
     "Linux", "Windows", "macOS", "Ubuntu", "Debian", "systemd", "launchd", "WinSW", "Python", "PowerShell",
+    # the agent clients and the tools they come with (qwenkit launch): names
+    "Claude", "Code", "Codex", "CLI", "OpenCode", "Aider", "Node", "npm", "Open", "WebUI", "Docker",
 })
 # The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
                            "uninstall", "remove", "start", "stop", "restart", "create", "verify", "auto", "modelscope",
-                           "curl",
-                           "team"})
+                           "curl", "team", "refresh", "users", "launch",
+                           # the clients 'launch' starts or prints settings for, named as typed
+                           "claude", "codex", "opencode", "aider", "openwebui", "dify", "cherry", "studio",
+                           "continue", "langchain", "llamaindex"})
 _NOT_PROSE = [
     re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"),  # quoted literals: commands to type, values the user gave
     re.compile(r"\{[^}]*\}"),  # argparse's choices ({on,off})
@@ -188,7 +193,7 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     dead = f"http://127.0.0.1:{_dead_port()}"
     outputs = [_text(bed, env, "--help")]
     for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "remove",
-                    "uninstall", "team"):
+                    "uninstall", "team", "launch"):
         outputs.append(_text(bed, env, command, "--help"))
     outputs += [
         _text(bed, env, "doctor"),
@@ -208,8 +213,15 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
         # --thinking on: the tiny model has no thinking mode of its own; named, its lines and snippet comments show
         _text(bed, env, "install", "--yes", "--no-service", "--no-venv", "--thinking", "on"),
         _text(bed, env, "status"),
+        # the tiny model has no chat template (--no-jinja): an agent client is refused with the install's reason
+        _text(bed, _with_stand_in(env, tmp_path, "claude"), "launch", "claude", "--yes", "--", "-p", "hi",
+              codes=(2,)),
+        _text(bed, {**env, "PATH": str(tmp_path)}, "launch", "codex", codes=(3,)),  # not installed: how to get it
+        _text(bed, env, "launch", "--print", "openwebui"),
+        _text(bed, env, "launch", "claude", "--restore"),
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "service", "stop"),
+        _text(bed, _with_stand_in(env, tmp_path, "claude"), "launch", "claude", codes=(6,)),  # no server: say so
         _text(bed, env, "status", codes=(0, 6)),  # installed, the server down: what is wrong and how to start it
         _text(bed, env, "service", "status", codes=(0, 3, 6)),
         _text(bed, env, "uninstall", "--yes"),
@@ -257,6 +269,15 @@ def test_every_error_with_a_hint_has_it_in_chinese_too(zh_bed: tuple[InstallBed,
             said[name] = proc.stderr.splitlines()
         assert any(line.startswith("hint: ") for line in said["en"]), (argv, said["en"])
         assert any(line.startswith(_HINT) for line in said["zh"]), (argv, said["zh"])
+
+
+def _with_stand_in(env: dict[str, str], folder: Path, name: str) -> dict[str, str]:
+    """``env`` with a program called ``name`` first on PATH (launch refuses before it would start it)."""
+    program = folder / "stand-in" / name
+    program.parent.mkdir(exist_ok=True)
+    program.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    program.chmod(0o755)
+    return {**env, "PATH": f"{program.parent}{os.pathsep}{env.get('PATH', '')}"}
 
 
 def hardware_names(doctor_json: str) -> tuple[str, ...]:

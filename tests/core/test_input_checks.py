@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bootstrap.core.errors import ExitCode, UsageError
-from bootstrap.core.input_checks import MAX_TEXT, check_text
+from bootstrap.core.input_checks import MAX_TEXT, check_text, decimal_int
 
 pytestmark = pytest.mark.usefixtures("english")
 
@@ -39,3 +39,16 @@ def test_control_characters_are_refused_and_shown_escaped(char: str) -> None:
     message = err.value.message
     assert message.startswith("QWENKIT_HOME holds a control character")
     assert repr(char) in message and char not in message
+
+
+@pytest.mark.parametrize(("text", "signed", "expected"), [
+    ("4096", False, 4096), (" 8192\n", False, 8192), ("007", False, 7), ("-9", True, -9), ("-9", False, None),
+    ("\u00b2", False, None), ("4096\u00b2", False, None), ("\u0664", False, 4), ("\uff14\uff10", False, 40),
+    ("", False, None), (None, False, None), ("-", True, None), ("+5", False, None), ("1_000", False, None),
+    ("9" * 40, False, int("9" * 40)), ("9" * 41, False, None), ("9" * 5000, False, None),
+])
+def test_decimal_int_takes_ascii_digits_only(text: str | None, signed: bool, expected: int | None) -> None:
+    """What ``int()`` would refuse (a superscript, 5000 digits) is not a number here, nor are ``1_000`` and ``+5``:
+    the caller refuses it as bad input. Decimal digits of other scripts (the full-width ``４０`` a Chinese input
+    method types) are read as ``int()`` reads them."""
+    assert decimal_int(text, signed=signed) == expected

@@ -49,7 +49,8 @@ def test_each_source_is_probed_at_once_and_bounded(answering: str, black_hole: s
     env = {"QWENKIT_HF_ENDPOINT": black_hole, "QWENKIT_HF_MIRRORS": dead, "QWENKIT_MODELSCOPE_ENDPOINT": answering}
     start = time.monotonic()
     found = network.read_reach(env)
-    assert time.monotonic() - start < network.REACH_BUDGET + 0.5
+    # Within the budget (slack for a busy machine's thread start-up), never two socket timeouts one after another.
+    assert time.monotonic() - start < min(network.REACH_BUDGET + 1.5, 2 * network.REACH_TIMEOUT)
     assert [(s.name, s.state) for s in found] == [("hf", "timeout"), (dead.removeprefix("http://"), "refused"),
                                                   ("modelscope", "reachable")]
     assert found[2].ms is not None and found[2].ms < 3000

@@ -32,14 +32,34 @@ from bootstrap.core.home import Home
 from bootstrap.detect.hardware import PythonInfo
 from bootstrap.place.runtime_venv import ensure_venv
 from tests.support.llama import end_process, free_port
-from tests.support.tiny_gguf import write_model
+from tests.support.tiny_gguf import SPM_SPACE, build_vocab, spec_for, write_model
 from tests.support.wheelhouse import kit_wheel
 
 KEY = "sk-examples-several-models"
 CHAT, EMBED = "tiny-chat", "tiny-embed"
 READY_S = 180.0
 EXAMPLES = ("agent.py", "rag.py", "roles.py")
-PLAN_TOKENS, STEP_TOKENS = 96, 48  # roles.py's 2048 and 512, shortened for a 512-token context
+PLAN_TOKENS, STEP_TOKENS = 96, 48  # roles.py's 2048 and 512, shortened for the tiny model
+
+
+def _max_token_bytes() -> int:
+    """The most UTF-8 bytes one token of the tiny chat model's vocabulary decodes to (a byte token is one byte)."""
+    tokens, _, _ = build_vocab(spec_for("llama").n_vocab)
+    return max(1 if t.startswith("<0x") else len(t.replace(SPM_SPACE, " ").encode()) for t in tokens)
+
+
+# The planner's reply goes back into each executor's prompt as text, and the model's text re-tokenizes to more
+# tokens than it generated (its numerics, so its words, differ by CPU and thread count). Bounded whatever it writes:
+# a prompt never holds more tokens than UTF-8 bytes (SentencePiece's byte fallback), so the plan costs at most
+# PLAN_TOKENS * _max_token_bytes() tokens; the executor's fixed text (system prompt, task, step, ChatML markers)
+# is under FIXED_BYTES. The chat model's context is sized for that worst case, checked by _check_context_bound.
+FIXED_BYTES = 640
+CHAT_CTX = 2048
+
+
+def _check_context_bound() -> None:
+    worst = FIXED_BYTES + PLAN_TOKENS * _max_token_bytes() + STEP_TOKENS
+    assert worst <= CHAT_CTX, f"the executor's worst-case prompt ({worst} tokens) overflows c = {CHAT_CTX}"
 
 
 @dataclass
@@ -91,9 +111,11 @@ def models_ini(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("router-models")
     chat = write_model("llama", root / "tiny-chat-Q8_0.gguf", dtype="q8_0", n_layer=4)
     embed = write_model("llama", root / "tiny-embed-Q8_0.gguf", dtype="q8_0", n_layer=2, pooling=3, seed=1)
-    common = ["c = 512", "t = 2", "load-on-startup = true"]
-    lines = ["version = 1", "", f"[{CHAT}]", f"model = {chat}", *common, "",
-             f"[{EMBED}]", f"model = {embed}", *common, "embeddings = true", "pooling = last", "ub = 512", "b = 512"]
+    _check_context_bound()
+    common = ["t = 2", "load-on-startup = true"]
+    lines = ["version = 1", "", f"[{CHAT}]", f"model = {chat}", f"c = {CHAT_CTX}", *common, "",
+             f"[{EMBED}]", f"model = {embed}", "c = 512", *common, "embeddings = true", "pooling = last",
+             "ub = 512", "b = 512"]
     path = root / "models.ini"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -238,7 +260,7 @@ def test_roles_switches_thinking_per_request_on_one_server(bed: Bed, router: Rou
                                                            tmp_path: Path) -> None:
     proxy.upstream = router.url
     # The tiny model never ends a reply by itself: its plan fills PLANNER_MAX_TOKENS, which the executors' prompts
-    # then carry, in a 512-token context.
+    # then carry, re-tokenized (CHAT_CTX has room for the worst case).
     roles = bed.example("roles.py", tmp_path, {"PLANNER_MAX_TOKENS = 2048": f"PLANNER_MAX_TOKENS = {PLAN_TOKENS}",
                                                "EXECUTOR_MAX_TOKENS = 512": f"EXECUTOR_MAX_TOKENS = {STEP_TOKENS}"})
     started = time.monotonic()
@@ -252,6 +274,10 @@ def test_roles_switches_thinking_per_request_on_one_server(bed: Bed, router: Rou
     assert thinking == [True, False, False]  # the planner thinks, the two executors do not
     assert all(body["model"] == CHAT and body["stream"] is True for body in proxy.bodies)
     assert [body["max_tokens"] for body in proxy.bodies] == [PLAN_TOKENS, STEP_TOKENS, STEP_TOKENS]
+    for body in proxy.bodies[1:]:  # the context bound's premise: the executor's text besides the plan is small
+        system, user = (message["content"] for message in body["messages"])
+        fixed = system.split("\nPlan:\n", 1)[0] + user
+        assert len(fixed.encode()) + 64 <= FIXED_BYTES, fixed  # 64: ChatML's markers and roles, generously
     assert "== planner (thinking on) ==" in proc.stdout and "== executor, step 2 (thinking off) ==" in proc.stdout
 
 

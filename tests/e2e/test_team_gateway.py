@@ -20,7 +20,17 @@ import pytest
 
 from tests.support import lan
 from tests.support.offline import netns_available
-from tests.support.team_bed import kit, member_url, records, start_gateway, start_member, stream, wait_ready
+from tests.support.team_bed import (
+    GATEWAY_PORT,
+    call,
+    kit,
+    member_url,
+    records,
+    start_gateway,
+    start_member,
+    stream,
+    wait_ready,
+)
 
 pytestmark = [
     pytest.mark.skipif(not netns_available(), reason="unprivileged network namespaces are unavailable here"),
@@ -58,9 +68,12 @@ def test_adding_a_member_checks_it_answers_to_the_key_given(office: lan.Lan, lla
     right.write_text(KEYS["m1"] + "\n")
     added = kit(gateway, home, "team", "add-member", member_url(member), "--key-file", str(right))
     assert added.returncode == 0, added.stderr
-    assert f"added member {member.address} ({member_url(member)}): 2 slots, gemma-3-270m" in added.stderr
-    record = json.loads((home / "team" / "team.json").read_text())
-    assert record["members"] == [{"name": member.address, "url": member_url(member), "key": KEYS["m1"], "slots": 2}]
+    assert f"added member {member.address} ({member_url(member)}): 2 slots in all" in added.stderr
+    [recorded] = json.loads((home / "team" / "team.json").read_text())["members"]
+    assert {k: recorded[k] for k in ("name", "url", "key", "slots")} == {
+        "name": member.address, "url": member_url(member), "key": KEYS["m1"], "slots": 2}
+    [model] = recorded["models"]
+    assert model["slots"] == 2 and model["id"].startswith("gemma-3-270m") and "/" not in model["id"]
 
 
 def test_two_members_behind_the_gateway_serve_a_team_and_survive_one_dying(
@@ -121,3 +134,68 @@ def test_two_members_behind_the_gateway_serve_a_team_and_survive_one_dying(
         stopped = kit(gw, home, "team", "stop")
     assert stopped.returncode == 0 and "gateway stopped" in stopped.stderr
     assert kit(gw, home, "team", "status").returncode == 6
+
+
+def test_keys_are_exact_and_a_removed_or_replaced_key_is_refused_at_once(office: lan.Lan, llama_server: Path,
+                                                                          gemma_gguf: Path, tmp_path: Path) -> None:
+    """Issue 41. Before: a user key with its letters' case swapped opened the gateway (nginx's map ignores case);
+    ``add-user bob`` on a running gateway pointed every member at the gateway's own port (its listeners' ports
+    were read back from nginx.conf), so alice and bob both got 503; ``remove-user`` of the last user left the
+    running gateway on its old settings, alice's key still 200; the gateway was accepted as its own member."""
+    m1, gw, client = office.hosts["m1"], office.hosts["gateway"], office.hosts["client"]
+    start_member(m1, llama_server, gemma_gguf, KEYS["m1"], tmp_path / "m1.log")
+    wait_ready(client, f"{member_url(m1)}/health")
+    home = tmp_path / "home"
+    url, alice = start_gateway(gw, home, {"m1": (m1, KEYS["m1"])}, tmp_path)
+    base = url.removesuffix("/v1")
+    chat = {"max_tokens": 2, "messages": [{"role": "user", "content": "Hi."}]}
+
+    def status_of(key: str) -> int:
+        return call(client, "POST", f"{url}/chat/completions", key, chat)[0]
+
+    try:
+        assert status_of(alice) == 200
+        assert status_of(alice.swapcase()) == 401
+        assert call(client, "GET", f"{url}/models", alice.upper())[0] == 401
+        bob_added = kit(gw, home, "team", "add-user", "bob")
+        assert bob_added.returncode == 0, bob_added.stderr
+        bob = bob_added.stdout.strip()
+        assert (status_of(alice), status_of(bob)) == (200, 200)
+        rotated = kit(gw, home, "team", "rotate-key", "bob")
+        assert rotated.returncode == 0, rotated.stderr
+        new_bob = rotated.stdout.strip()
+        assert (status_of(bob), status_of(new_bob), status_of(alice)) == (401, 200, 200)
+        assert kit(gw, home, "team", "remove-user", "bob").returncode == 0
+        assert (status_of(new_bob), status_of(alice)) == (401, 200)
+        # The gateway as a member of its own team: with a user key, or with any key at its address.
+        (tmp_path / "alice-key").write_text(alice + "\n")
+        (tmp_path / "other-key").write_text("some-other-key-0123456789\n")
+        for key_file in ("alice-key", "other-key"):
+            itself = kit(gw, home, "team", "add-member", base, "--key-file", str(tmp_path / key_file))
+            assert itself.returncode == 2 and "is a team gateway, not a member install" in itself.stderr
+        # The last user removed: the running gateway refuses everyone, and says so.
+        last = kit(gw, home, "team", "remove-user", "alice")
+        assert last.returncode == 0
+        assert "refuses every request" in last.stderr
+        assert status_of(alice) == 401
+        assert call(client, "GET", f"{base}/health", "none")[0] == 200  # still running, as it said
+    finally:
+        assert kit(gw, home, "team", "stop").returncode == 0
+
+
+def test_a_gateway_start_says_its_counts_without_bad_plurals(office: lan.Lan, tmp_path: Path) -> None:
+    gw = office.hosts["gateway"]
+    home = tmp_path / "home"
+    (tmp_path / "key").write_text(KEYS["m1"] + "\n")
+    added = kit(gw, home, "team", "add-member", member_url(office.hosts["m1"]), "--key-file", str(tmp_path / "key"),
+                "--slots", "2", "--name", "pc1")
+    assert added.returncode == 0, added.stderr
+    assert "its models are not known yet" in added.stderr  # m1 serves nothing: no requests go to it
+    assert kit(gw, home, "team", "add-user", "张三").returncode == 0
+    started = kit(gw, home, "team", "start", "--host", gw.address, "--port", str(GATEWAY_PORT))
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "members: 1, users: 1" in started.stderr and "1 users" not in started.stderr
+        assert f"member pc1 ({member_url(office.hosts['m1'])}) is down" in started.stderr
+    finally:
+        assert kit(gw, home, "team", "stop").returncode == 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
 
 from bootstrap.catalog import bundle_manifest
 from bootstrap.catalog.engine_pins import load_pins
@@ -31,6 +32,7 @@ from tests.support.bundle_bed import clean_env, qwenkit
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import ENGINE_REPO, ENGINE_TAG, MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
+from tests.support.llama import free_port
 from tests.support.offline import Offline, netns_available
 from tests.support.wheelhouse import WINDOWS
 
@@ -132,3 +134,44 @@ def test_the_setup_installs_from_the_bundle_under_wine_with_no_network(win_bundl
     assert state["request"]["source"] == str(wine.windows_path(win_bundle.root))
     assert (home / "run_qwen.bat").is_file() and not (home / "run_qwen.sh").exists()
     assert (home / "bin" / "llama-server.exe").is_file() or any(home.glob("**/llama-server.exe"))
+
+
+def test_a_bundles_winsw_is_on_the_screen_and_a_service_that_never_runs_gives_way(win_bundle: WinBundle,
+                                                                                    tmp_path: Path) -> None:
+    """The bundle carries WinSW and Wine counts as administrator: the confirmation screen and the install agree on
+    a WinSW service. Wine starts no service (here WinSW's stand-in registers and "starts" it, and the server never
+    runs), so the install says so with a true reason, removes that registration and runs the start script under
+    the supervisor instead (DESIGN.md §5), exit 0 and serving.
+
+    Before: the screen said "the start script run_qwen.bat only" (it asked without the bundle's WinSW), the install
+    registered WinSW, then ended with exit 6 "llama-server stopped: -" and a hint naming logs\\qwenclientkit.err.log,
+    which did not exist."""
+    prefix = wine.make_prefix(tmp_path / "prefix")
+    home = tmp_path / "服务 S&B" / "QwenClientKit"
+    env = {k: v for k, v in wine.wine_env(prefix).items() if not k.startswith(("QWENKIT_", "LLAMA_", "HF_"))}
+    env.update(QWENKIT_HOME=str(wine.windows_path(home)), QWENKIT_LANG="en", NO_PROXY="127.0.0.1,localhost")
+    port = free_port()
+    setup = ["wine", str(win_bundle.setup)]
+    try:
+        proc = wine.run_until_exit([*setup, "install", "--bundle", str(wine.windows_path(win_bundle.root)), "--yes",
+                                    "--port", str(port)], env, INSTALL_TIMEOUT_S)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs = next(line for line in proc.stderr.splitlines() if line.strip().startswith("runs as"))
+        assert "Windows service via WinSW" in runs, proc.stderr[-3000:]
+        assert "llama-server never ran" in proc.stderr and "no log file was written" in proc.stderr
+        assert "qwenclientkit.err.log" not in proc.stderr
+        assert "registered the server but never ran it" in proc.stderr and "run_qwen.bat" in proc.stderr
+        assert "The server answers" in proc.stdout, proc.stdout[-3000:]
+        state = json.loads((home / "state.json").read_text(encoding="utf-8"))
+        assert state["service"]["manager"] == "script"
+        assert not (home / "service" / "qwenclientkit-service.exe").exists()  # the registration is gone
+        key = (home / "secrets" / "api-key").read_text(encoding="utf-8").strip()
+        chat = requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=120,
+                             headers={"Authorization": f"Bearer {key}"},
+                             json={"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
+        assert chat.status_code == 200, chat.text[:300]
+        assert wine.run_until_exit([*setup, "uninstall", "--yes"], env, 300).returncode == 0
+    finally:
+        subprocess.run(["wineserver", "-k"], env=env, timeout=60, check=False)
+        for server in wine.processes_running("llama-server.exe", str(home)):
+            server.kill()

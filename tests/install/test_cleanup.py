@@ -168,3 +168,21 @@ def test_after_success_without_a_journal_deletes_no_install_file(home: Home) -> 
     assert cleanup.after_success(home, previous, None) == [part]
     assert cleanup.after_success(home, previous, None) == []
     assert model.is_file() and mmproj.is_file() and engine.is_dir()
+
+
+def test_after_success_removes_chat_templates_no_model_is_served_with(home: Home) -> None:
+    """An upgrade writes its model's derived template beside the previous one's (``place/chat_template.py``); once
+    committed, the ones no model names go, the default's and another model's stay."""
+    from bootstrap.record.state import ChatTemplateRecord, LibraryModel
+
+    previous, *_ = previous_install(home)
+    names = {n: write(home.chat_templates_dir / f"qwen3.5-{n}.jinja") for n in ("new", "old", "other")}
+    stray = write(home.chat_templates_dir / "notes.txt")
+
+    def record(name: str) -> ChatTemplateRecord:
+        return ChatTemplateRecord(relative_to_home(home, names[name]), "qwen3.5", ("merge-leading-system",), "00")
+
+    other = LibraryModel("other", "other", "Q4", "chat", previous.files[:1], (), "other", chat_template=record("other"))
+    current = replace(previous, server=replace(previous.server, chat_template=record("new")), library=(other,))
+    assert cleanup.after_success(home, current, None) == [names["old"]]
+    assert names["new"].is_file() and names["other"].is_file() and stray.is_file()

@@ -166,6 +166,24 @@ def test_a_missing_start_script_or_key_is_a_change(home: Home, which: str) -> No
         "the start script or the API key file is missing",)
 
 
+def test_a_missing_chat_template_is_a_change(home: Home) -> None:
+    """The kit's chat template the server starts with (``place/chat_template.py``): gone, the rerun places it again
+    instead of starting a server whose script refuses to run; present, nothing to do."""
+    from bootstrap.record.state import ChatTemplateRecord
+
+    template = home.chat_templates_dir / "qwen3.5-0123456789abcdef.jinja"
+    template.parent.mkdir(parents=True)
+    template.write_text("{{ messages }}", encoding="utf-8")
+    base = installed(home)
+    record = ChatTemplateRecord("chat-templates/qwen3.5-0123456789abcdef.jinja", "qwen3.5", ("merge-leading-system",),
+                                "00" * 32)
+    state = replace(base, server=replace(base.server, chat_template=record))
+    assert check(home, state, wanted_model(None, "tiny"), "auto").up_to_date
+    template.unlink()
+    assert check(home, state, wanted_model(None, "tiny"), "auto").reasons == (
+        "the chat template the server starts with is missing (chat-templates/qwen3.5-0123456789abcdef.jinja)",)
+
+
 def test_every_reason_is_listed_and_the_revision_check_is_skipped(home: Home, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Several changes at once are all reported; with anything changed, no hub check runs (the catalog now follows

@@ -171,6 +171,28 @@ def test_agent_example_runs_against_llama_server(built: tuple[Home, VenvResult],
     assert lines[1].startswith("error: bad arguments") and lines[2] == "error: unknown tool 'x'"
 
 
+def test_agent_example_help_prints_usage_and_asks_nothing(built: tuple[Home, VenvResult], wheels: Path) -> None:
+    """``agent.py --help`` was sent to the model as the question; now it is the usage (exit 0), with the endpoint it
+    would use, and no request is made (the endpoint here does not exist). ``--`` still passes a question that starts
+    with a dash, and an unknown option is a usage error (exit 2)."""
+    home, result = built
+    assert result.python is not None
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    shown = ensure_venv(home, python=PY, endpoint=dead, api_key_file=home.api_key_file, model="qwen",
+                        find_links=wheels, kit_source=kit_wheel(wheels))
+    assert shown.example is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QWENKIT_")}
+    for flag in ("--help", "-h"):
+        helped = run([str(result.python), str(shown.example), flag], env=env)
+        assert helped.returncode == 0, helped.stderr
+        assert helped.stdout.startswith("usage: agent.py [-h] [question ...]") and dead in helped.stdout
+        assert helped.stderr == ""
+    asked = run([str(result.python), str(shown.example), "--", "--help"], env={**env, "QWENKIT_API_KEY": "k"})
+    assert asked.returncode == 1 and "APIConnectionError" in asked.stderr  # asked the (absent) server
+    wrong = run([str(result.python), str(shown.example), "--verbose"], env=env)
+    assert wrong.returncode == 2 and "unrecognized arguments: --verbose" in wrong.stderr
+
+
 def test_unreachable_index_is_one_line_exit_4(tmp_path: Path, wheels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = Home(tmp_path / "bad index")
     monkeypatch.setenv("PIP_RETRIES", "0")  # a network setting we pass through; pip's 5 retries would add ~8 s

@@ -14,19 +14,23 @@ from bootstrap.core.errors import ExitCode, UsageError
 from bootstrap.core.home import Home
 from bootstrap.record.state import (
     AssetRecord,
+    ChatTemplateRecord,
     EngineRecord,
     FileRecord,
     InstallState,
+    LibraryModel,
     RequestRecord,
     ServerRecord,
     ServiceRecord,
     launch_spec,
     load_state,
+    load_tools_check,
     relative_to_home,
     require_state,
     save_state,
 )
 from bootstrap.verify.speed_records import SpecTrial, SpeedCheck, SpeedSample
+from bootstrap.verify.tools_record import ToolsCheck
 from tests.support.hub_fixtures import REPO_ROOT
 
 
@@ -161,3 +165,36 @@ def test_nothing_installed(tmp_path: Path) -> None:
                                                       "QWENKIT_LANG": "en"}, check=False)
     assert proc.returncode == 2
     assert "nothing is installed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_chat_template_and_tools_proof_round_trip_per_model(tmp_path: Path) -> None:
+    """``server.chat_template`` starts the server with the kit's template (``launch_spec``); ``tools`` is what
+    ``qwenkit launch`` reads (``load_tools_check``), for the default model and for another one."""
+    home = Home(tmp_path / "home")
+    template = ChatTemplateRecord("chat-templates/qwen3.5-0123456789abcdef.jinja", "qwen3.5",
+                                  ("merge-leading-system", "system-in-place"), "ab" * 32)
+    base = _state(home, tmp_path / "mmproj.gguf")
+    other = LibraryModel("coder", "coder", "Q4", "chat", base.files[:1], ("-c", "4096"), "coder",
+                         chat_template=replace(template, path=None, problem="system-in-place: x"),
+                         tools=ToolsCheck("no_call", "finish_reason length"))
+    state = replace(base, server=replace(base.server, chat_template=template, tools=ToolsCheck("ok", "get_time({})")),
+                    library=(other,), models_max=2)
+    save_state(home, state)
+    loaded = load_state(home)
+    assert loaded == state
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    assert doc["server"]["tools"] == {"ok": True, "reason": "ok", "detail": "get_time({})"}
+    assert doc["library"][0]["tools"]["ok"] is False
+    spec = launch_spec(loaded, home)
+    assert spec.chat_template == home.root / "chat-templates" / "qwen3.5-0123456789abcdef.jinja"
+    assert spec.others[0].chat_template is None  # the model's own template serves
+    assert load_tools_check(home) == ToolsCheck("ok", "get_time({})")
+    assert load_tools_check(home, "qwen3.6-35b-a3b") == load_tools_check(home)
+    coder = load_tools_check(home, "coder")
+    assert coder is not None and coder.reason == "no_call" and not coder.ok
+    assert load_tools_check(home, "absent") is None
+    # a record from before the proof: not known, never a damaged record
+    del doc["server"]["tools"], doc["server"]["chat_template"]
+    home.state_file.write_text(json.dumps(doc), encoding="utf-8")
+    assert load_tools_check(home) is None and launch_spec(require_state(home), home).chat_template is None
+    assert load_tools_check(Home(tmp_path / "empty")) is None

@@ -32,9 +32,11 @@ from bootstrap.register.managers import (
     FallbackManager,
     HostProbe,
     LaunchdManager,
+    ManagerChoice,
     SystemdManager,
     TaskSchedulerManager,
     WinswManager,
+    choose_for_install,
     choose_manager,
     install_service,
     recorded_manager,
@@ -223,6 +225,23 @@ def test_choose_manager_per_os(home: Home, tmp_path: Path) -> None:
                       WinswManager)
     assert isinstance(choose_manager("Windows", home, admin=False, probe=booted, runner=whoami, winsw=winsw),
                       TaskSchedulerManager)
+
+
+def test_the_install_choice_counts_the_bundles_winsw(home: Home, tmp_path: Path) -> None:
+    """``choose_for_install`` is the one answer the confirmation screen and the register stage share: WinSW that an
+    install's bundle carries (fetched only after the screen) makes the choice WinSW when run as administrator.
+    Before, the screen asked without it ("the start script only") and the install then registered WinSW."""
+    booted = HostProbe(systemd_booted=False, is_root=False, user="li", uid=1000, user_home=tmp_path)
+    whoami = FakeTools({("whoami",): (0, "pc-01\\li\r\n", ""),
+                        ("schtasks", "/Query", "/FO", "CSV", "/NH"): (0, "", "")})  # Wine's: lists nothing
+    assert choose_for_install("Windows", home, service=True, admin=True, winsw_offered=True, probe=booted,
+                              runner=whoami) == ManagerChoice("winsw")
+    no_winsw = choose_for_install("Windows", home, service=True, admin=True, probe=booted, runner=whoami)
+    assert no_winsw.name == "script" and no_winsw.fallback and "lists no tasks" in no_winsw.fallback
+    assert choose_for_install("Windows", home, service=True, admin=False, winsw_offered=True, probe=booted,
+                              runner=whoami).name == "script"
+    assert choose_for_install("Windows", home, service=False, admin=True, winsw_offered=True, probe=booted,
+                              runner=whoami) == ManagerChoice("script", asked=False)
 
 
 def test_recorded_manager_wins(home: Home, tmp_path: Path) -> None:

@@ -221,6 +221,44 @@ def test_windows_keeps_a_shared_folder_on_path_and_a_foreign_exe(tmp_path: Path)
     assert again.record is None and not (folder / "qwenkit.cmd").exists()
 
 
+@pytest.mark.parametrize("last", ["second", "first"])
+def test_the_last_of_two_homes_to_go_takes_the_shared_path_entry(tmp_path: Path, last: str) -> None:
+    """Two homes share the launcher folder: the first install added it to the user PATH, the second found it there
+    and rewrote the launcher for itself. Before, the entry outlived both uninstalls when the second home went last
+    (only the first home's record said "added"); now the folder's mark says it, and whichever uninstall leaves the
+    folder empty removes the entry, in either order."""
+    profile = tmp_path / "Users" / "li"
+    folder = profile / ".local" / "bin"
+    reg = FakeWinreg(DEFAULT)
+    env = {"USERPROFILE": str(profile), "PATH": "C:\\Windows"}
+    first = _windows_home(tmp_path / "a")
+    second = _windows_home(tmp_path / "b")
+    done = [put_on_path(home, "Windows", env=env, registry=WinregEnvironment(reg), broadcast=lambda: None)
+            for home in (first, second)]
+    records = [d.record for d in done]
+    assert records[0] is not None and records[1] is not None
+    assert records[0].path_entry == str(folder) and records[1].path_entry is None
+    order = records if last == "second" else records[::-1]
+    said = remove_launcher(order[0], "Windows", env=env, registry=WinregEnvironment(reg), broadcast=lambda: None)
+    assert str(folder) in reg.values["Path"][0] or last == "first", said
+    remove_launcher(order[1], "Windows", env=env, registry=WinregEnvironment(reg), broadcast=lambda: None)
+    assert reg.values["Path"] == (DEFAULT.rstrip(";"), 2)
+    assert sorted(p.name for p in folder.iterdir()) == []
+
+
+def test_an_entry_the_user_made_is_never_taken(tmp_path: Path) -> None:
+    """The folder on the user PATH before any install of ours: no mark, so no uninstall removes the entry."""
+    profile = tmp_path / "Users" / "li"
+    folder = profile / ".local" / "bin"
+    reg = FakeWinreg(DEFAULT + str(folder))
+    env = {"USERPROFILE": str(profile), "PATH": "C:\\Windows"}
+    done = put_on_path(_windows_home(tmp_path), "Windows", env=env, registry=WinregEnvironment(reg),
+                       broadcast=lambda: None)
+    assert done.record is not None and done.record.path_entry is None
+    remove_launcher(done.record, "Windows", env=env, registry=WinregEnvironment(reg), broadcast=lambda: None)
+    assert reg.values["Path"] == (DEFAULT + str(folder), 2)
+
+
 def test_long_lived_processes_run_the_setups_copy_in_the_home(tmp_path: Path) -> None:
     """The supervisor of a frozen setup runs ``app/<setup>``: copied once (same size and time: not again), the copy
     itself when that is what runs, and the setup where it is when no copy can be made."""

@@ -8,7 +8,9 @@ against cmd's rules; this runs it.
 
 Where Wine's cmd differs from Windows' (seen with Wine 8.0, Debian 12), the case stays with the text tests:
 - a lone ``%`` in the command line that starts the script is dropped, so ``%~dp0`` of a folder named
-  ``100%`` loses it (Windows keeps an unpaired ``%`` outside a batch file);
+  ``100%`` loses it (Windows keeps an unpaired ``%`` outside a batch file), also when the script is started
+  relative to its folder as the supervisor starts it: a home holding ``%`` is written out in the script instead
+  (``start_scripts.bat_names_home``), which ``test_a_home_with_percent_is_written_out_and_runs`` runs here;
 - the batch file's bytes are decoded in the ANSI code page whatever ``chcp 65001`` says, so non-ASCII text
   written in the file (a model path outside the home) is garbled; inside the home the script writes only
   ``%~dp0``-relative ASCII, which is why a Chinese home works here;
@@ -52,11 +54,10 @@ class WinInstall:
     prefix: Path
 
 
-@pytest.fixture
-def win_install(tmp_path: Path, wine_prefix: Path) -> WinInstall:
+def _win_install(tmp_path: Path, wine_prefix: Path, home_dir: str = HOME_DIR) -> WinInstall:
     """A Windows home (on Wine's Z: drive) with the stand-in as its engine, a model outside it, the script."""
     console.set_language("en")
-    home = Home(tmp_path / HOME_DIR / "QwenClientKit")
+    home = Home(tmp_path / home_dir / "QwenClientKit")
     engine = home.root / "engine" / "b10434-win-cpu"
     server = wine.build_recorder(engine / "llama-server.exe")
     model = tmp_path / MODEL_DIR / "qwen^1!.gguf"
@@ -71,6 +72,11 @@ def win_install(tmp_path: Path, wine_prefix: Path) -> WinInstall:
                       alias="qwen3.6-35b-a3b", api_key_file=w(key))  # type: ignore[arg-type]
     assert render_start_scripts(spec, home).bat == home.run_bat
     return WinInstall(home, spec, server, wine_prefix)
+
+
+@pytest.fixture
+def win_install(tmp_path: Path, wine_prefix: Path) -> WinInstall:
+    return _win_install(tmp_path, wine_prefix)
 
 
 def _run(install: WinInstall, *extra: str, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -100,6 +106,23 @@ def test_the_servers_exit_status_is_the_scripts(win_install: WinInstall) -> None
     proc = _run(win_install, QK_EXIT="7")
     assert proc.returncode == 7, proc.stderr
     assert wine.read_record(win_install.server).args[0] == str(win_install.spec.server)
+
+
+def test_a_home_with_percent_is_written_out_and_runs(tmp_path: Path, wine_prefix: Path) -> None:
+    """A home named ``100% A&B!``: before, ``%~dp0`` lost the ``%`` under Wine's cmd, every file of the home was
+    "not found" and the install ended with "llama-server ended before it served (exit code 1)" after the whole
+    download. Now the server gets the home's real paths, started as the supervisor starts it (``cmd /d /c
+    .\\run_qwen.bat`` in the home) and as a double-click does (the script's full path)."""
+    install = _win_install(tmp_path, wine_prefix, "Li 100% A&B!")
+    home = install.home.root
+    env = wine.wine_env(install.prefix)
+    for argv, cwd in ((["wine", "cmd", "/d", "/c", ".\\run_qwen.bat"], home),
+                      (["wine", str(wine.windows_path(install.home.run_bat))], tmp_path)):
+        (install.server.parent / "record.txt").unlink(missing_ok=True)
+        proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=RUN_TIMEOUT_S)
+        assert proc.returncode == 0, proc.stderr
+        assert wine.read_record(install.server).args == install.spec.argv()
+        assert "100% A&B!" in wine.read_record(install.server).args[0]
 
 
 def test_a_missing_file_is_named_and_nothing_starts(win_install: WinInstall) -> None:

@@ -154,3 +154,16 @@ def test_the_router_script_serves_every_model_from_a_hostile_home(tmp_path_facto
         listed = requests.get(f"{spec.base_url}/models", headers=auth, timeout=30).json()
         assert {m["id"]: m["status"]["value"] for m in listed["data"]} == {"tiny-qwen": "loaded",
                                                                            "tiny-embed": "loaded"}
+
+
+def test_the_kits_chat_template_is_each_models_own_line(tmp_path: Path) -> None:
+    """The default model's and another model's derived templates (``place/chat_template.py``), relative to the
+    home like the model files; a model without one gets no line (its own template serves)."""
+    home = tmp_path / "h"
+    spec = _spec(home, chat_template=home / "chat-templates" / "qwen3.5-a.jinja")
+    spec = replace(spec, others=(replace(spec.others[0]),
+                                 replace(spec.others[1], chat_template=home / "chat-templates" / "qwen3.5-b.jinja")))
+    sections = _sections(render_preset_text(spec))
+    assert sections["chat"]["chat-template-file"] == "chat-templates/qwen3.5-a.jinja"
+    assert "chat-template-file" not in sections["embed"]
+    assert sections["see"]["chat-template-file"] == "chat-templates/qwen3.5-b.jinja"

@@ -2,7 +2,8 @@
 checked on its text against cmd.exe's quoting rules (and run by Wine's cmd in test_bat_under_wine.py).
 
 The home path holds a space, both quote kinds, ``%``, ``!``, ``&``, ``$``, a backtick and Chinese characters: each
-breaks a different naive quoting.
+breaks a different naive quoting. A Windows home with ``%`` is written out in the .bat (not through ``%~dp0``, which
+Wine's cmd does not carry it through), so it must be ASCII: with a non-ASCII character it is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ import pytest
 import requests
 
 from bootstrap.core import console
+from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.templating import QuotingError
 from bootstrap.place.api_key import ensure_api_key, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.render.start_scripts import group_words, render_start_scripts, render_text, windows_relative
+from bootstrap.render.start_scripts import (
+    check_home,
+    group_words,
+    render_start_scripts,
+    render_text,
+    windows_relative,
+)
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 
@@ -216,7 +224,7 @@ def test_rendering_is_deterministic(install: Install) -> None:
 
 # --- run_qwen.bat, on its text ---------------------------------------------------------------------------------
 
-WIN_HOME = PureWindowsPath(r"C:\Users\张三\A&B 100%!\QwenClientKit")
+WIN_HOME = PureWindowsPath(r"C:\Users\张三\A&B (1)!\QwenClientKit")  # '%' with Chinese: refused (below)
 WIN_MODEL = PureWindowsPath(r"D:\模型 50%&x\Qwen 100%\qwen^1!.gguf")  # outside the home
 
 
@@ -280,6 +288,37 @@ def test_bat_in_home_paths_are_relative_and_ascii(bat: tuple[bytes, str]) -> Non
     assert "张三" not in text and "A&B" not in text and "QwenClientKit\\" not in text
 
 
+def test_a_bat_home_with_percent_is_written_out_doubled(tmp_path: Path) -> None:
+    """``%~dp0`` loses a ``%`` under Wine's cmd (and a ``%NAME%`` pair is a variable): a home holding one is named
+    in the file itself, every ``%`` doubled, the folder ``pushd`` goes to included; nothing is relative to it."""
+    home = PureWindowsPath(r"C:\Users\li\100% A&B!\QwenClientKit")
+    engine = home / "engine" / "b10434-win-cpu-x64"
+    spec = _win_spec(home=home, engine_dir=engine, server=engine / "llama-server.exe",
+                     mmproj=home / "models" / "m.gguf", api_key_file=home / "secrets" / "api-key")
+    lines = render_text(spec, "bat").split("\n")
+    assert '"C:\\Users\\li\\100%% A&B!\\QwenClientKit\\engine\\b10434-win-cpu-x64\\llama-server.exe" ^' in lines
+    assert 'pushd "C:\\Users\\li\\100%% A&B!\\QwenClientKit"' in lines
+    assert not any("%~dp0" in line for line in lines)
+    assert 'set "QK_FILE=C:\\Users\\li\\100%% A&B!\\QwenClientKit\\models\\m.gguf"' in lines
+
+
+def test_a_bat_home_with_percent_and_chinese_is_refused(tmp_path: Path) -> None:
+    """Written out, a non-ASCII home would be read in the ANSI code page where ``chcp 65001`` is refused (Wine):
+    exit 2, one line naming both characters, before anything is written (``check_home`` asks the same rule before
+    any download)."""
+    home = PureWindowsPath(r"C:\Users\张三\100%\QwenClientKit")
+    spec = _win_spec(home=home, server=home / "engine" / "llama-server.exe")
+    with pytest.raises(UsageError) as caught:
+        render_start_scripts(spec, Home(tmp_path))
+    assert caught.value.exit_code == 2 and "'%'" in caught.value.message and "'张'" in caught.value.message
+    assert caught.value.hint and "--home" in caught.value.hint
+    assert not (tmp_path / "run_qwen.bat").exists()
+    check_home(r"C:\Users\li\100%\QwenClientKit", "Windows")  # ASCII: fine
+    check_home("/home/张三/100%", "Linux")  # run_qwen.sh quotes anything
+    with pytest.raises(UsageError):
+        check_home(home, "Windows")
+
+
 def test_bat_values_outside_home_are_quoted_with_percent_doubled(bat: tuple[bytes, str]) -> None:
     _, text = bat
     assert r'"-m" "D:\模型 50%%&x\Qwen 100%%\qwen^1!.gguf"' in text
@@ -321,7 +360,10 @@ def test_bat_checks_each_file(bat: tuple[bytes, str]) -> None:
     lines = bat[1].split("\r\n")
     assert 'set "QK_FILE=%~dp0engine\\b10434-win-cuda-13\\llama-server.exe"' in lines
     assert r'set "QK_FILE=D:\模型 50%%&x\Qwen 100%%\qwen^1!.gguf"' in lines
-    assert lines.count('if not exist "%QK_FILE%" goto :missing') == 4
+    assert 'if not exist "%~dp0engine\\b10434-win-cuda-13\\llama-server.exe" goto :missing' in lines
+    assert r'if not exist "D:\模型 50%%&x\Qwen 100%%\qwen^1!.gguf" goto :missing' in lines
+    assert sum(line.startswith("if not exist ") and line.endswith(" goto :missing") for line in lines) == 4
+    assert not any("%QK_FILE%" in line for line in lines if line.startswith("if "))  # Wine expands it again
     assert '>&2 echo run_qwen.bat: file not found: "%QK_FILE%" - run qwenkit install again' in lines
 
 
@@ -384,3 +426,27 @@ def test_the_key_file_is_relative_to_the_home_only_on_windows(install: Install) 
     assert outside.key_file_arg() == r"D:\keys\api-key"
     assert install.spec.key_file_arg() == str(install.home.api_key_file)
     assert install.spec.argv()[-1] == str(install.home.api_key_file)
+
+
+def test_bat_names_the_kits_chat_template_relative_to_the_home(tmp_path: Path) -> None:
+    """``--chat-template-file`` is read like the key file (``read_file``: a narrow ``std::ifstream``), so on Windows it
+    is relative to the home the server runs in (``LaunchSpec.home_file_arg``); the script checks it exists."""
+    template = WIN_HOME / "chat-templates" / "qwen3.5-0123456789abcdef.jinja"
+    scripts = render_start_scripts(_win_spec(chat_template=template), Home(tmp_path))
+    assert scripts.bat is not None
+    text = scripts.bat.read_text(encoding="utf-8")
+    assert '"--chat-template-file" "chat-templates\\qwen3.5-0123456789abcdef.jinja"' in text
+    assert "%~dp0chat-templates\\qwen3.5-0123456789abcdef.jinja" in text  # the file check
+
+
+def test_sh_passes_the_kits_chat_template_after_the_plan_flags(tmp_path: Path) -> None:
+    home = Home(tmp_path / "h")
+    template = home.chat_templates_dir / "qwen3.5-0123456789abcdef.jinja"
+    spec = LaunchSpec(home=home.root, system="Linux", engine_dir=home.root / "engine",
+                      server=home.root / "engine" / "llama-server", model=home.models_dir / "m.gguf", mmproj=None,
+                      args=("-c", "4096", "--jinja"), alias="qwen", api_key_file=home.api_key_file,
+                      chat_template=template)
+    argv = spec.server_args()
+    assert argv[argv.index("--jinja") + 1:argv.index("--alias")] == ["--chat-template-file", str(template)]
+    scripts = render_start_scripts(spec, home)
+    assert scripts.sh is not None and f"--chat-template-file {template}" in scripts.sh.read_text(encoding="utf-8")

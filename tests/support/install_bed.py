@@ -34,6 +34,11 @@ MTP_MODEL_ID = "tiny-mtp"
 # The test bed has no GPU, where the planner never turns the head on: the catalog entry's server_args do, as a
 # catalog may for any model (engine_flags.with_overrides).
 MTP_ARGS = ("--spec-type", "draft-mtp", "--spec-draft-n-max", "2")
+# The tiny model with the Qwen3.5/3.6 family's chat template and tokenizer (tests/support/qwen_chat_model.py), for
+# installs that serve tools, JSON schemas, thinking and the agent clients' protocols.
+QWEN_MODEL_REPO = "qwenkit-test/tiny-qwen-chat-GGUF"
+QWEN_MODEL_FILE = "tiny-qwen-chat-Q8_0.gguf"
+QWEN_MODEL_ID = "tiny-qwen-chat"
 
 
 def write_chat_model(path: Path, *, seed: int = 0) -> Path:
@@ -57,6 +62,14 @@ def mtp_catalog_text(revision: str, *, draft: bool = True) -> str:
                         server_args=(*SERVER_ARGS, *(MTP_ARGS if draft else ())))
 
 
+def qwen_catalog_text(revision: str, *, server_args: Sequence[str] = SERVER_ARGS) -> str:
+    """A one-model catalog for the Qwen chat model pinned to ``revision``: it thinks (``thinks = true``), so the
+    server gets ``--reasoning off``, as for the shipped catalog's Qwen3.6 entries."""
+    return catalog_text(revision, model_id=QWEN_MODEL_ID, repo=QWEN_MODEL_REPO, file=QWEN_MODEL_FILE,
+                        title="Tiny Qwen chat (test)", architecture="qwen35moe", server_args=server_args,
+                        thinks=True)
+
+
 def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str, Path] | None = None) -> str:
     """Serve the test bed's llama-server as the pinned release, under both Linux asset names (a machine without a
     GPU gets ubuntu-x64, one with a GPU the Vulkan build); ``variants`` serves other archives (stand-in builds)
@@ -69,9 +82,11 @@ def serve_engine(hub: LoopbackHub, engine_asset: Path, *, variants: Mapping[str,
 
 def model_block(revision: str, *, model_id: str = MODEL_ID, repo: str = MODEL_REPO, file: str = MODEL_FILE,
                 server_args: Sequence[str] = SERVER_ARGS, title: str = "Tiny chat (test)",
-                architecture: str = "llama", quant: str = "Q8_0") -> str:
-    """One ``[[models]]`` entry pinned to ``revision`` on both hubs (no shape: the planner reads the header)."""
+                architecture: str = "llama", quant: str = "Q8_0", thinks: bool | None = None) -> str:
+    """One ``[[models]]`` entry pinned to ``revision`` on both hubs (no shape: the planner reads the header);
+    ``thinks``: the catalog's ``thinks`` key (the server then gets ``--reasoning off``)."""
     args = ", ".join(f'"{a}"' for a in server_args)
+    thinking = "" if thinks is None else f"thinks = {str(thinks).lower()}\n"
     return f'''
 [[models]]
 id = "{model_id}"
@@ -84,7 +99,7 @@ repos = [
 ]
 quants = [ {{ name = "{quant}", file = "{file}" }} ]
 server_args = [{args}]
-'''
+{thinking}'''
 
 
 def catalog_text(revision: str, *, model_id: str = MODEL_ID, **fields: object) -> str:

@@ -45,14 +45,19 @@ def _holder(argv: Sequence[str]) -> subprocess.Popen[bytes]:
 
 
 def _wait_for_namespace(proc: subprocess.Popen[bytes], *others: str) -> None:
-    """Until ``proc`` (the ``sleep`` it execs in the end) is in a network namespace none of ``others``."""
+    """Until ``proc`` has become the ``sleep`` it execs in the end, in a network namespace none of ``others``.
+
+    The namespace appears with the ``unshare`` call, before ``--map-root-user`` writes the user namespace's uid
+    map; entered in between, ``ip`` is not root there and fails (seen under load: "ip link add br0" exit 2). The
+    exec of ``sleep`` comes after the map, so it is the sign that the namespace is ready."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
             raise RuntimeError(f"could not make a network namespace: {error.strip()}")
         with contextlib.suppress(OSError):
-            if str(Path(f"/proc/{proc.pid}/ns/net").readlink()) not in others:
+            if (Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep"
+                    and str(Path(f"/proc/{proc.pid}/ns/net").readlink()) not in others):
                 return
         time.sleep(0.05)
     raise TimeoutError("the network namespace did not appear")

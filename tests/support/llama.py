@@ -119,6 +119,13 @@ class LlamaServer:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
+    def post(self, path: str, body: dict[str, Any], *, timeout: float = 120.0) -> Any:
+        """POST ``body`` as JSON to ``path`` (``/apply-template``, ``/tokenize``…) and return the JSON answer; raises
+        on HTTP errors."""
+        resp = requests.post(f"{self.base_url}{path}", json=body, headers=self.headers(), timeout=timeout)
+        resp.raise_for_status()
+        return resp.json()
+
     def chat(self, content: str, *, max_tokens: int = 16, timeout: float = 120.0, **extra: Any) -> dict[str, Any]:
         """POST ``/v1/chat/completions`` (non-streaming, greedy) and return the JSON body; raises on HTTP errors."""
         body: dict[str, Any] = {

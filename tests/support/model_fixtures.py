@@ -1,7 +1,8 @@
 """Pytest fixtures that hand out tiny random GGUF models (``tests/support/tiny_gguf.py``).
 
 Loaded by ``tests/conftest.py`` through ``pytest_plugins``. Models are written on demand (well under a second
-each) into pytest's temporary directories, never into the repository or the shared test bed cache.
+each) into pytest's temporary directories, never into the repository; the one exception is the Qwen chat model
+(``qwen_chat_gguf``), built once from the pinned llama.cpp sources into the shared test bed cache.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.qwen_chat_model import qwen_chat_model
 from tests.support.tiny_gguf import ARCHES, write_model
 
 
@@ -38,3 +40,10 @@ def make_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., P
         return write_model(arch, root / f"tiny-{arch}-{next(counter)}.gguf", seed=seed, **overrides)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def qwen_chat_gguf() -> Path:
+    """The tiny model with the Qwen3.5/3.6 family's real chat template and tokenizer (``qwen_chat_model.py``):
+    tool calls, JSON schemas and thinking switches work with it. Cached in the test bed cache; read-only."""
+    return qwen_chat_model()

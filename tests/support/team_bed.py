@@ -1,8 +1,9 @@
 """The team endpoint's bed on the LAN of network namespaces (tests/support/lan.py): members, the gateway, clients.
 
-Shared by the e2e test (tests/e2e/test_team_gateway.py) and the bench (scripts/bench_team.py): each member is the
-test bed's real llama-server bound to its host's LAN address with a key of its own; the gateway host runs the kit's
-``qwenkit team`` commands; the client host runs ``stream_clients.py``.
+Shared by the e2e tests (tests/e2e/test_team_gateway.py, test_team_routing.py) and the bench (scripts/bench_team.py):
+each member is the test bed's real llama-server bound to its host's LAN address with a key of its own, serving one
+model or several (router mode, ``start_router_member``); the gateway host runs the kit's ``qwenkit team`` commands;
+the client host runs ``stream_clients.py`` or single requests (``call``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,44 @@ def start_member(host: lan.Host, binary: Path, model: Path, key: str, log: Path,
     with log.open("ab") as sink:
         return host.popen([str(binary), "-m", str(model), "--host", host.address, "--port", str(PORT),
                            "--api-key", key, *args], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def start_router_member(host: lan.Host, binary: Path, sections: dict[str, dict[str, str]], key: str, log: Path,
+                        work: Path) -> subprocess.Popen[bytes]:
+    """A member serving several models (llama-server's router mode, ``--models-preset``): ``sections`` maps each
+    model's name to its preset lines (llama.cpp ``tools/server/README.md`` "Model presets")."""
+    preset = work / f"{host.name}-models.ini"
+    lines = ["version = 1"]
+    for name, items in sections.items():
+        lines += ["", f"[{name}]", *(f"{flag} = {value}" for flag, value in items.items())]
+    preset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with log.open("ab") as sink:
+        return host.popen([str(binary), "--models-preset", str(preset), "--host", host.address, "--port", str(PORT),
+                           "--api-key", key], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+_CALL = """
+import json, sys, urllib.error, urllib.request as u
+method, url, key, body = sys.argv[1:5]
+headers = {"Content-Type": "application/json"}
+if key != "none":
+    headers["Authorization"] = "Bearer " + key
+request = u.Request(url, data=body.encode() if body else None, method=method, headers=headers)
+try:
+    reply = u.build_opener(u.ProxyHandler({})).open(request, timeout=120)
+    status, text = reply.status, reply.read().decode("utf-8", "replace")
+except urllib.error.HTTPError as exc:
+    status, text = exc.code, exc.read().decode("utf-8", "replace")
+print(json.dumps({"status": status, "text": text}))
+"""
+
+
+def call(client: lan.Host, method: str, url: str, key: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
+    """One request from ``client`` (``key`` "none": no Authorization header); the status and the body's text."""
+    done = client.run([sys.executable, "-I", "-c", _CALL, method, url, key, json.dumps(body) if body else ""],
+                      text=True, timeout=180)
+    answer = json.loads(done.stdout)
+    return int(answer["status"]), str(answer["text"])
 
 
 def wait_ready(client: lan.Host, url: str, timeout: float = 120,

@@ -206,6 +206,42 @@ def text_token_ids(tokens: list[str], types: list[int]) -> list[int]:
             if k == int(TokenType.NORMAL) and tok.startswith(SPM_SPACE) and len(tok) > 2]
 
 
+@dataclass(frozen=True)
+class Vocab:
+    """A tokenizer written instead of the generated SPM one: a real model's vocabulary (a BPE one with its merges
+    and pre-tokenizer, say), for tests that need real special tokens or grammars a toy vocabulary cannot spell.
+
+    Keys as llama.cpp reads them (``src/llama-vocab.cpp`` ``llama_vocab::impl::load``): ``tokenizer.ggml.model``
+    ("gpt2" for byte-level BPE), ``tokenizer.ggml.pre``, ``tokens``, ``token_type``, ``merges`` (BPE) or
+    ``scores`` (SPM)."""
+
+    model: str
+    tokens: list[str]
+    types: list[int]
+    eos_id: int
+    bos_id: int | None = None
+    pad_id: int | None = None
+    pre: str | None = None
+    merges: list[str] | None = None
+    scores: list[float] | None = None
+
+    def metadata(self) -> list[tuple[str, str, Any]]:
+        kv: list[tuple[str, str, Any]] = [("tokenizer.ggml.model", "str", self.model)]
+        if self.pre is not None:
+            kv.append(("tokenizer.ggml.pre", "str", self.pre))
+        kv += [("tokenizer.ggml.tokens", "arr", self.tokens), ("tokenizer.ggml.token_type", "arr", self.types)]
+        if self.merges is not None:
+            kv.append(("tokenizer.ggml.merges", "arr", self.merges))
+        if self.scores is not None:
+            kv.append(("tokenizer.ggml.scores", "arr", self.scores))
+        kv.append(("tokenizer.ggml.eos_token_id", "u32", self.eos_id))
+        if self.bos_id is not None:
+            kv.append(("tokenizer.ggml.bos_token_id", "u32", self.bos_id))
+        if self.pad_id is not None:
+            kv.append(("tokenizer.ggml.padding_token_id", "u32", self.pad_id))
+        return kv
+
+
 # --------------------------------------------------------------------------------------------------------
 # tensors
 
@@ -416,7 +452,7 @@ def _mrope_sections(n_rot: int) -> list[int]:
     return [a, a, half - 2 * a, 0]
 
 
-def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
+def _metadata(spec: TinySpec, vocab: Vocab | None = None) -> list[tuple[str, str, Any]]:
     """(key, kind, value) triples; kind is u32/f32/str/bool/arr. Keys per llama-arch.cpp's LLM_KV table."""
     a = spec.arch
     n_rot = spec.rope_dim if spec.rope_dim is not None else spec.head_dim
@@ -459,15 +495,20 @@ def _metadata(spec: TinySpec) -> list[tuple[str, str, Any]]:
         ]
         if spec.mtp_layers:
             kv.append((f"{a}.nextn_predict_layers", "u32", spec.mtp_layers))
-    tokens, scores, types = build_vocab(spec.n_vocab)
+    if vocab is not None:
+        kv += vocab.metadata()
+    else:
+        tokens, scores, types = build_vocab(spec.n_vocab)
+        kv += [
+            ("tokenizer.ggml.model", "str", "llama"),
+            ("tokenizer.ggml.tokens", "arr", tokens),
+            ("tokenizer.ggml.scores", "arr", scores),
+            ("tokenizer.ggml.token_type", "arr", types),
+            ("tokenizer.ggml.bos_token_id", "u32", 1),
+            ("tokenizer.ggml.eos_token_id", "u32", IM_END_ID),
+            ("tokenizer.ggml.unknown_token_id", "u32", 0),
+        ]
     kv += [
-        ("tokenizer.ggml.model", "str", "llama"),
-        ("tokenizer.ggml.tokens", "arr", tokens),
-        ("tokenizer.ggml.scores", "arr", scores),
-        ("tokenizer.ggml.token_type", "arr", types),
-        ("tokenizer.ggml.bos_token_id", "u32", 1),
-        ("tokenizer.ggml.eos_token_id", "u32", IM_END_ID),
-        ("tokenizer.ggml.unknown_token_id", "u32", 0),
         ("tokenizer.ggml.add_bos_token", "bool", False),
         ("tokenizer.chat_template", "str", spec.chat_template),
     ]
@@ -495,27 +536,42 @@ def _check(spec: TinySpec) -> None:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}")
 
 
-def write_model(arch: str, path: Path, *, seed: int = 0, **overrides: Any) -> Path:
+# A hook that sets chosen weights after the random ones are drawn (in float, before quantization): the tensors by
+# name (numpy arrays in reversed ggml order, as ``_Tensors`` holds them) and the spec.
+WeightHook = Callable[[dict[str, np.ndarray], TinySpec], None]
+
+
+def write_model(arch: str, path: Path, *, seed: int = 0, vocab: Vocab | None = None,
+                weights: WeightHook | None = None, **overrides: Any) -> Path:
     """Write a tiny random ``arch`` model to ``path`` (TinySpec fields as ``overrides``) and return ``path``.
 
     Deterministic for a given (arch, overrides, seed). ``omit_tensors``/``omit_keys`` leave named items out,
-    for tests of llama-server's load errors.
+    for tests of llama-server's load errors. ``vocab``: a real tokenizer instead of the generated one (its size
+    sets ``n_vocab``; no output rows are silenced: ``weights`` decides what the model says). ``weights``: chosen
+    weights over the random ones (tests/support/qwen_chat_model.py designs a model that answers that way).
     """
+    if vocab is not None:
+        overrides["n_vocab"] = len(vocab.tokens)
     spec = spec_for(arch, **overrides)
     _check(spec)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    tokens, _, types = build_vocab(spec.n_vocab)
-    words = set(text_token_ids(tokens, types))
-    quiet = [i for i in range(len(tokens)) if i not in words]
+    if vocab is None:
+        tokens, _, types = build_vocab(spec.n_vocab)
+        words = set(text_token_ids(tokens, types))
+        quiet = [i for i in range(len(tokens)) if i not in words]
+    else:
+        quiet = []
     t = _Tensors(spec, seed)
-    _tensors_common(t, len(tokens), quiet)
+    _tensors_common(t, spec.n_vocab, quiet)
     _ARCH_TENSORS[arch](t)
+    if weights is not None:
+        weights(t.items, spec)
 
     writer = GGUFWriter(path, arch)  # writes general.architecture (and general.alignment default)
     try:
-        for key, kind, value in _metadata(spec):
+        for key, kind, value in _metadata(spec, vocab):
             if key in spec.omit_keys:
                 continue
             if kind == "u32":

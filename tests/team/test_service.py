@@ -77,3 +77,14 @@ def test_without_one_it_says_the_gateway_will_not_come_back_after_a_restart(
     assert "runs until this PC restarts" in capsys.readouterr().err
     assert not (tmp_path / "units").exists()
     assert TeamService(Home(tmp_path / "h"), runner=runner, booted=False).systemd() is False
+
+
+def test_uninstall_takes_the_unit_away_even_where_its_manager_is_not_running_now(tmp_path: Path) -> None:
+    """A unit registered while a user manager ran, then ``qwenkit uninstall`` where none runs (a session without
+    systemd): the unit file still goes, so no unit of the kit's is left to start a gateway whose files are gone."""
+    home = Home(tmp_path / "home")
+    TeamService(home, runner=Recorder(), booted=True, unit_dir=tmp_path / "units").start(["/usr/sbin/nginx"])
+    assert (tmp_path / "units" / UNIT).is_file()
+    later = TeamService(home, runner=Recorder(running="offline"), booted=True, unit_dir=tmp_path / "units")
+    later.remove()
+    assert not (tmp_path / "units" / UNIT).exists()

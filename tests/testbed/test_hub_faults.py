@@ -401,26 +401,24 @@ def test_stall_delays_headers(hub: LoopbackHub, repo: str, http: requests.Sessio
     hub.inject("stall", path_glob="config.json", seconds=1.5)
     with pytest.raises(requests.exceptions.ReadTimeout):
         http.get(url, timeout=(TIMEOUT, 0.3))
-    hub.inject("stall", path_glob="config.json", seconds=0.6)
+    stall = hub.inject("stall", path_glob="config.json", seconds=0.6)
     t0 = time.monotonic()
     assert http.get(url, timeout=TIMEOUT).content == SMALL
     assert time.monotonic() - t0 >= 0.55
-    t0 = time.monotonic()
     assert http.get(url, timeout=TIMEOUT).content == SMALL
-    assert time.monotonic() - t0 < 0.5
+    assert stall.hits == 1 and stall.exhausted  # armed once: the second request was not stalled (no timing needed)
 
 
 def test_throttle_caps_bytes_per_second(hub: LoopbackHub, repo: str, http: requests.Session) -> None:
     url = cdn_url(http, hub, "weights/big.bin")
-    hub.inject("throttle", path_glob="weights/big.bin", rate=100_000)
+    throttle = hub.inject("throttle", path_glob="weights/big.bin", rate=100_000)
     t0 = time.monotonic()
     r = http.get(url, headers={"Range": "bytes=0-119999"}, timeout=TIMEOUT)
     slow = time.monotonic() - t0
     assert r.content == BIG[:120_000]
-    assert 1.0 <= slow < 5
-    t0 = time.monotonic()
+    assert slow >= 1.0  # 120,000 bytes at 100,000 B/s: a lower bound holds on a busy machine too
     assert http.get(url, headers={"Range": "bytes=0-119999"}, timeout=TIMEOUT).content == BIG[:120_000]
-    assert time.monotonic() - t0 < 0.5
+    assert throttle.hits == 1 and throttle.exhausted  # the second request was served unthrottled
 
 
 def test_corrupt_flips_one_byte_at_absolute_offset(hub: LoopbackHub, repo: str, http: requests.Session) -> None:

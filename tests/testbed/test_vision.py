@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from pathlib import Path
 
 import requests
@@ -47,16 +46,13 @@ def test_tiny_vision_pair_answers_an_image_request(llama_server: Path, tmp_path:
     args = ["--mmproj", str(mmproj), "-c", "512", "-t", "2", "-lv", "4"]
     with LlamaServer(llama_server, model, args, api_key=KEY, ready_timeout=120) as srv:
         url = f"{srv.base_url}/v1/chat/completions"
-        started = time.monotonic()
-        resp = requests.post(url, json=body, headers=srv.headers(), timeout=60)
-        elapsed = time.monotonic() - started
+        resp = requests.post(url, json=body, headers=srv.headers(), timeout=120)  # a bound, not a speed claim
         unauthorized = requests.post(url, json=body, timeout=60)
     log = srv.log()  # after the stop: llama.cpp's log is written by a worker thread and can lag the response
 
     assert resp.status_code == 200, resp.text
     answer = resp.json()
     assert answer["choices"][0]["message"]["content"].strip(), answer
-    assert elapsed < 30, f"image request took {elapsed:.2f} s"
     assert unauthorized.status_code == 401, unauthorized.text
 
     assert f"loaded multimodal model, '{mmproj}'" in log

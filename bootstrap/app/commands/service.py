@@ -41,6 +41,7 @@ from bootstrap.register.managers import (
     this_system,
     uninstall_service,
 )
+from bootstrap.register.rendered_check import render_again
 from bootstrap.register.server_health import public_health
 from bootstrap.register.server_identity import PortHolder, foreign_hint, port_holder, require_ours
 
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
             console.out(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
         if action == "restart":  # a manager's start of a running server may leave it as it is: stop it first
             manager.stop()
+        render_again(spec, home, manager)  # what starts is what this install renders (register/rendered_check.py)
         _start(manager, spec, wait_s=wait_s)
     elif action == "stop":
         running = manager.status().active or (spec is not None and port_holder(spec).ours)

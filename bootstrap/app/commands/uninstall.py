@@ -2,7 +2,9 @@
 put in the home.
 
 What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.py``; this command asks first
-(default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed.
+(default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed. A home that is also
+a team gateway or an RPC worker (``qwenkit team``) has its team room taken first (``bootstrap/team/teardown.py``:
+the gateway and the worker stopped, ``team/`` with every key deleted), so nothing the kit started outlives it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from bootstrap.core import console
-from bootstrap.core.console import join_names, t
+from bootstrap.core.console import join_items, join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
@@ -29,22 +31,33 @@ from bootstrap.install.uninstall import (
 )
 from bootstrap.register.base import Runner
 from bootstrap.register.managers import HostProbe
+from bootstrap.team import teardown
 
 
 def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Runner = run_command) -> int:
     """Uninstall from the home; ``probe``/``runner`` reach the service managers (tests)."""
     home = resolve_home(getattr(args, "home", None))
     keep_models = bool(getattr(args, "keep_models", False))
+    team = home.root.is_dir() and teardown.present(home)
     if getattr(args, "json", False):
-        return _run_json(home, keep_models, bool(getattr(args, "yes", False)), probe, runner)
-    if not home.root.is_dir() or not is_ours(home):
+        return _run_json(home, keep_models, bool(getattr(args, "yes", False)), team, probe, runner)
+    if not home.root.is_dir() or not (is_ours(home) or team):
         console.out(t("uninstall.nothing", home=home.root))
         if home.root.is_dir() and our_entries(home, keep_models=False):
             console.out(t("uninstall.not_ours", home=home.root))
         return 0
+    if team:
+        _say_team(home)
     # Ask before locking: an open prompt must not block an install, and a refusal leaves the home untouched.
-    if our_entries(home, keep_models) and not _confirm(home, keep_models, bool(getattr(args, "yes", False))):
+    if ((our_entries(home, keep_models) or team)
+            and not _confirm(home, keep_models, bool(getattr(args, "yes", False)))):
         console.info(t("uninstall.cancelled"))
+        return 0
+    if team:
+        _remove_team(home)
+    if not is_ours(home):  # a gateway PC with no install of its own
+        _report_home(home, tidy_home(home))
+        console.out_ok(t("uninstall.done"))
         return 0
     removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner)
     if removal is None:
@@ -57,15 +70,19 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     return 0
 
 
-def _run_json(home: Home, keep_models: bool, assume_yes: bool, probe: HostProbe | None, runner: Runner) -> int:
+def _run_json(home: Home, keep_models: bool, assume_yes: bool, team: bool, probe: HostProbe | None,
+              runner: Runner) -> int:
     """``--json``: no question (``--yes`` is required), one document on stdout: what went, the bytes freed, what
-    waits for this program to exit (Windows), and whether the home itself is gone; exit 6 as without it."""
+    waits for this program to exit (Windows), whether a team room was taken down and whether the home itself is
+    gone; exit 6 as without it."""
     if not assume_yes:
         raise UsageError(t("uninstall.err_need_yes"), t("uninstall.hint_need_yes"))
+    if team:
+        teardown.remove(home)
     removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner) \
         if home.root.is_dir() and is_ours(home) else None
-    left = tidy_home(home, removal) if removal is not None else HomeLeft(False, ())
-    console.emit_json({"home": str(home.root), "uninstalled": removal is not None,
+    left = tidy_home(home, removal) if home.root.is_dir() else HomeLeft(False, ())
+    console.emit_json({"home": str(home.root), "uninstalled": removal is not None, "team_removed": team,
                        "removed": [] if removal is None else list(removal.removed),
                        "freed_bytes": 0 if removal is None else removal.freed,
                        "deferred": [] if removal is None else list(removal.deferred),
@@ -75,6 +92,25 @@ def _run_json(home: Home, keep_models: bool, assume_yes: bool, probe: HostProbe 
         raise UninstallIncomplete(t("uninstall.err_incomplete", count=removal.failed, home=home.root),
                                   t("uninstall.hint_incomplete"))
     return 0
+
+
+def _say_team(home: Home) -> None:
+    """What the team room holds, said before the question (stderr)."""
+    room = teardown.look(home)
+    what = [t("team.uninstall_gateway", pid=room.gateway)] if room.gateway else []
+    what += [t("team.uninstall_worker", pid=room.worker)] if room.worker else []
+    console.info(t("team.uninstall_found", what=join_items(what) or t("team.uninstall_idle"),
+                   folder=home.team_dir))
+
+
+def _remove_team(home: Home) -> None:
+    """Stop the gateway and the worker, delete ``team/`` (exit 6 when something still runs: nothing deleted)."""
+    removed = teardown.remove(home)
+    what = [t("team.uninstall_stopped_gateway", pid=removed.gateway)] if removed.gateway else []
+    what += [t("team.uninstall_stopped_worker", pid=removed.worker)] if removed.worker else []
+    what += [t("team.uninstall_unit")] if removed.unit else []
+    console.out(t("team.uninstall_done", what=join_items(what) or t("team.uninstall_nothing_ran"),
+                  folder=home.team_dir))
 
 
 def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:

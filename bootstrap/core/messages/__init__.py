@@ -34,6 +34,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from bootstrap.core.messages import (
+    agent_template,
     bundle,
     bundle_create,
     core,
@@ -47,6 +48,7 @@ from bootstrap.core.messages import (
     identity,
     inputs,
     install,
+    launch,
     launcher,
     library,
     logs,
@@ -69,7 +71,8 @@ from bootstrap.core.messages import (
 # Static imports (not importlib) so PyInstaller sees every part.
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
-                                  bundle_create, identity, logs, gpus, options, output, speed_source, library, team)
+                                  bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
+                                  agent_template, launch)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -110,6 +110,24 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{who} stopped: {detail}",
         "zh": "{who} 已停止：{detail}",
     },
+    "failure.not_started": {
+        "en": "{who} never ran: the service manager reports no server process, and nothing was logged ({detail})",
+        "zh": "{who} 从未运行：服务管理器报告没有服务器进程，也没有任何日志（{detail}）",
+    },
+    "failure.no_log": {
+        "en": "{log} is empty",
+        "zh": "{log} 为空",
+    },
+    "failure.no_log_file": {
+        "en": "no log file was written",
+        "zh": "没有写出日志文件",
+    },
+    "failure.hint_not_started": {
+        "en": "Run 'qwenkit service status' to see what the service manager says; 'qwenkit install --no-service' "
+              "runs the server with the start script instead.",
+        "zh": "运行 'qwenkit service status' 查看服务管理器的说法；"
+              "'qwenkit install --no-service' 改用启动脚本运行服务器。",
+    },
     "failure.hint_unknown": {
         "en": "See the log {log}.",
         "zh": "请查看日志 {log}。",

@@ -19,6 +19,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Up to date: {model} {quant} is serving at {url}",
         "zh": "已是最新：{model} {quant} 正在 {url} 提供服务",
     },
+    "install.restarting_rewritten": {
+        "en": "Nothing else to update; starting the server again with those files ...",
+        "zh": "其他无需更新；正在用这些文件重新启动服务器……",
+    },
     "install.starting": {
         "en": "Nothing to update, but the server is not answering ({state}); starting it ...",
         "zh": "无需更新，但服务没有响应（{state}）；正在启动……",
@@ -69,6 +73,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "install.part_no_wheels": {"en": "not made (the bundle has no wheels for this machine)",
                                "zh": "不创建（离线安装包中没有本机可用的依赖包）"},
     "install.part_skipped": {"en": "not made (--no-venv)", "zh": "不创建（--no-venv）"},
+    "install.part_no_python": {"en": "not made (no Python 3.10-3.13 here; the server does not need it)",
+                               "zh": "不创建（本机没有 Python 3.10-3.13；服务器不需要它）"},
     "install.proposal_memory": {
         "en": "  memory         GPU {gpu} of {gpu_budget} GiB, RAM {ram} of {ram_budget} GiB",
         "zh": "  内存          显存 {gpu} / {gpu_budget} GiB，内存 {ram} / {ram_budget} GiB",

@@ -64,4 +64,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "run qwenkit install again",
         "zh": "请重新运行 qwenkit install",
     },
+    "start.err_home_percent": {
+        "en": "run_qwen.bat cannot name the install folder {home}: it holds '%' together with a non-ASCII "
+              "character ('{char}')",
+        "zh": "run_qwen.bat 无法写出安装目录 {home}：其中既有 '%' 又有非 ASCII 字符（'{char}'）",
+    },
+    "start.hint_home_percent": {
+        "en": "Choose a folder whose path has no '%' (--home DIR or QWENKIT_HOME), e.g. C:\\QwenClientKit; "
+              "nothing was downloaded.",
+        "zh": "请选择路径中不含 '%' 的文件夹（--home DIR 或 QWENKIT_HOME），例如 C:\\QwenClientKit；尚未下载任何内容。",
+    },
 }

@@ -9,6 +9,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "此处没有服务管理器（容器、未启用 systemd 的 WSL 或 Wine）：改用 {script} 启动服务器，"
               "由 qwenkit 的监护进程看护（崩溃或卡死时自动重启）；它不会开机自启。",
     },
+    "service.not_run_fallback": {
+        "en": "{manager} registered the server but never ran it: its registration is removed, and {script} runs the "
+              "server under qwenkit's supervisor instead (restarted if it crashes or stalls; no start at boot).",
+        "zh": "{manager} 登记了服务器却从未运行它：已删除该登记，改由 {script} 在 qwenkit 的监护进程下运行服务器"
+              "（崩溃或卡死时自动重启；不会开机自启）。",
+    },
+    "service.rewritten": {
+        "en": "{files}: not what this install renders (changed since by hand or by another program); written again "
+              "from the install record before the server starts",
+        "zh": "{files}：与本次安装生成的内容不一致（之后被手动或其他程序修改过）；已在启动服务器前按安装记录重新写入",
+    },
     "service.task_scheduler_empty": {
         "en": "Task Scheduler lists no tasks at all (a stand-in such as Wine's schtasks, not Windows' own).",
         "zh": "任务计划程序一个任务也列不出（是 Wine 等的替身，而非 Windows 自带的）。",

@@ -8,8 +8,26 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "把多台已安装的电脑合成一个团队端点（成员、用户、网关）",
     },
     "arg.team_action": {
-        "en": "add-member, remove-member, add-user, remove-user, start, stop or status",
-        "zh": "add-member、remove-member、add-user、remove-user、start、stop 或 status",
+        "en": "add-member, remove-member, refresh, add-user, remove-user, rotate-key, users, start, stop, status, "
+              "worker-start or worker-stop",
+        "zh": "要执行的团队操作（各项说明见下方列表）",
+    },
+    "cmd.team_refresh": {
+        "en": "ask every member again which models it serves, and route by what it says",
+        "zh": "重新询问每台成员电脑提供哪些模型，并按其回答分发请求",
+    },
+    "cmd.team_rotate_key": {
+        "en": "give a user a new key (shown once); the old one is refused at once",
+        "zh": "为用户换一个新密钥（只显示一次）；旧密钥立即失效",
+    },
+    "cmd.team_users": {"en": "list the team's users (never their keys)", "zh": "列出团队用户（不显示密钥）"},
+    "arg.team_user": {
+        "en": "the user's name (1-64 letters or digits of any language, and . _ -)",
+        "zh": "用户名（1-64 个任意语言的字母或数字，以及 . _ -）",
+    },
+    "arg.team_default_model": {
+        "en": "the model a request without \"model\" gets (default: the one most members serve)",
+        "zh": "请求未指定 \"model\" 时使用的模型（默认：最多成员提供的模型）",
     },
     "cmd.team_add_member": {
         "en": "add a member install by its URL and API key (asks it for its slots)",
@@ -71,6 +89,27 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{name} is not a usable name (1-64 letters, digits or . _ -, starting with a letter or digit)",
         "zh": "{name} 不是可用的名称（1-64 个字母、数字或 . _ -，以字母或数字开头）",
     },
+    "team.err_user_name": {
+        "en": "{name} is not a usable user name (1-64 letters or digits of any language, and . _ -, starting with "
+              "a letter or digit; no spaces or symbols)",
+        "zh": "{name} 不是可用的用户名（1-64 个任意语言的字母或数字，以及 . _ -，以字母或数字开头；不能含空格或符号）",
+    },
+    "team.hint_user_name": {
+        "en": "Pick a short name such as alice, li.wei or Zhang.San (letters of any language work too).",
+        "zh": "请取一个简短的名称，例如 alice、li.wei 或张三。",
+    },
+    "team.err_slots_range": {
+        "en": "{slots} slots is not a usable number (1 to {most})",
+        "zh": "槽位数 {slots} 不可用（应为 1 到 {most}）",
+    },
+    "team.hint_slots_range": {
+        "en": "Give the member's number of slots: its llama-server's -np (the install report shows it).",
+        "zh": "请填写该成员的并发槽位数，即其 llama-server 的 -np（安装报告中有）。",
+    },
+    "team.hint_slots": {
+        "en": "Pass --slots N with the member's number of slots (its llama-server's -np).",
+        "zh": "请用 --slots N 指定该成员的并发槽位数（其 llama-server 的 -np）。",
+    },
     "team.hint_name": {
         "en": "Pick a short name such as alice or pc-2.",
         "zh": "请取一个简短的名称，例如 alice 或 pc-2。",
@@ -87,13 +126,32 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "team.err_no_member": {"en": "no member named {name}", "zh": "没有名为 {name} 的成员"},
     "team.hint_status": {"en": "'qwenkit team status' lists the team.", "zh": "运行 'qwenkit team status' 查看团队。"},
-    "team.err_member_exists": {
-        "en": "a member named {name} or at {url} is already in the team",
-        "zh": "团队中已有名为 {name} 或地址为 {url} 的成员",
+    "team.err_member_at": {
+        "en": "{url} is already in the team as member {name}",
+        "zh": "{url} 已是团队成员 {name}",
     },
     "team.hint_member_exists": {
-        "en": "Remove it first ('qwenkit team remove-member {name}'), or give another --name.",
-        "zh": "请先移除它（'qwenkit team remove-member {name}'），或换一个 --name。",
+        "en": "To add it again, remove it first: 'qwenkit team remove-member {name}'; 'qwenkit team refresh' asks "
+              "it again what it serves.",
+        "zh": "要重新添加，请先移除：'qwenkit team remove-member {name}'；"
+              "'qwenkit team refresh' 会重新询问它提供的模型。",
+    },
+    "team.err_member_name": {
+        "en": "the team already has a member named {name}",
+        "zh": "团队中已有名为 {name} 的成员",
+    },
+    "team.hint_member_name": {
+        "en": "Give this one another name with --name.",
+        "zh": "请用 --name 为这台电脑另取一个名称。",
+    },
+    "team.err_member_is_gateway": {
+        "en": "{url} is a team gateway, not a member install",
+        "zh": "{url} 是团队网关，不是成员电脑上的安装",
+    },
+    "team.hint_member_is_gateway": {
+        "en": "Add the PCs that serve the models, each with its own key (its <home>/secrets/api-key), not a user "
+              "key of a team.",
+        "zh": "请添加提供模型的电脑，并使用各自的密钥（其安装目录中的 secrets/api-key），而不是团队用户的密钥。",
     },
     "team.err_member_key": {"en": "{url} refuses this key", "zh": "{url} 拒绝了这个密钥"},
     "team.hint_member_key": {
@@ -109,10 +167,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     "team.err_slots": {"en": "the member's slot count is unknown", "zh": "不知道该成员的并发槽位数"},
     "team.err_user_exists": {"en": "the team already has a user named {name}", "zh": "团队中已有名为 {name} 的用户"},
     "team.hint_user_exists": {
-        "en": "To give {name} a new key: 'qwenkit team remove-user {name}', then add-user again.",
-        "zh": "要给 {name} 换新密钥：先运行 'qwenkit team remove-user {name}'，再重新 add-user。",
+        "en": "To give {name} a new key: 'qwenkit team rotate-key {name}'.",
+        "zh": "要给 {name} 换新密钥：运行 'qwenkit team rotate-key {name}'。",
     },
     "team.err_no_user": {"en": "no user named {name}", "zh": "没有名为 {name} 的用户"},
+    "team.hint_users": {"en": "'qwenkit team users' lists them.", "zh": "运行 'qwenkit team users' 查看用户列表。"},
     "team.err_no_members": {"en": "the team has no member yet", "zh": "团队中还没有成员"},
     "team.hint_no_members": {
         "en": "Add one: 'qwenkit team add-member http://192.168.1.21:8080 --key-file its-api-key'.",
@@ -124,6 +183,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "请先添加：qwenkit team add-user alice（会输出 alice 的密钥）。",
     },
     "team.err_no_nginx": {"en": "nginx is not installed here ({path})", "zh": "此处未安装 nginx（{path}）"},
+    "team.err_no_njs": {
+        "en": "the members serve different models, and {nginx} has no njs module to route each request to a member "
+              "that serves its model",
+        "zh": "各成员提供的模型不同，而 {nginx} 缺少 njs 模块，无法把每个请求发给提供该模型的成员",
+    },
+    "team.hint_no_njs": {
+        "en": "Install it (Debian/Ubuntu: apt install libnginx-mod-http-js), then run the command again.",
+        "zh": "请先安装（Debian/Ubuntu：apt install libnginx-mod-http-js），然后重新运行该命令。",
+    },
+    "team.err_reload": {
+        "en": "the gateway did not take its new settings within {seconds} s",
+        "zh": "网关在 {seconds} 秒内未应用新设置",
+    },
     "team.hint_no_nginx": {
         "en": "Install it (Debian/Ubuntu: apt install nginx; macOS: brew install nginx), or pass --nginx PATH.",
         "zh": "请先安装（Debian/Ubuntu：apt install nginx；macOS：brew install nginx），或用 --nginx 指定路径。",
@@ -139,8 +211,28 @@ MESSAGES: dict[str, dict[str, str]] = {
     "team.err_start": {"en": "the gateway did not start: {detail}", "zh": "网关未能启动：{detail}"},
     "team.hint_start": {"en": "What nginx said is in {log}.", "zh": "nginx 的说明见 {log}。"},
     "team.added_member": {
-        "en": "added member {name} ({url}): {slots} slots, {model}",
-        "zh": "已添加成员 {name}（{url}）：{slots} 个槽位，{model}",
+        "en": "added member {name} ({url}): {slots} slots in all",
+        "zh": "已添加成员 {name}（{url}）：共 {slots} 个槽位",
+    },
+    "team.serves": {
+        "en": "  serves {model}{aliases}: {slots} slots",
+        "zh": "  提供 {model}{aliases}：{slots} 个槽位",
+    },
+    "team.aliases": {"en": " (also called {names})", "zh": "（别名 {names}）"},
+    "team.serves_unknown": {
+        "en": "  its models are not known yet (it did not answer): 'qwenkit team refresh' asks it again once it is up; "
+              "until then it gets no requests",
+        "zh": "  尚不知道它提供哪些模型（它没有应答）：它上线后运行 'qwenkit team refresh' 重新询问；"
+              "在此之前不会分给它请求",
+    },
+    "team.member_line": {"en": "member {name} ({url}):", "zh": "成员 {name}（{url}）："},
+    "team.refresh_kept": {
+        "en": "member {name} is {state}: the gateway keeps routing to it what it served when last asked",
+        "zh": "成员 {name} 当前{state}：网关仍按上次询问时它提供的模型分发请求",
+    },
+    "team.rotated_key": {
+        "en": "gave {name} a new key (above, shown only now); the old key no longer works",
+        "zh": "已为 {name} 换了新密钥（见上方，只显示这一次）；旧密钥已失效",
     },
     "team.removed_member": {"en": "removed member {name}", "zh": "已移除成员 {name}"},
     "team.added_user": {
@@ -153,9 +245,27 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已保存；运行 'qwenkit team start' 启动网关",
     },
     "team.reloaded": {"en": "the running gateway uses it now", "zh": "正在运行的网关已应用更改"},
-    "team.reload_skipped": {
-        "en": "the running gateway keeps its old settings: it needs at least one member and one user",
-        "zh": "正在运行的网关保留旧设置：至少需要一个成员和一个用户",
+    "team.refuses_everyone": {
+        "en": "no user is left: the running gateway now refuses every request (401); 'qwenkit team add-user NAME' "
+              "lets someone in again",
+        "zh": "已没有任何用户：正在运行的网关现在拒绝所有请求（401）；运行 'qwenkit team add-user 名称' 可重新放行",
+    },
+    "team.serves_nobody": {
+        "en": "no member is left: the running gateway now answers every request with 503; 'qwenkit team "
+              "add-member' adds one",
+        "zh": "已没有任何成员：正在运行的网关现在对所有请求返回 503；运行 'qwenkit team add-member' 添加成员",
+    },
+    "team.err_default_model": {
+        "en": "no member serves {model} (served: {served})",
+        "zh": "没有成员提供 {model}（可用的有：{served}）",
+    },
+    "team.hint_default_model": {
+        "en": "Name one of the served models with --default-model, or leave it out.",
+        "zh": "请用 --default-model 指定已提供的某个模型，或不加此参数。",
+    },
+    "team.default_model": {
+        "en": "requests that name no model go to {model}",
+        "zh": "未指定模型的请求发往 {model}",
     },
     "team.all_interfaces": {
         "en": "the gateway listens on every network of this PC (0.0.0.0); anyone who reaches it still needs a key",
@@ -163,8 +273,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "team.endpoint": {"en": "Team endpoint: {url}", "zh": "团队端点：{url}"},
     "team.started": {
-        "en": "gateway running (pid {pid}): {members} members, {users} users; each request is logged in {log}",
-        "zh": "网关正在运行（pid {pid}）：{members} 个成员，{users} 个用户；每个请求记录在 {log}",
+        "en": "gateway running (pid {pid}); members: {members}, users: {users}; each request is logged in {log}",
+        "zh": "网关正在运行（进程 {pid}）；成员：{members} 个，用户：{users} 个；每个请求记录在 {log}",
     },
     "team.stopped": {"en": "gateway stopped", "zh": "网关已停止"},
     "team.not_running": {"en": "the gateway was not running", "zh": "网关本来就未运行"},
@@ -174,18 +284,67 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "team.status_running": {
         "en": "Gateway: running (pid {pid}) at {url}",
-        "zh": "网关：正在运行（pid {pid}），地址 {url}",
+        "zh": "网关：正在运行（进程 {pid}），地址 {url}",
     },
     "team.status_stopped": {"en": "Gateway: not running", "zh": "网关：未运行"},
+    "team.status_default": {
+        "en": "Requests that name no model: {model}",
+        "zh": "未指定模型的请求：{model}",
+    },
     "team.status_member": {
-        "en": "  {name}  {url}  {state}  busy/slots {slots}  {model}",
-        "zh": "  {name}  {url}  {state}  忙碌/槽位 {slots}  {model}",
+        "en": "  {name}  {url}  {state}  busy/slots {slots}",
+        "zh": "  {name}  {url}  {state}  忙碌/槽位 {slots}",
+    },
+    "team.status_model": {
+        "en": "      {model}  busy/slots {slots}  {loaded}",
+        "zh": "      {model}  忙碌/槽位 {slots}  {loaded}",
+    },
+    "team.model_loaded": {"en": "loaded", "zh": "已加载"},
+    "team.model_loading": {"en": "loading", "zh": "正在加载"},
+    "team.model_unloaded": {"en": "not loaded (loads on its first request)", "zh": "未加载（首个请求时加载）"},
+    "team.model_sleeping": {"en": "asleep (wakes on its next request)", "zh": "休眠中（下个请求时唤醒）"},
+    "team.model_downloading": {"en": "downloading", "zh": "正在下载"},
+    "team.model_downloaded": {"en": "downloaded, not loaded", "zh": "已下载，未加载"},
+    "team.model_failed": {"en": "failed to load", "zh": "加载失败"},
+    "team.model_unknown": {"en": "state unknown", "zh": "状态未知"},
+    "team.member_drift": {
+        "en": "member {name} now serves other models than the gateway routes to it: 'qwenkit team refresh'",
+        "zh": "成员 {name} 现在提供的模型与网关记录的不同：请运行 'qwenkit team refresh'",
     },
     "team.state_ready": {"en": "ready", "zh": "就绪"},
     "team.state_loading": {"en": "loading its model", "zh": "正在加载模型"},
     "team.state_down": {"en": "down", "zh": "无法连接"},
     "team.state_key_refused": {"en": "refusing the key", "zh": "拒绝密钥"},
     "team.state_not_llama_server": {"en": "not a llama-server", "zh": "不是 llama-server"},
+    "team.state_gateway": {"en": "a team gateway", "zh": "是团队网关"},
+    "team.uninstall_found": {
+        "en": "This PC's team room goes too: {what}; {folder} is deleted with the members' and users' keys.",
+        "zh": "本机的团队部分也会一并移除：{what}；{folder} 连同成员和用户的密钥一起删除。",
+    },
+    "team.uninstall_gateway": {"en": "the team gateway (pid {pid}) is stopped", "zh": "停止团队网关（进程 {pid}）"},
+    "team.uninstall_worker": {"en": "the RPC worker (pid {pid}) is stopped", "zh": "停止 RPC 工作节点（进程 {pid}）"},
+    "team.uninstall_idle": {"en": "nothing of it runs", "zh": "其中没有正在运行的程序"},
+    "team.uninstall_done": {
+        "en": "Removed the team room: {what}; deleted {folder}.",
+        "zh": "已移除团队部分：{what}；已删除 {folder}。",
+    },
+    "team.uninstall_stopped_gateway": {"en": "stopped the gateway (pid {pid})", "zh": "已停止网关（进程 {pid}）"},
+    "team.uninstall_stopped_worker": {
+        "en": "stopped the RPC worker (pid {pid})",
+        "zh": "已停止 RPC 工作节点（进程 {pid}）",
+    },
+    "team.uninstall_unit": {"en": "removed its service unit", "zh": "已移除其服务单元"},
+    "team.uninstall_nothing_ran": {"en": "nothing of it was running", "zh": "其中没有正在运行的程序"},
+    "team.err_teardown_running": {
+        "en": "the team gateway or RPC worker still runs (pid {pids}) after being stopped",
+        "zh": "团队网关或 RPC 工作节点在停止后仍在运行（进程 {pids}）",
+    },
+    "team.err_teardown_files": {"en": "cannot delete {path}: {reason}", "zh": "无法删除 {path}：{reason}"},
+    "team.hint_teardown": {
+        "en": "Stop it yourself (kill PID as its owner), then run the uninstall again; the team's files are kept "
+              "until then.",
+        "zh": "请以其所属用户身份运行 'kill 进程号' 停止它，然后再次运行卸载；在此之前团队文件会保留。",
+    },
     "team.err_unit": {
         "en": "systemd refused 'systemctl --user {command}' for the gateway: {detail}",
         "zh": "systemd 拒绝了网关的 'systemctl --user {command}'：{detail}",
