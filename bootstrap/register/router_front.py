@@ -8,10 +8,10 @@ preset key is only proposed upstream, llama.cpp PR #19855, open):
    the request" before anything else, so an app that worked against the one-model install (curl without
    ``"model"``, ``/slots`` and ``/metrics`` without ``?model=``) stops working the moment a second model — even an
    embedding model — is added.
-2. **``GET /v1/models`` shows each model's command line** (``status.args``, and the preset as ``status.preset``) to
-   every key holder. Its first word is the engine's absolute path, which the router takes from the OS
-   (``get_server_exec_path``: ``/proc/self/exe``, ``GetModuleFileNameW``) whatever the start script says: the
-   install home, so the user's name (``/home/alice/...``). The preset's own paths are already relative to the home.
+2. **``GET /v1/models`` shows each model's command line with an absolute path** (``status.args``) to every key
+   holder: its first word is the engine's path, which the router takes from the OS (``get_server_exec_path``:
+   ``/proc/self/exe``, ``GetModuleFileNameW``) whatever the start script says, so the install home and the user's
+   name (``/home/alice/...``). The preset's own paths are already relative to the home.
 
 So in router mode the start script runs this front on the install's address instead of the router; the front
 starts the router as its child on a free 127.0.0.1 port and passes every request through unchanged, except:
@@ -21,8 +21,9 @@ starts the router as its child on a free 127.0.0.1 port and passes every request
   server answered is what the default model answers now. The router's own model management (``/models``,
   ``/models/load``, ``/models/unload``) and ``GET /props`` (the router's description, which the web page reads to
   offer every model) are passed as they are;
-- the model list (``GET /models``, ``/v1/models``) loses ``status.args`` and ``status.preset``; the rest (id, state,
-  capabilities) stays.
+- in the model list (``GET /models``, ``/v1/models``) every absolute path of ``status.args`` and ``status.preset``
+  becomes its last part (``llama-server``); the flags stay (a team gateway reads a model's slots, ``-np``, there),
+  and so do id, state and capabilities.
 
 The key stays llama-server's job: the front only reads the key file (``LLAMA_ARG_API_KEY_FILE``, which the start
 script sets for the router's children anyway) to decide whether to read a body before passing it on; a request
@@ -46,6 +47,7 @@ import hmac
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -67,7 +69,6 @@ BLOCK = 64 << 10
 ROUTER_OWN = frozenset({"/models", "/models/load", "/models/unload"})  # there "model" names what to act on
 MODEL_LISTS = frozenset({"/models", "/v1/models"})
 GET_BY_QUERY = frozenset({"/slots", "/metrics", "/lora-adapters"})  # the router picks the child by ?model=
-HIDDEN_FIELDS = ("args", "preset")  # of each model's "status" in the list
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "content-length", "host", "expect"})
 _LOADING = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}).encode()
@@ -100,8 +101,20 @@ def query_with_default(target: str, default: str) -> str:
     return parts.path + "?" + urlencode(pairs)
 
 
-def without_command_lines(body: bytes) -> bytes | None:
-    """The model list with each model's ``status.args`` and ``status.preset`` dropped; None when it is not one."""
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def _bare(value: str) -> str:
+    """An absolute path as its last part (``/home/alice/…/llama-server`` → ``llama-server``), anything else as it is."""
+    if value.startswith("/") or _WINDOWS_ABSOLUTE.match(value):
+        return re.split(r"[\\/]", value.rstrip("\\/"))[-1] or value
+    return value
+
+
+def without_paths(body: bytes) -> bytes | None:
+    """The model list with no absolute path left in each model's ``status.args`` (the engine's own path first)
+    and ``status.preset``: each becomes its last part, the flags stay (the team gateway reads ``-np`` there); None
+    when it is not a model list."""
     try:
         doc = json.loads(body)
     except ValueError:
@@ -111,10 +124,18 @@ def without_command_lines(body: bytes) -> bytes | None:
         return None
     for entry in data:
         status = entry.get("status") if isinstance(entry, dict) else None
-        if isinstance(status, dict):
-            for field in HIDDEN_FIELDS:
-                status.pop(field, None)
+        if not isinstance(status, dict):
+            continue
+        if isinstance(status.get("args"), list):
+            status["args"] = [_bare(a) if isinstance(a, str) else a for a in status["args"]]
+        if isinstance(status.get("preset"), str):
+            status["preset"] = "\n".join(_preset_line(line) for line in status["preset"].split("\n"))
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _preset_line(line: str) -> str:
+    key, sep, value = line.partition(" = ")
+    return f"{key}{sep}{_bare(value)}" if sep else line
 
 
 class _Front(ThreadingHTTPServer):
@@ -242,7 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = response.getheader("Content-Length")
         body: bytes | None = None
         if filter_list and response.status == 200 and length is not None and int(length) <= LIST_LIMIT:
-            body = without_command_lines(response.read(int(length)))
+            body = without_paths(response.read(int(length)))
         self.send_response_only(response.status, response.reason)
         for name, value in response.getheaders():
             if name.lower() not in _HOP:
