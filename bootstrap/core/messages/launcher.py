@@ -25,8 +25,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "path.kit_command_home": {
         "en": "qwenkit comes from {tool} ({path}) and looks in the default place: reach this install with "
-              "'qwenkit --home {home} …' or QWENKIT_HOME={home}",
-        "zh": "qwenkit 由 {tool} 安装（{path}），默认查找标准位置：请用 'qwenkit --home {home} …' 或 "
+              "'qwenkit --home {home} ...' or QWENKIT_HOME={home}",
+        "zh": "qwenkit 由 {tool} 安装（{path}），默认查找标准位置：请用 'qwenkit --home {home} ...' 或 "
               "QWENKIT_HOME={home} 访问本次安装",
     },
     "path.remove_with_tool": {
