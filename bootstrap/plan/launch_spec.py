@@ -179,6 +179,7 @@ class PresetModel:
 # ``tools/server/server-models.cpp``) but hands children its own environment: set there, every child on its
 # 127.0.0.1 port also wants the key (docs/several-models.md).
 CHILD_KEY_ENV = "LLAMA_ARG_API_KEY_FILE"
+FROZEN_RESET_ENV = "PYINSTALLER_RESET_ENVIRONMENT"
 
 
 @dataclass(frozen=True)
@@ -216,8 +217,12 @@ class LaunchSpec:
 
     def child_env(self) -> dict[str, str]:
         """Variables the start scripts set for the server: in router mode the key file, which the router passes on
-        to every child server through the environment (see ``CHILD_KEY_ENV``)."""
-        return {CHILD_KEY_ENV: self.key_file_arg()} if self.router else {}
+        to every child server through the environment (see ``CHILD_KEY_ENV``); before the kit's front, a frozen
+        kit's own reset (a one-file PyInstaller program started under another, the supervisor, would otherwise take
+        itself for that one's worker: PyInstaller 6.10+ ``PYINSTALLER_RESET_ENVIRONMENT``)."""
+        if not self.router:
+            return {}
+        return {CHILD_KEY_ENV: self.key_file_arg(), **({FROZEN_RESET_ENV: "1"} if self.fronted else {})}
 
     @property
     def connect_host(self) -> str:
