@@ -727,37 +727,70 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 WINDOWS_CONFIGURE = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_OPENMP=OFF",
                      "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF",
                      "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
-                     f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}",
-                     "-DCMAKE_EXE_LINKER_FLAGS=-static -static-libgcc -static-libstdc++")
+                     f"-DLLAMA_BUILD_NUMBER={ENGINE_SDIST.split('==')[1].split('.')[0]}")
+WINDOWS_STATIC_LINK = "-static -static-libgcc -static-libstdc++"
+# mingw-w64's GCC keeps thread_local objects in emulated TLS, and frees a thread's TLS block (emutls_destroy) before
+# the C++ destructors of its thread_local objects run: both are winpthreads key destructors, run in key order, and
+# emutls' key is made first (GCC PR 80816, msys2/MINGW-packages#2519). cpp-httplib keeps thread_local std::regex
+# objects, and llama-server's router proxies each request on a thread that then ends (server_http_proxy,
+# tools/server/server-models.cpp): the test bed's router crashed under Wine after its first proxied answer (a page
+# fault in ~basic_regex, called from _pthread_cleanup_dest). A 15-line program with a thread_local std::regex on an
+# ending std::thread crashes the same way. Upstream's win-cpu release is built with clang against the MSVC runtime
+# (.github/workflows/release.yml, "windows-cpu"), whose native TLS has no such order. Linked into every program,
+# this one registration before main makes the C++ destructor runner's key the older one, so a thread's objects are
+# destroyed while their storage still exists.
+WINDOWS_TLS_ORDER_CPP = """// QwenClientKit test bed (tests/support/testbed.py): thread_local destructors first.
+extern "C" int __cxa_thread_atexit(void (*)(void *), void *, void *);
+static void nothing(void *) {}
+__attribute__((constructor(101))) static void destructor_key_first() {
+    __cxa_thread_atexit(nothing, nullptr, nullptr);
+}
+"""
 WINDOWS_TARGETS = ("llama-server.exe", "llama-fit-params.exe")
 
 
 def windows_key() -> str:
-    text = "\n".join((ENGINE_SDIST, *WINDOWS_CONFIGURE, WINDOWS_COMPAT_H, WINDOWS_TOOLCHAIN))
+    """What the build tree's objects are compiled from (``windows-<key>/build``)."""
+    text = "\n".join((ENGINE_SDIST, *WINDOWS_CONFIGURE, f"-DCMAKE_EXE_LINKER_FLAGS={WINDOWS_STATIC_LINK}",
+                      WINDOWS_COMPAT_H, WINDOWS_TOOLCHAIN))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def windows_link_key() -> str:
+    """What the programs are linked with besides those objects (``windows-<key>/bin-<link key>``): a change here
+    relinks the cached tree (seconds) instead of compiling it again (about 15 min)."""
+    return hashlib.sha256("\n".join((WINDOWS_STATIC_LINK, WINDOWS_TLS_ORDER_CPP)).encode()).hexdigest()[:8]
+
+
 def provision_windows_engine(root: Path, jobs: int = 2) -> Path:
-    """Cross-compile ``llama-server.exe`` and ``llama-fit-params.exe`` into ``root/bin`` from the CPU engine's
-    extracted sources (read only: the build tree is ``root/build``), under ``nice``. Needs ``WINDOWS_APT``."""
+    """Cross-compile ``llama-server.exe`` and ``llama-fit-params.exe`` into ``root/bin-<link key>`` from the CPU
+    engine's extracted sources (read only: the build tree is ``root/build``), under ``nice``; a tree built before
+    is reconfigured and only relinked. Needs ``WINDOWS_APT``."""
     if shutil.which("x86_64-w64-mingw32-g++-posix") is None or shutil.which("cmake") is None:
         raise RuntimeError(f"the Windows build needs {', '.join(WINDOWS_APT)} (apt-get install) and cmake")
     sources = engine_sources()
     root.mkdir(parents=True, exist_ok=True)
     (root / "compat.h").write_text(WINDOWS_COMPAT_H, encoding="utf-8")
     (root / "toolchain.cmake").write_text(WINDOWS_TOOLCHAIN, encoding="utf-8")
+    link = windows_link_key()
+    order_src, order_obj = root / f"tls-order-{link}.cpp", root / f"tls-order-{link}.o"  # new name: a relink
+    order_src.write_text(WINDOWS_TLS_ORDER_CPP, encoding="utf-8")
+    _run_timed("windows_tls_order", ["x86_64-w64-mingw32-g++-posix", "-O2", "-c", str(order_src), "-o",
+                                     str(order_obj)])
     build = root / "build"
     _drop_foreign_build_tree(build)
     _run_timed("windows_configure", ["cmake", "-S", str(sources), "-B", str(build),
                                      f"-DCMAKE_TOOLCHAIN_FILE={root / 'toolchain.cmake'}",
-                                     f"-DCMAKE_C_FLAGS=-include {root / 'compat.h'}", *WINDOWS_CONFIGURE])
+                                     f"-DCMAKE_C_FLAGS=-include {root / 'compat.h'}", *WINDOWS_CONFIGURE,
+                                     f"-DCMAKE_EXE_LINKER_FLAGS={WINDOWS_STATIC_LINK} {order_obj}"])
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     targets = [name.removesuffix(".exe") for name in WINDOWS_TARGETS]
     _run_timed("windows_build", [*nice, "cmake", "--build", str(build), "--target", *targets, f"-j{jobs}"])
-    with _staging(root / "bin") as tmp:
+    final = root / f"bin-{link}"
+    with _staging(final) as tmp:
         for name in WINDOWS_TARGETS:
             shutil.copy2(build / "bin" / name, tmp / name)
-    return root / "bin"
+    return final
 
 
 def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
@@ -766,7 +799,7 @@ def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
     from .wine import make_prefix, missing_tools, wine_env
 
     root = cache_dir() / f"windows-{windows_key()}"
-    final = root / "bin"
+    final = root / f"bin-{windows_link_key()}"
     stamp = final / STAMP
     if stamp.is_file() and (final / "llama-server.exe").is_file():
         return final
@@ -778,7 +811,8 @@ def windows_engine_dir(*, provision: bool | None = None) -> Path | None:
         if stamp.is_file() and (final / "llama-server.exe").is_file():
             return final
         if not (final / "llama-server.exe").is_file():
-            print("testbed: cross-compiling llama-server for Windows (~14 min on 2 cores, cached)", file=sys.stderr)
+            print("testbed: cross-compiling llama-server for Windows (~14 min on 2 cores; a relink of a cached tree "
+                  "takes seconds)", file=sys.stderr)
             provision_windows_engine(root)
         with tempfile.TemporaryDirectory(prefix="qwenkit-wine-") as tmp:
             prefix = make_prefix(Path(tmp) / "prefix")

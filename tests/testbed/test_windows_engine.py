@@ -102,3 +102,33 @@ def test_the_key_file_by_its_full_path_is_what_fails(win_home: WinHome) -> None:
     said = (done.stdout + done.stderr).decode("utf-8", errors="replace")
     assert done.returncode != 0 and 'error while handling argument "--api-key-file"' in said
     assert "failed to open file" in said and HOME_DIR in said
+
+
+def test_the_router_answers_request_after_request(tmp_path: Path, windows_bin: Path, wine_prefix: Path) -> None:
+    """llama-server.exe as a router over two models (several models, docs/several-models.md) answers one proxied
+    request after another. Before the test bed linked its thread_local fix (``testbed.WINDOWS_TLS_ORDER_CPP``), this
+    mingw-w64 build crashed after its first proxied answer, when the thread that proxied it ended: the second
+    request found nothing listening."""
+    write_chat_model(tmp_path / "chat.gguf")
+    key = tmp_path / "key"
+    key.write_text("router-test-key", encoding="utf-8")
+    sections = "".join(f"\n[{name}]\nmodel = chat.gguf\nc = 512\nt = 2\nnp = 1\nload-on-startup = true\n"
+                       for name in ("one", "two"))
+    (tmp_path / "models.ini").write_text(f"version = 1\n{sections}", encoding="utf-8")
+    port = free_port()
+    proc = subprocess.Popen(["wine", str(windows_bin / "llama-server.exe"), "--models-preset", "models.ini",
+                             "--models-max", "2", "--host", "127.0.0.1", "--port", str(port)],
+                            cwd=tmp_path, env=wine.wine_env(wine_prefix), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    codes = []
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", timeout=READY_TIMEOUT_S, process=proc)
+        for model in ("one", "two", "one", "two"):
+            try:
+                codes.append(chat(port, key, timeout=120, model=model).status_code)
+            except requests.ConnectionError as exc:
+                codes.append(type(exc).__name__)
+    finally:
+        subprocess.run(["wineserver", "-k"], env=wine.wine_env(wine_prefix), capture_output=True, timeout=60)
+        output = proc.communicate(timeout=60)[0].decode("utf-8", errors="replace")
+    assert codes == [200, 200, 200, 200], output[-3000:]
