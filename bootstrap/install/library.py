@@ -443,19 +443,26 @@ def _template(home: Home, placed: Sequence[PlacedFile]) -> ChatTemplateRecord | 
 
 def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
             swaps: Sequence[tuple[Path, Path]] = (), tools_for: str | None = None) -> None:
-    """Render the new set, restart the server (``swaps``: staged files moved into place while it is stopped, the
-    old bytes kept aside), prove it (``tools_for``: that model's tool-call proof too, recorded with it); on failure
-    the old files and scripts come back and start again."""
+    """Stop the server, render the new set, start it again (``swaps``: staged files moved into place while it is
+    stopped, the old bytes kept aside), prove it (``tools_for``: that model's tool-call proof too, recorded with
+    it); on failure the old files and scripts come back and start again.
+
+    The scripts are written only once the server is stopped, as the install's switch-over does
+    (``switch_over._stop_previous``): a running ``run_qwen.bat`` is open in cmd.exe, and Wine's cmd holds it
+    without delete sharing, so replacing it failed ("cannot write to …run_qwen.bat….tmp: Permission denied",
+    exit 3); and Windows' own cmd reads the rest of a running batch file from the new bytes at its old offset."""
     from bootstrap.register import managers
-    from bootstrap.render.start_scripts import render_start_scripts
+    from bootstrap.render.start_scripts import render_start_scripts, start_files
 
     spec = launch_spec(new, home)
     manager = managers.manager_named(old.service.manager if old.service else "script", home)
-    render_start_scripts(spec, home)
-    _reinstall(manager, spec)
+    scripts = start_files(spec, home)  # rendered while it still serves: a value no script can hold stops nothing
     moved: list[tuple[Path, Path]] = []
     try:
         manager.stop()
+        for rendered in scripts:
+            rendered.write()
+        _reinstall(manager, spec)
         for staged, final in swaps:
             aside = final.with_name(final.name + ".previous")
             if final.exists():
@@ -469,11 +476,11 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
     except QwenKitError:
         warn(t("library.rolling_back"))
         old_spec = launch_spec(old, home)
+        manager.stop()
         render_start_scripts(old_spec, home)
         _reinstall(manager, old_spec)
         if not old_spec.router:
             old_spec.preset_file.unlink(missing_ok=True)
-        manager.stop()
         for final, aside in reversed(moved):
             if aside.exists():
                 aside.replace(final)
