@@ -35,8 +35,11 @@ own proxied answers are; a client that hangs up closes the router's connection, 
 the router is not yet listening the front answers 503 "Loading model", as llama-server does while it loads.
 
 The front lives as long as its router: it exits with the router's status (the same signal for a crash, so the
-supervisor and ``engine_failure`` read it as before), a SIGTERM/SIGINT/SIGHUP is passed to the router, and on
-Linux the router is told to end with the front (``PR_SET_PDEATHSIG``) so a killed front leaves no router behind.
+supervisor and ``engine_failure`` read it as before), a SIGTERM/SIGINT/SIGHUP is passed to the router, and a
+killed front leaves no router behind (``core/process_ties``): on Linux the router is told to end with the front
+(``PR_SET_PDEATHSIG``); on Windows the front and all it starts are one kill-on-close job, and the front ends with
+the process that started it (the frozen setup's first process, the venv's ``qwenkit.exe``, ``cmd.exe``), so a
+kill of either of the two processes Task Manager shows for the frozen front ends the router and its children too.
 Measured cost: ``scripts/bench_front.py`` (docs/several-models.md).
 """
 
@@ -59,6 +62,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from bootstrap.core.process_ties import die_with_parent, end_with_parent, kill_on_close_job
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, end_as
 
 CHILD_HOST = "127.0.0.1"
@@ -72,7 +76,6 @@ GET_BY_QUERY = frozenset({"/slots", "/metrics", "/lora-adapters"})  # the router
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "content-length", "host", "expect"})
 _LOADING = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}).encode()
-_PR_SET_PDEATHSIG = 1
 
 
 def name_default(body: bytes, default: str) -> bytes | None:
@@ -322,14 +325,6 @@ def _read_key(env: dict[str, str] | os._Environ[str]) -> str:
         return ""
 
 
-def _die_with_parent() -> None:
-    """Linux: the router gets SIGTERM when the front dies, even by SIGKILL (prctl ``PR_SET_PDEATHSIG``)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
 def run_front(host: str, port: int, default_model: str, argv: Sequence[str]) -> int:
     """Listen on ``host:port``, start the router (``argv`` plus its own 127.0.0.1 address), relay until it ends;
     the router's exit status (a signal re-raised: ``processes.end_as``)."""
@@ -342,7 +337,8 @@ def run_front(host: str, port: int, default_model: str, argv: Sequence[str]) -> 
               file=sys.stderr, flush=True)
         return 1
     command = [*argv, "--host", CHILD_HOST, "--port", str(upstream)]
-    extra: dict[str, Any] = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+    extra: dict[str, Any] = {"preexec_fn": die_with_parent} if sys.platform.startswith("linux") else {}
+    kill_on_close_job()  # Windows: the router and its children end with this process (module docstring)
     try:
         router = subprocess.Popen(command, close_fds=True, **extra)
     except OSError as exc:
@@ -350,6 +346,7 @@ def run_front(host: str, port: int, default_model: str, argv: Sequence[str]) -> 
         print(f"qwenkit front: cannot start {argv[0] if argv else '-'}: {exc.strerror or exc}", file=sys.stderr,
               flush=True)
         return 127
+    end_with_parent(router.kill)  # Windows: the router's end then ends this front (router.wait below)
 
     def stop(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):
