@@ -35,5 +35,9 @@ def run(args: argparse.Namespace) -> int:
     if as_json:
         console.emit_json({"removed": args.name, "freed_bytes": outcome.freed, "models": names})
     else:
-        console.out(t("library.removed", name=args.name, freed=human_size(outcome.freed), count=len(names)))
+        freed = human_size(outcome.freed)
+        if len(names) == 1:  # the default alone again: a single-model server ("1 models left" before)
+            console.out(t("library.removed_last", name=args.name, freed=freed, default=names[0]))
+        else:
+            console.out(t("library.removed", name=args.name, freed=freed, count=len(names)))
     return 0

@@ -58,6 +58,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Removed {name}: {freed} freed; {count} models left behind the endpoint.",
         "zh": "已删除 {name}：释放了 {freed}；服务地址后还有 {count} 个模型。",
     },
+    "library.removed_last": {
+        "en": "Removed {name}: {freed} freed; {default} is the one model behind the endpoint again.",
+        "zh": "已删除 {name}：释放了 {freed}；服务地址后又只有 {default} 一个模型。",
+    },
     "remove.confirm": {
         "en": "Remove {name} and delete its files ({size})? [y/N]",
         "zh": "要删除 {name} 及其文件（{size}）吗？[y/N]",
