@@ -7,6 +7,14 @@ say so, and fall back to ``run_qwen.bat`` under its own supervisor, as a Linux c
 what a user does next, each through the exe: chat with the key, ``status``, a rerun with nothing to do, ``service
 stop``/``start``, a server killed behind the kit's back coming back, ``uninstall``.
 
+Several models (docs/several-models.md), as a Windows user without Python adds one: ``qwenkit install tiny-embed``
+typed in a new ``cmd`` window runs the ``qwenkit.cmd`` launcher, which runs the setup's frozen copy in the home's
+``app\\``; the start script then runs that copy as the kit's front before llama-server.exe's router. Through the
+endpoint with the key: a chat naming no model is the default's, the embedding model answers when named, the model
+list names no folder of the home, nothing answers without the key; ``status`` lists both; a killed llama-server.exe,
+and either process of the killed front, is serving again with nothing of the old one left; ``remove`` goes back to
+one model and no front; the uninstall, from a home with two models, leaves no process of it.
+
 It needs the Windows engine the provisioning cross-builds (tests/testbed/test_windows_engine.py), and skips without it.
 The install bed is tests/support/windows_install.py (the bench scripts/bench_windows_install.py uses it too).
 """
@@ -19,12 +27,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
-from tests.support import testbed
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
-from tests.support.windows_install import COMMAND_TIMEOUT_S, ChattingClient, WinInstall, answers, servers
+from tests.support import testbed, wine
+from tests.support.install_bed import EMBED_MODEL_ID, MODEL_FILE, MODEL_ID, MODEL_REPO, write_chat_model
+from tests.support.windows_install import ChattingClient, WinInstall, answers, fronts, servers
 from tests.support.windows_install import installed as installed_under_wine
 
 HOME_DIR = "张三 A&B ! (x)"
@@ -115,7 +124,7 @@ def test_service_stop_and_start(installed: WinInstall) -> None:
 def test_an_upgrade_keeps_answering_a_chatting_client(installed: WinInstall, tmp_path: Path) -> None:
     """A new revision of the model: downloaded and verified while the old server keeps answering, then switched."""
     revision = installed.hub.commit(MODEL_REPO, {MODEL_FILE: write_chat_model(tmp_path / MODEL_FILE, seed=7)})
-    installed.catalog.write_text(catalog_text(revision), encoding="utf-8")
+    installed.pin(revision)
     with ChattingClient(installed).running() as client:
         done = installed.run("install", "--yes", "--port", str(installed.port))
     codes = client.codes
@@ -127,28 +136,29 @@ def test_an_upgrade_keeps_answering_a_chatting_client(installed: WinInstall, tmp
     assert installed.chat(installed.key()).status_code == 200
 
 
+def test_a_second_model_serves_from_a_chinese_home(installed: WinInstall) -> None:
+    """The front's start script line names the setup's copy relative to the home (``%~dp0app\\…``), as it names the
+    engine: from a home whose path holds Chinese, ``&``, ``!`` and parentheses it starts, and serves both models."""
+    added = installed.run("install", EMBED_MODEL_ID, "--yes")
+    assert added.returncode == 0, added.stderr[-3000:]
+    assert f"Added {EMBED_MODEL_ID}: 2 models served" in added.stdout, added.stdout[-2000:]
+    assert fronts(installed.home)
+    _both_answer(installed)
+
+
 def test_uninstall_removes_the_home_and_stops_the_server(installed: WinInstall) -> None:
+    """With two models (the test above): the front, the router and both model servers end with it."""
     done = installed.run("uninstall", "--yes", timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "QwenClientKit is uninstalled." in done.stdout
     assert not installed.home.exists()
-    assert not servers(installed.home)
+    assert not servers(installed.home) and not fronts(installed.home)
 
 
 def _user_path(bed: WinInstall) -> str:
     done = subprocess.run(["wine", "reg", "query", r"HKCU\Environment", "/v", "Path"], capture_output=True,
                           env=bed.env, timeout=120, check=False)
     return done.stdout.decode("cp1252", errors="replace")
-
-
-def _launcher(bed: WinInstall, *args: str) -> subprocess.CompletedProcess[str]:
-    """``qwenkit ARGS`` typed in a new ``cmd`` window: found through the user PATH, with no QWENKIT_HOME set (the
-    launcher supplies the home it was written for)."""
-    env = {k: v for k, v in bed.env.items() if k != "QWENKIT_HOME"}
-    done = subprocess.run(["wine", "cmd", "/d", "/c", "qwenkit", *args], capture_output=True, env=env,
-                          timeout=COMMAND_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("cp1252", errors="replace"),
-                                       done.stderr.decode("cp1252", errors="replace"))
 
 
 def test_a_double_click_asks_once_installs_and_keeps_its_window_until_enter(installed_ascii: WinInstall) -> None:
@@ -171,9 +181,101 @@ def test_the_qwenkit_command_is_on_the_user_path(installed_ascii: WinInstall) ->
     launcher = state["launcher"]["path"]
     assert launcher.endswith("\\.local\\bin\\qwenkit.cmd")
     assert launcher.rpartition("\\")[0].lower() in _user_path(installed_ascii).lower()
-    done = _launcher(installed_ascii, "status")
+    done = installed_ascii.launcher("status")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     assert "healthy: " in done.stdout
+
+
+def _both_answer(bed: WinInstall) -> None:
+    """Through the endpoint with the key: a chat naming no model is the default's (as before the second model came),
+    the embedding model answers when named; nothing answers without the key."""
+    key = bed.key()
+    answer = bed.chat(key)
+    assert answer.status_code == 200, answer.text[:300]
+    assert answer.json()["model"] == MODEL_ID and answer.json()["choices"][0]["message"]["content"]
+    vectors = bed.post("/v1/embeddings", {"model": EMBED_MODEL_ID, "input": ["你好", "hello"]}, key)
+    assert vectors.status_code == 200, vectors.text[:300]
+    assert len(vectors.json()["data"]) == 2 and vectors.json()["data"][0]["embedding"]
+    assert bed.chat(None).status_code == 401
+    assert bed.post("/v1/embeddings", {"model": EMBED_MODEL_ID, "input": "x"}, None).status_code == 401
+
+
+def _gone(pids: set[int], timeout: float = BACK_TIMEOUT_S) -> set[int]:
+    """Which of ``pids`` still run after waiting up to ``timeout`` for all of them to end."""
+    deadline = time.monotonic() + timeout
+    while (left := {pid for pid in pids if psutil.pid_exists(pid)}) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def test_a_second_model_added_through_the_launcher_serves_behind_the_kits_front(installed_ascii: WinInstall) -> None:
+    """Before: the add ended with exit 3, "cannot write to …\\.run_qwen.bat.….tmp: Permission denied" (the start
+    script was written while the server it runs was running: Wine's cmd keeps it open); with that fixed, the test
+    bed's llama-server.exe router crashed after its first proxied answer (testbed.WINDOWS_TLS_ORDER_CPP)."""
+    bed = installed_ascii
+    added = bed.launcher("install", EMBED_MODEL_ID, "--yes")
+    assert added.returncode == 0, (added.stdout + added.stderr)[-3000:]
+    assert f"Added {EMBED_MODEL_ID}: 2 models served at {bed.url}/v1" in added.stdout, added.stdout[-2000:]
+    assert fronts(bed.home)
+    _both_answer(bed)
+    listed = requests.get(f"{bed.url}/v1/models", headers={"Authorization": f"Bearer {bed.key()}"}, timeout=60)
+    assert listed.status_code == 200, listed.text[:300]
+    models = listed.json()["data"]
+    assert sorted(m["id"] for m in models) == sorted([MODEL_ID, EMBED_MODEL_ID])
+    assert [m["status"]["args"][0] for m in models] == ["llama-server.exe"] * 2  # the engine's own path, cut
+    home = str(wine.windows_path(bed.home))
+    for mark in (home, json.dumps(home)[1:-1], ASCII_HOME_DIR):  # as written, as JSON escapes it, the user's folder
+        assert mark not in listed.text
+    status = bed.launcher("status")
+    assert status.returncode == 0, (status.stdout + status.stderr)[-2000:]
+    rows = [line.split() for line in status.stdout.splitlines() if line.startswith("    ")]
+    assert [row[:2] for row in rows if row[0] in (MODEL_ID, EMBED_MODEL_ID)] == [[MODEL_ID, "chat"],
+                                                                                   [EMBED_MODEL_ID, "embeddings"]]
+    assert "healthy: " in status.stdout
+
+
+def test_killed_llama_servers_behind_the_front_are_serving_again(installed_ascii: WinInstall) -> None:
+    """The router and both model servers killed behind the kit's back: the front ends with its router, and the
+    supervisor starts the start script again (as for one model, above)."""
+    bed = installed_ascii
+    running = servers(bed.home)
+    assert len(running) == 3, [p.cmdline() for p in running]  # the router and one server per model
+    for proc in running:
+        proc.kill()
+    assert answers(bed.url, bed.key(), BACK_TIMEOUT_S)
+    _both_answer(bed)
+    log = (bed.home / "logs" / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "starting it again" in log
+
+
+def test_either_process_of_a_killed_front_takes_the_router_and_models_along(installed_ascii: WinInstall) -> None:
+    """The frozen front is two processes (the one-file bootloader, then the program it unpacked), both shown in Task
+    Manager as the setup. Whichever is killed, the router and its two model servers end too, and the supervisor's
+    new start serves alone. Before: Windows has no parent-death signal, so the old router and both model servers
+    kept running beside the new ones (and with the bootloader killed, the old front too, holding the port)."""
+    bed = installed_ascii
+    for victim in ("program", "bootloader"):
+        assert answers(bed.url, bed.key(), BACK_TIMEOUT_S)
+        front = sorted(fronts(bed.home), key=lambda p: p.create_time())
+        assert len(front) == 2, [p.cmdline() for p in front]
+        old = {p.pid for p in [*front, *servers(bed.home)]}
+        (front[1] if victim == "program" else front[0]).kill()
+        assert not _gone(old), (victim, [p.cmdline() for p in servers(bed.home)])
+        assert answers(bed.url, bed.key(), BACK_TIMEOUT_S), victim
+        assert bed.chat(bed.key()).status_code == 200
+
+
+def test_remove_goes_back_to_one_model_without_the_front(installed_ascii: WinInstall) -> None:
+    bed = installed_ascii
+    removed = bed.launcher("remove", EMBED_MODEL_ID, "--yes")
+    assert removed.returncode == 0, (removed.stdout + removed.stderr)[-3000:]
+    assert f"{MODEL_ID} is the one model behind the endpoint again." in removed.stdout, removed.stdout  # "1 models"
+    assert not fronts(bed.home)
+    running = servers(bed.home)
+    assert len(running) == 1 and "--models-preset" not in " ".join(running[0].cmdline())
+    assert not (bed.home / "models.ini").exists()
+    answer = bed.chat(bed.key())
+    assert answer.status_code == 200 and answer.json()["model"] == MODEL_ID
 
 
 def test_uninstall_through_the_launcher_removes_the_home_and_the_launcher(installed_ascii: WinInstall) -> None:
@@ -182,14 +284,14 @@ def test_uninstall_through_the_launcher_removes_the_home_and_the_launcher(instal
     that script open while it runs, so there the emptied home folder itself stays.)"""
     state = json.loads((installed_ascii.home / "state.json").read_text(encoding="utf-8"))
     bin_dir = state["launcher"]["path"].rpartition("\\")[0]
-    done = _launcher(installed_ascii, "uninstall", "--yes")
+    done = installed_ascii.launcher("uninstall", "--yes")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     assert "app/ hold this running program" in done.stdout and "QwenClientKit is uninstalled." in done.stdout
-    assert not servers(installed_ascii.home)
+    assert not servers(installed_ascii.home) and not fronts(installed_ascii.home)
     deadline = time.monotonic() + BACK_TIMEOUT_S
     while installed_ascii.home.exists() and any(installed_ascii.home.iterdir()) and time.monotonic() < deadline:
         time.sleep(1)
     left = sorted(p.name for p in installed_ascii.home.iterdir()) if installed_ascii.home.exists() else []
     assert left == []
     assert bin_dir.lower() not in _user_path(installed_ascii).lower()
-    assert _launcher(installed_ascii, "status").returncode != 0  # no qwenkit any more
+    assert installed_ascii.launcher("status").returncode != 0  # no qwenkit any more

@@ -39,6 +39,10 @@ MTP_ARGS = ("--spec-type", "draft-mtp", "--spec-draft-n-max", "2")
 QWEN_MODEL_REPO = "qwenkit-test/tiny-qwen-chat-GGUF"
 QWEN_MODEL_FILE = "tiny-qwen-chat-Q8_0.gguf"
 QWEN_MODEL_ID = "tiny-qwen-chat"
+# The tiny embedding model (last-token pooling, as Qwen3-Embedding's), for installs that add one beside the default.
+EMBED_MODEL_REPO = "qwenkit-test/tiny-embed-GGUF"
+EMBED_MODEL_FILE = "tiny-embed-Q8_0.gguf"
+EMBED_MODEL_ID = "tiny-embed"
 
 
 def write_chat_model(path: Path, *, seed: int = 0) -> Path:
@@ -46,6 +50,17 @@ def write_chat_model(path: Path, *, seed: int = 0) -> Path:
     test runs the quantized kernels a real model does (12 layers: about 1.4 MB, so the few header reads an upgrade
     makes stay small beside it)."""
     return write_model("llama", path, seed=seed, dtype="q8_0", n_layer=12)
+
+
+def write_embed_model(path: Path, *, seed: int = 3) -> Path:
+    """The catalog's tiny embedding model: a 2-layer llama whose header declares last-token pooling, Q8_0."""
+    return write_model("llama", path, seed=seed, dtype="q8_0", n_layer=2, pooling=3)
+
+
+def embed_block(revision: str) -> str:
+    """The tiny embedding model's ``[[models]]`` entry pinned to ``revision`` (``model_block``)."""
+    return model_block(revision, model_id=EMBED_MODEL_ID, repo=EMBED_MODEL_REPO, file=EMBED_MODEL_FILE,
+                       title="Tiny embeddings (test)", server_args=("-t", "2"))
 
 
 def write_mtp_model(path: Path, *, seed: int = 0) -> Path:

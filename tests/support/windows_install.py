@@ -1,7 +1,8 @@
 """An install through the real ``QwenClientKit-Setup-windows-x64.exe`` under Wine, as the e2e tests
 (tests/e2e/test_windows_install.py) and the bench (scripts/bench_windows_install.py) both make it: the loopback hub
-serves the cross-built engine as upstream's ``win-cpu`` release asset and the tiny chat model, and the setup
-installs into a user folder given by name.
+serves the cross-built engine as upstream's ``win-cpu`` release asset, the tiny chat model (the catalog's default)
+and the tiny embedding model (for a second model beside it), and the setup installs into a user folder given by
+name.
 
 Every command's output is a pipe, read in Wine's ANSI code page (cp1252); the detached supervisor Wine starts may
 keep the pipes open after the exe ends, so a command is over when its process is (``wine.run_until_exit``).
@@ -24,7 +25,18 @@ import requests
 
 from tests.support import wine
 from tests.support.hub import LoopbackHub
-from tests.support.install_bed import ENGINE_REPO, ENGINE_TAG, MODEL_FILE, MODEL_REPO, catalog_text, write_chat_model
+from tests.support.install_bed import (
+    EMBED_MODEL_FILE,
+    EMBED_MODEL_REPO,
+    ENGINE_REPO,
+    ENGINE_TAG,
+    MODEL_FILE,
+    MODEL_REPO,
+    catalog_text,
+    embed_block,
+    write_chat_model,
+    write_embed_model,
+)
 from tests.support.llama import free_port
 
 COMMAND_TIMEOUT_S = 900  # an install under Wine on a busy 2-core machine (engine self-test, speed check): a bound
@@ -39,10 +51,21 @@ class WinInstall:
     first: subprocess.CompletedProcess[str]
     hub: LoopbackHub
     catalog: Path
+    embed_revision: str
     console: wine.ConsoleRun | None = None  # the first install, when it was a double-click
 
     def run(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         return wine.run_until_exit(["wine", str(self.exe), *args], self.env, timeout)
+
+    def launcher(self, *args: str, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        """``qwenkit ARGS`` typed in a new ``cmd`` window: found through the user PATH, with no QWENKIT_HOME set (the
+        launcher supplies the home it was written for), so it runs the setup's copy in the home's ``app\\``."""
+        env = {k: v for k, v in self.env.items() if k != "QWENKIT_HOME"}
+        return wine.run_until_exit(["wine", "cmd", "/d", "/c", "qwenkit", *args], env, timeout)
+
+    def pin(self, revision: str) -> None:
+        """The catalog pins the default chat model to ``revision`` (an updated catalog); the embedding model stays."""
+        self.catalog.write_text(catalog_text(revision) + embed_block(self.embed_revision), encoding="utf-8")
 
     @property
     def url(self) -> str:
@@ -51,15 +74,34 @@ class WinInstall:
     def key(self) -> str:
         return (self.home / "secrets" / "api-key").read_text(encoding="utf-8").strip()
 
-    def chat(self, key: str | None) -> requests.Response:
+    def chat(self, key: str | None, model: str | None = None) -> requests.Response:
+        body: dict[str, object] = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
+        if model is not None:
+            body["model"] = model
+        return self.post("/v1/chat/completions", body, key)
+
+    def post(self, path: str, body: dict[str, object], key: str | None) -> requests.Response:
         headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
-        return requests.post(f"{self.url}/v1/chat/completions", headers=headers, timeout=120,
-                             json={"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8})
+        return requests.post(f"{self.url}{path}", headers=headers, timeout=120, json=body)
+
+
+def _marks(home: Path) -> tuple[str, str]:
+    """How this home shows in its Wine processes' command lines (as Linux sees them): its Windows path, which the
+    programs it runs are named by (a router names its children by its own path), or its Linux one."""
+    return str(wine.windows_path(home)), str(home)
 
 
 def servers(home: Path) -> list[psutil.Process]:
-    """The Wine processes running this home's llama-server.exe (as Linux sees them)."""
-    return wine.processes_running("llama-server.exe", "QwenClientKit", str(home))
+    """The Wine processes running this home's llama-server.exe (one model's server; a router and its children), not
+    the front whose arguments name it."""
+    return [p for p in wine.processes_running("llama-server.exe", *_marks(home))
+            if (p.info.get("cmdline") or [""])[0].replace("\\", "/").rsplit("/", 1)[-1] == "llama-server.exe"]
+
+
+def fronts(home: Path) -> list[psutil.Process]:
+    """The Wine processes running this home's front before the router (several models): the setup's copy in
+    ``app\\`` started as ``… front …``, two processes (a one-file program's bootloader and the program)."""
+    return wine.processes_running(".exe front ", str(wine.windows_path(home / "app")) + "\\")
 
 
 def answers(url: str, key: str, timeout: float) -> bool:
@@ -86,8 +128,10 @@ def installed(windows_setup: Path, win_bin: Path, root: Path, home_dir: str, *,
     with LoopbackHub(root / "hub") as hub:
         hub.add_release_asset(ENGINE_REPO, ENGINE_TAG, asset, asset.name)
         revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "model" / MODEL_FILE)})
+        embed_revision = hub.create_repo(EMBED_MODEL_REPO, {
+            EMBED_MODEL_FILE: write_embed_model(root / "model" / EMBED_MODEL_FILE)})
         catalog = root / "catalog.toml"
-        catalog.write_text(catalog_text(revision), encoding="utf-8")
+        catalog.write_text(catalog_text(revision) + embed_block(embed_revision), encoding="utf-8")
         home = root / home_dir / "QwenClientKit"
         w = wine.windows_path
         env = {k: v for k, v in wine.wine_env(prefix).items() if not k.startswith(("QWENKIT_", "LLAMA_"))}
@@ -105,13 +149,13 @@ def installed(windows_setup: Path, win_bin: Path, root: Path, home_dir: str, *,
             port = free_port()
             first = wine.run_until_exit(["wine", str(windows_setup), "install", "--yes", "--port", str(port)], env,
                                         COMMAND_TIMEOUT_S)
-        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog, console)
+        bed = WinInstall(windows_setup, home, env, port, first, hub, catalog, embed_revision, console)
         try:
             yield bed
         finally:
             if home.exists():
                 bed.run("uninstall", "--yes", timeout=300)
-            for proc in servers(home):
+            for proc in [*fronts(home), *servers(home)]:
                 proc.kill()
             subprocess.run(["wineserver", "-k"], env=env, timeout=60, check=False)
 
