@@ -34,6 +34,7 @@ class Aider(AgentClient):
     first_request_tokens = 700  # measured on the test bed: docs/agents.md
     measured_version = "0.86.2"
     unset = ("OPENAI_BASE_URL",)
+    configurable = False  # its config is YAML, which the kit does not edit
 
     def env(self, target: Target) -> dict[str, str]:
         return {"OPENAI_API_BASE": target.openai_url, "OPENAI_API_KEY": target.key,

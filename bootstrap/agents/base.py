@@ -57,6 +57,7 @@ class AgentClient:
     first_request_tokens = 0  # its first request, measured on the test bed (docs/agents.md)
     measured_version = ""  # the client version those tokens were measured with
     user_tunable: frozenset[str] = frozenset()  # variables the user's own environment may set instead of the kit
+    configurable = True  # it has a config file ``--config`` edits (``config_path``, ``config_plan``)
     unset: tuple[str, ...] = ()  # variables removed from the client's environment (they would override ours)
 
     def min_ctx(self) -> int:
@@ -73,7 +74,7 @@ class AgentClient:
         return []
 
     def config_path(self, env: Mapping[str, str], user_home: Path) -> Path:
-        """The client's own user config file."""
+        """The client's own user config file (only where ``configurable``)."""
         raise NotImplementedError
 
     def config_plan(self, text: str | None, target: Target, path: Path) -> ConfigPlan:

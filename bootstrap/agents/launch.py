@@ -159,6 +159,9 @@ def configure(home: Home, request: LaunchRequest) -> int:
     """``--config``: write the client's own config file (what ``launch`` would tell it), recorded for
     ``--restore``."""
     client = client_named(request.client)
+    if not client.configurable:
+        raise UsageError(t("launch.err_no_config", title=client.title),
+                         t("launch.hint_no_config", client=client.name))
     target = target_for(home, request)
     try:
         target = served(target)
@@ -172,9 +175,6 @@ def configure(home: Home, request: LaunchRequest) -> int:
     before = written.read_config(path)
     try:
         plan = client.config_plan(before, target, path)
-    except NotImplementedError:
-        raise UsageError(t("launch.err_no_config", title=client.title),
-                         t("launch.hint_no_config", client=client.name)) from None
     except ValueError as exc:  # the file is not one the kit can edit safely: nothing written
         raise UsageError(t("launch.err_config_shape", path=path, reason=str(exc)),
                          t("launch.hint_config_shape", client=client.name)) from None

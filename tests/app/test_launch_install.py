@@ -1,0 +1,103 @@
+"""``qwenkit launch`` against an install made by the real CLI, where the client itself does not matter: what is
+refused and why, what ``--config`` writes or refuses to, and how a ``--config`` that failed or was undone by hand
+is taken back.
+
+One install for the module: the test bed's engine and the tiny chat model (``install_bed.write_chat_model``: no
+chat template of its own, so the install's tool-call proof records that it cannot take tools), 16k of context (as
+much as Claude Code's first request needs). A client that must start is a stand-in at the client boundary (it
+records what it was given and exits 7); the real clients are in tests/e2e/test_agent_clients.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bootstrap.core.home import Home
+from bootstrap.register.managers import FallbackManager
+from tests.support.hub import LoopbackHub
+from tests.support.hub_fixtures import REPO_ROOT
+from tests.support.install_bed import (
+    MODEL_FILE,
+    MODEL_REPO,
+    InstallBed,
+    catalog_text,
+    serve_engine,
+    write_chat_model,
+)
+from tests.support.llama import free_port
+
+SERVER_ARGS = ("-c", "16384", "-t", "2")
+STAND_IN = '''import json, os, sys
+with open(os.environ["STAND_IN_RECORD"], "w") as fh:
+    json.dump({"argv": sys.argv[1:], "env": dict(os.environ)}, fh)
+sys.exit(7)
+'''
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[InstallBed]:
+    root = tmp_path_factory.mktemp("launch-install")
+    with LoopbackHub(root / "hub") as hub:
+        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / MODEL_FILE)})
+        bed = InstallBed(hub, Home(root / "Qwen 安装 home"), root / "catalog.toml", serve_engine(hub, engine_asset))
+        bed.catalog.write_text(catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
+        proc = bed.install("--no-venv", "--port", str(free_port()))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        try:
+            yield bed
+        finally:
+            FallbackManager(bed.home).stop()
+
+
+def launch(bed: InstallBed, user_home: Path, *argv: str, prefix: tuple[str, ...] = (), lang: str = "en",
+           **extra: str) -> subprocess.CompletedProcess[str]:
+    """``qwenkit launch ARGV`` as a user whose home folder is ``user_home`` (their clients' config files)."""
+    user_home.mkdir(parents=True, exist_ok=True)
+    env = bed.env(HOME=str(user_home), QWENKIT_LANG=lang, **extra)
+    for name in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_CONFIG", "QWENKIT_API_KEY"):
+        if name not in extra:
+            env.pop(name, None)
+    return subprocess.run([*prefix, sys.executable, "-m", "bootstrap", "launch", *argv], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def error_and_hint(proc: subprocess.CompletedProcess[str]) -> tuple[str, str]:
+    """The one error line and its hint (never a traceback)."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-2].startswith("error: ") and lines[-1].startswith("hint: "), proc.stderr
+    return lines[-2], lines[-1]
+
+
+def stand_in(folder: Path, name: str) -> dict[str, str]:
+    """A program called ``name`` first on PATH that records its arguments and environment and exits 7."""
+    program = folder / "bin" / name
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(f"#!{sys.executable}\n{STAND_IN}", encoding="utf-8")
+    program.chmod(0o755)
+    return {"PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}", "STAND_IN_RECORD": str(folder / "seen.json")}
+
+
+def gateway_args(bed: InstallBed) -> tuple[str, ...]:
+    """``--endpoint`` and ``--key-file`` naming this install as a team gateway would be named (no tool-call record
+    of the install is consulted for an endpoint)."""
+    state = json.loads((bed.home.root / "state.json").read_text(encoding="utf-8"))
+    port = state["server"]["port"]
+    return "--endpoint", f"http://127.0.0.1:{port}", "--key-file", str(bed.home.api_key_file)
+
+
+def test_launch_aider_config_is_refused_as_usage_not_a_bug(bed: InstallBed, tmp_path: Path) -> None:
+    """Aider has no config file the kit edits: ``--config`` says so with the way that works (was exit 1
+    "Internal error: NotImplementedError")."""
+    proc = launch(bed, tmp_path / "user", "aider", "--config", "--yes")
+    assert proc.returncode == 2, proc.stderr
+    error, hint = error_and_hint(proc)
+    assert error == "error: Aider has no config file qwenkit edits"
+    assert "'qwenkit launch --print aider'" in hint
