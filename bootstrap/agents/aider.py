@@ -35,6 +35,9 @@ class Aider(AgentClient):
     measured_version = "0.86.2"
     unset = ("OPENAI_BASE_URL",)
     configurable = False  # its config is YAML, which the kit does not edit
+    # It asks for its edits in the answer's text (its edit formats: aider.chat/docs/more/edit-formats.html) and sends
+    # no tools, so it works on a model whose template cannot take them (measured: a --no-jinja Gemma answers it).
+    uses_tools = False
 
     def env(self, target: Target) -> dict[str, str]:
         return {"OPENAI_API_BASE": target.openai_url, "OPENAI_API_KEY": target.key,

@@ -58,6 +58,7 @@ class AgentClient:
     measured_version = ""  # the client version those tokens were measured with
     user_tunable: frozenset[str] = frozenset()  # variables the user's own environment may set instead of the kit
     configurable = True  # it has a config file ``--config`` edits (``config_path``, ``config_plan``)
+    uses_tools = True  # its requests carry tools: on a model that cannot take them, every request fails
     unset: tuple[str, ...] = ()  # variables removed from the client's environment (they would override ours)
 
     def min_ctx(self) -> int:

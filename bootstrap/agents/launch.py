@@ -94,8 +94,9 @@ def child_env(client: AgentClient, target: Target, base: Mapping[str, str]) -> d
 
 
 def _check_ready(client: AgentClient, target: Target, home: Home) -> ContextCheck:
-    """Tools first (a model that cannot call them gives every agent request a 500), then the context."""
-    refusal = tools_refusal(home, target) if target.via == "install" else None
+    """Tools first (a model that cannot call them gives every request of a client that sends tools a 500), then
+    the context."""
+    refusal = tools_refusal(home, target) if target.via == "install" and client.uses_tools else None
     if refusal is not None:
         raise UsageError(t("launch.err_no_tools", title=client.title, model=target.model, reason=refusal),
                          t("launch.hint_no_tools"))
@@ -157,7 +158,7 @@ def _confirm(question: str, yes: bool) -> bool:
 
 def configure(home: Home, request: LaunchRequest) -> int:
     """``--config``: write the client's own config file (what ``launch`` would tell it), recorded for
-    ``--restore``."""
+    ``--restore``; refused where ``launch`` would refuse to start the client."""
     client = client_named(request.client)
     if not client.configurable:
         raise UsageError(t("launch.err_no_config", title=client.title),
@@ -169,6 +170,7 @@ def configure(home: Home, request: LaunchRequest) -> int:
         if target.via != "install":
             raise
         console.warn(t("launch.warn_config_offline", reason=exc.message))
+    _check_ready(client, target, home)  # a config the client would fail with is not written either
     path = written.real_path(client.config_path(os.environ, Path.home()))
     if written.recorded(home, client.name) is not None:  # a second --config replaces the first
         written.restore(home, client.name)

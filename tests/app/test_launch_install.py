@@ -2,10 +2,11 @@
 refused and why, what ``--config`` writes or refuses to, and how a ``--config`` that failed or was undone by hand
 is taken back.
 
-One install for the module: the test bed's engine and the tiny chat model (``install_bed.write_chat_model``: no
-chat template of its own, so the install's tool-call proof records that it cannot take tools), 16k of context (as
-much as Claude Code's first request needs). A client that must start is a stand-in at the client boundary (it
-records what it was given and exits 7); the real clients are in tests/e2e/test_agent_clients.py.
+One install for the module: the test bed's engine and the catalog's tiny chat model (a llama with Q8_0 matrices:
+its toy chat template describes no tools, so the install's tool-call proof records that it cannot take them),
+trained for 32k and served with 16k of context (enough for each client's first request). A client that must start
+is a stand-in at the client boundary (it records what it was given and exits 7); the real clients are in
+tests/e2e/test_agent_clients.py.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from bootstrap.core.home import Home
+from bootstrap.record.state import load_tools_check
 from bootstrap.register.managers import FallbackManager
+from bootstrap.verify.tools_check import tools_line
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import (
@@ -29,9 +32,9 @@ from tests.support.install_bed import (
     InstallBed,
     catalog_text,
     serve_engine,
-    write_chat_model,
 )
 from tests.support.llama import free_port
+from tests.support.tiny_gguf import write_model
 
 SERVER_ARGS = ("-c", "16384", "-t", "2")
 STAND_IN = '''import json, os, sys
@@ -45,7 +48,8 @@ sys.exit(7)
 def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[InstallBed]:
     root = tmp_path_factory.mktemp("launch-install")
     with LoopbackHub(root / "hub") as hub:
-        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / MODEL_FILE)})
+        model = write_model("llama", root / MODEL_FILE, dtype="q8_0", n_layer=12, n_ctx=32768)
+        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
         bed = InstallBed(hub, Home(root / "Qwen 安装 home"), root / "catalog.toml", serve_engine(hub, engine_asset))
         bed.catalog.write_text(catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
         proc = bed.install("--no-venv", "--port", str(free_port()))
@@ -101,3 +105,32 @@ def test_launch_aider_config_is_refused_as_usage_not_a_bug(bed: InstallBed, tmp_
     error, hint = error_and_hint(proc)
     assert error == "error: Aider has no config file qwenkit edits"
     assert "'qwenkit launch --print aider'" in hint
+
+
+def test_launch_starts_aider_on_a_model_without_tools_and_refuses_the_tool_callers(bed: InstallBed,
+                                                                                   tmp_path: Path) -> None:
+    """Aider asks for its edits in text and sends no tools, so the install's failed tool-call proof does not stop
+    it (was exit 2 "cannot take tool calls, so every agent request would fail"); Claude Code, which sends tools with
+    every request, is still refused with the install's reason."""
+    check = load_tools_check(bed.home, None)
+    assert check is not None and not check.ok
+    proc = launch(bed, tmp_path / "user", "aider", "--yes", "--", "--message", "hi", **stand_in(tmp_path, "aider"))
+    assert proc.returncode == 7, proc.stderr
+    seen = json.loads((tmp_path / "seen.json").read_text(encoding="utf-8"))
+    assert seen["argv"][-2:] == ["--message", "hi"]
+    refused = launch(bed, tmp_path / "user", "claude", "--yes", "--", "-p", "hi", **stand_in(tmp_path, "claude"))
+    assert refused.returncode == 2, refused.stderr
+    error, _ = error_and_hint(refused)
+    assert "cannot take tool calls" in error and tools_line(check) in error
+
+
+@pytest.mark.parametrize("client", ["claude", "codex", "opencode"])
+def test_launch_config_is_refused_for_a_model_without_tools(bed: InstallBed, tmp_path: Path, client: str) -> None:
+    """``--config`` for a client that sends tools, on a model that cannot take them: refused as ``launch`` refuses
+    to start it, nothing written (was exit 0 and a config file that gives the client an error on every request)."""
+    user = tmp_path / "user"
+    proc = launch(bed, user, client, "--config", "--yes")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    error, _ = error_and_hint(proc)
+    assert "cannot take tool calls" in error
+    assert [p for p in user.rglob("*") if p.is_file()] == []
