@@ -128,18 +128,13 @@ def run_client(argv: Sequence[str], env: Mapping[str, str]) -> int:
             continue
 
 
-def files_dir(home: Home) -> Path:
-    """Where the kit keeps files it gives a client (no secrets): ``<home>/agents``."""
-    return home.root / "agents"
-
-
 def launch(home: Home, request: LaunchRequest) -> int:
     """Start the client against the target and return its exit code."""
     client = client_named(request.client)
     program = find_client(client)
     target = served(target_for(home, request))
     _check_ready(client, target, home)
-    folder = files_dir(home)
+    folder = written.private_dir(home)
     argv = [*program.argv, *client.args(target, folder), *request.args]
     if any(target.key in word for word in argv):  # a process list shows arguments to every user of the machine
         raise QwenKitError(t("launch.err_key_in_argv"))
@@ -174,7 +169,7 @@ def configure(home: Home, request: LaunchRequest) -> int:
     path = written.real_path(client.config_path(os.environ, Path.home()))
     if written.recorded(home, client.name) is not None:  # a second --config replaces the first
         written.restore(home, client.name)
-    before = written.read_config(path)
+    before = written.read_config(path, client.name)
     try:
         plan = client.config_plan(before, target, path)
     except ValueError as exc:  # the file is not one the kit can edit safely: nothing written
@@ -196,9 +191,11 @@ def configure(home: Home, request: LaunchRequest) -> int:
 def restore(home: Home, request: LaunchRequest) -> int:
     """``--restore``: take back what ``--config`` wrote for the client."""
     client = client_named(request.client)
-    entry = written.restore(home, client.name)
-    if entry is None:
+    done = written.restore(home, client.name)
+    if done is None:
         console.out(t("launch.restore_nothing", title=client.title))
+    elif done.undone:
+        console.out(t("launch.restored", title=client.title, path=done.entry.path))
     else:
-        console.out(t("launch.restored", title=client.title, path=entry.path))
+        console.out(t("launch.restore_forgot", title=client.title, path=done.entry.path))
     return 0

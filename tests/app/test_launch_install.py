@@ -34,6 +34,7 @@ from tests.support.install_bed import (
     serve_engine,
 )
 from tests.support.llama import free_port
+from tests.support.mounts import read_only
 from tests.support.tiny_gguf import write_model
 
 SERVER_ARGS = ("-c", "16384", "-t", "2")
@@ -134,3 +135,54 @@ def test_launch_config_is_refused_for_a_model_without_tools(bed: InstallBed, tmp
     error, _ = error_and_hint(proc)
     assert "cannot take tool calls" in error
     assert [p for p in user.rglob("*") if p.is_file()] == []
+
+
+def test_launch_config_that_could_not_be_written_leaves_nothing_to_take_back(bed: InstallBed,
+                                                                              tmp_path: Path) -> None:
+    """``--config`` into a folder that cannot be written: one line naming the client's file (not a temporary file)
+    and a hint for it (not the install's ``--home``), and no record of edits never made. Once the folder is
+    writable, ``--config`` works and ``--restore`` gives the file back byte for byte (was: every later ``--config``
+    and ``--restore`` exit 2 "changed where qwenkit wrote its settings", with no way out)."""
+    user = tmp_path / "user"
+    config = user / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    mine = '{\n  "theme": "opencode"\n}\n'
+    config.write_text(mine, encoding="utf-8")
+    proc = launch(bed, user, "opencode", "--config", "--yes", *gateway_args(bed), prefix=read_only(config.parent))
+    assert proc.returncode == 3, proc.stderr
+    error, hint = error_and_hint(proc)
+    assert error == f"error: cannot write to {config}: Read-only file system", error
+    assert "--home" not in hint and "'qwenkit launch --print opencode'" in hint
+    assert config.read_text(encoding="utf-8") == mine
+    written = launch(bed, user, "opencode", "--config", "--yes", *gateway_args(bed))
+    assert written.returncode == 0, written.stderr
+    assert '"provider"' in config.read_text(encoding="utf-8")
+    restored = launch(bed, user, "opencode", "--restore")
+    assert restored.returncode == 0, restored.stderr
+    assert config.read_text(encoding="utf-8") == mine
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_launch_restore_forgets_settings_the_user_removed_by_hand(bed: InstallBed, tmp_path: Path,
+                                                                  lang: str) -> None:
+    """A ``--restore`` that meets a changed span names the client in its hint; once the user has removed the kit's
+    settings by hand, as that hint says, ``--restore`` forgets them (was exit 2 for ever)."""
+    user = tmp_path / "user"
+    config = user / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    mine = '# mine\nmodel = "gpt-5.5"\n'
+    config.write_text(mine, encoding="utf-8")
+    assert launch(bed, user, "codex", "--config", "--yes", *gateway_args(bed)).returncode == 0
+    config.write_text(config.read_text(encoding="utf-8").replace('wire_api = "responses"', 'wire_api = "chat"'),
+                      encoding="utf-8")
+    changed = launch(bed, user, "codex", "--restore", lang=lang)
+    assert changed.returncode == 2, changed.stderr
+    _, hint = error_and_hint(changed) if lang == "en" else ("", changed.stderr.strip().splitlines()[-1])
+    assert "'qwenkit launch codex --restore'" in hint
+    config.write_text(mine, encoding="utf-8")  # the user takes the kit's settings out by hand
+    forgot = launch(bed, user, "codex", "--restore", lang=lang)
+    assert forgot.returncode == 0, forgot.stderr
+    assert str(config) in forgot.stdout
+    assert config.read_text(encoding="utf-8") == mine
+    again = launch(bed, user, "codex", "--restore")
+    assert again.returncode == 0 and "Nothing to take back" in again.stdout

@@ -283,9 +283,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{path} 中 qwenkit 写入设置的位置已被改动；未撤销任何内容",
     },
     "launch.hint_restore_changed": {
-        "en": "Remove qwenkit's settings from that file by hand; then 'qwenkit launch CLIENT --restore' again "
+        "en": "Remove qwenkit's settings from that file by hand; then 'qwenkit launch {client} --restore' again "
               "forgets them.",
-        "zh": "请手动从该文件中删除 qwenkit 的设置，然后再次运行 'qwenkit launch 客户端 --restore'。",
+        "zh": "请手动从该文件中删除 qwenkit 的设置，然后再次运行 'qwenkit launch {client} --restore'，"
+              "它会清除这条记录。",
+    },
+    "launch.restore_forgot": {
+        "en": "Nothing qwenkit wrote for {title} is left in {path}; its record is forgotten.",
+        "zh": "{path} 中已没有 qwenkit 为 {title} 写入的内容；相应的记录已清除。",
+    },
+    "launch.hint_config_write": {
+        "en": "Make that folder writable for you, or add the settings by hand: 'qwenkit launch --print {client}' "
+              "shows them.",
+        "zh": "请让你能写入该文件夹，或手动添加设置：'qwenkit launch --print {client}' 会显示这些设置。",
     },
     "launch.r_bash": {"en": "bash / zsh (Linux, macOS)", "zh": "bash / zsh 终端（Linux、macOS）"},
     "launch.r_powershell": {"en": "PowerShell (Windows)", "zh": "PowerShell 终端（Windows）"},
