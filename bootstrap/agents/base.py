@@ -30,7 +30,7 @@ class ConfigPlan:
     skeleton: str  # the text the kit starts from when there is no file yet
     text: str
     edits: tuple[Edit, ...]
-    notes: tuple[str, ...] = ()  # message keys printed after writing (what the user still does: a variable to set)
+    key_in_env: bool = False  # the client then reads the key from QWENKIT_API_KEY, which the user sets
 
 
 def edited(base: str, *batches: list[Edit]) -> tuple[str, tuple[Edit, ...]]:

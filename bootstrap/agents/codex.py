@@ -9,7 +9,7 @@ must not be one of its built-in providers (openai, ollama, lmstudio), whose base
 
 ``launch`` gives every setting as ``-c key=value`` overrides (values are TOML) and the key in ``QWENKIT_API_KEY``;
 ``--config`` writes them into ``~/.codex/config.toml`` (``CODEX_HOME`` moves the folder), after which Codex still
-reads the key from ``QWENKIT_API_KEY``: the printed notes say how to set it from the key file in each shell.
+reads the key from ``QWENKIT_API_KEY``: ``--config`` prints how to set it from the key file in each shell.
 
 - ``model_context_window``: the real window (without it Codex falls back to generic metadata for a model it does
   not know);
@@ -77,7 +77,7 @@ class Codex(AgentClient):
                 tables[table] = {"enabled": False}
         base = text or ""
         new, edits = edited(base, plan_edits(base, self.root_settings(target), tables, MARKER.format(client=self.name)))
-        return ConfigPlan(path, "", new, edits, notes=("launch.codex_key_note",))
+        return ConfigPlan(path, "", new, edits, key_in_env=True)
 
 
 CLIENT = Codex()

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bootstrap.agents import aider, claude_code, codex, opencode, written
+from bootstrap.agents import aider, claude_code, codex, opencode, recipes, written
 from bootstrap.agents.base import AgentClient
 from bootstrap.agents.needs import ContextCheck, check_context
 from bootstrap.agents.programs import Program, find_program
@@ -183,8 +183,9 @@ def configure(home: Home, request: LaunchRequest) -> int:
         return 0
     written.write(home, client.name, plan, before)
     console.out(t("launch.config_written", title=client.title, path=path, client=client.name))
-    for note in plan.notes:
-        console.out(t(note, env=settings.API_KEY_ENV, key_file=target.key_file or "-"))
+    if plan.key_in_env:  # the install's key file, or the one the user named with --endpoint
+        key_file = target.key_file or (Path(request.key_file).absolute() if request.key_file else None)
+        console.out(recipes.key_note(client.title, client.programs[0], key_file))
     return 0
 
 

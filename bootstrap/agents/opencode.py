@@ -82,8 +82,7 @@ class OpenCode(AgentClient):
         first = set_members(base, ("provider",), provider)
         middle = apply(base, first)
         new, edits = edited(base, first, set_members(middle, (), settings))
-        return ConfigPlan(path, skeleton, new, edits,
-                          notes=() if target.key_file else ("launch.opencode_key_note",))
+        return ConfigPlan(path, skeleton, new, edits, key_in_env=target.key_file is None)
 
 
 CLIENT = OpenCode()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bootstrap.agents import aider, claude_code, codex, opencode
@@ -44,16 +45,24 @@ def _rows(*rows: tuple[str, object]) -> list[str]:
     return [f"  {label(key)}{value}" for key, value in rows]
 
 
-def _env_block(variables: list[tuple[str, str]], key_var: str, target: Target, command: list[str]) -> str:
+def _env_block(variables: list[tuple[str, str]], key_var: str, key_file: Path | None, command: list[str]) -> str:
     return render_template("recipes/env.txt.j2", variables=variables, key_var=key_var,
-                           key_file=None if target.key_file is None else str(target.key_file), command=command,
-                           labels=_labels())
+                           key_file=None if key_file is None else str(key_file), command=command, labels=_labels())
+
+
+def key_note(title: str, program: str, key_file: Path | None) -> str:
+    """After ``--config`` of a client that reads the key from ``QWENKIT_API_KEY``: the lines that set it from
+    ``key_file`` in each shell (quoted as the recipes are), or that the user sets it to their own key."""
+    if key_file is None:
+        return t("launch.key_note_own", title=title, env=API_KEY_ENV, program=program)
+    return "\n".join([t("launch.key_note", title=title, env=API_KEY_ENV, program=program), "",
+                      _env_block([], API_KEY_ENV, key_file, [program])])
 
 
 def _env_recipe(title: str, env: dict[str, str], key_var: str, target: Target, command: list[str]) -> list[str]:
     """A client told by variables: each shell's lines (the key read from its file), then how to set one's own key."""
     variables = [(k, v) for k, v in env.items() if k != key_var]
-    lines = [t("launch.r_head_env", title=title), "", _env_block(variables, key_var, target, command)]
+    lines = [t("launch.r_head_env", title=title), "", _env_block(variables, key_var, target.key_file, command)]
     if target.key_file is None:
         lines.append(t("launch.r_key_var", var=key_var))
     return lines
@@ -74,7 +83,7 @@ def _codex(target: Target) -> list[str]:
     lines = [t("launch.r_head_file", title=client.title, path=path), ""]
     lines.append(render_template("recipes/codex.toml.j2", root=root, tables=tables))
     lines.append(t("launch.r_then_env", var=API_KEY_ENV))
-    lines.append(_env_block([], API_KEY_ENV, target, ["codex"]))
+    lines.append(_env_block([], API_KEY_ENV, target.key_file, ["codex"]))
     lines.append(t("launch.r_or_launch", client="codex"))
     return lines
 

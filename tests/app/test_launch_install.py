@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -186,3 +187,17 @@ def test_launch_restore_forgets_settings_the_user_removed_by_hand(bed: InstallBe
     assert config.read_text(encoding="utf-8") == mine
     again = launch(bed, user, "codex", "--restore")
     assert again.returncode == 0 and "Nothing to take back" in again.stdout
+
+
+def test_launch_codex_config_for_a_gateway_says_how_to_set_the_users_key(bed: InstallBed, tmp_path: Path) -> None:
+    """``--config --endpoint URL --key-file FILE`` for Codex (which reads the key from ``QWENKIT_API_KEY``): the
+    lines that set it read the user's key file, quoted for each shell (was ``cat '-'``, which reads the terminal)."""
+    user = tmp_path / "user"
+    key_file = tmp_path / "it's my key"
+    key_file.write_text(bed.home.api_key_file.read_text(encoding="utf-8"), encoding="utf-8")
+    endpoint = gateway_args(bed)[:2]
+    proc = launch(bed, user, "codex", "--config", "--yes", *endpoint, "--key-file", str(key_file))
+    assert proc.returncode == 0, proc.stderr
+    assert "'-'" not in proc.stdout
+    assert f'export QWENKIT_API_KEY="$(cat {shlex.quote(str(key_file))})"' in proc.stdout, proc.stdout
+    assert launch(bed, user, "codex", "--restore").returncode == 0

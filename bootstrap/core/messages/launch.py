@@ -241,17 +241,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已把 {title} 的设置写入 {path}（仅本人可读）。照常启动它即可；"
               "'qwenkit launch {client} --restore' 可撤销这些设置。",
     },
-    "launch.codex_key_note": {
-        "en": "Codex reads the key from {env}; set it in each shell before 'codex' (bash: export "
-              "{env}=\"$(cat '{key_file}')\"; PowerShell: $env:{env} = (Get-Content -Raw '{key_file}').Trim(); "
-              "cmd: set /p {env}=<\"{key_file}\").",
-        "zh": "Codex 从 {env} 读取密钥；请在运行 'codex' 前于当前终端设置它（bash：export "
-              "{env}=\"$(cat '{key_file}')\"；PowerShell：$env:{env} = (Get-Content -Raw '{key_file}').Trim()；"
-              "cmd：set /p {env}=<\"{key_file}\"）。",
+    "launch.key_note": {
+        "en": "{title} reads the key from {env}: set it in the shell you start '{program}' from:",
+        "zh": "{title} 从 {env} 读取密钥：请在启动 '{program}' 的终端中设置它：",
     },
-    "launch.opencode_key_note": {
-        "en": "OpenCode reads your key from {env}: set it before 'opencode'.",
-        "zh": "OpenCode 从 {env} 读取你的密钥：请在运行 'opencode' 前设置它。",
+    "launch.key_note_own": {
+        "en": "{title} reads your key from {env}: set it before '{program}'.",
+        "zh": "{title} 从 {env} 读取你的密钥：请在运行 '{program}' 前设置它。",
     },
     "launch.restore_nothing": {
         "en": "Nothing to take back: 'qwenkit launch --config' wrote nothing for {title} from this install.",
