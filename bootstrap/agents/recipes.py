@@ -103,13 +103,10 @@ def _opencode(target: Target) -> list[str]:
 
 def _aider(target: Target) -> list[str]:
     client = aider.CLIENT
-    command = ["aider", "--model", f"openai/{target.model}", "--no-check-update", "--analytics-disable"]
-    lines = _env_recipe(client.title, client.env(target), "OPENAI_API_KEY", target, command)
+    lines = _env_recipe(client.title, client.env(target), "AIDER_OPENAI_API_KEY", target,
+                        ["aider", *client.flags(target)])
     if target.ctx:
-        meta = {f"openai/{target.model}": {"max_input_tokens": target.ctx,
-                                           "max_output_tokens": output_cap(target.ctx, aider.DEFAULT_OUTPUT),
-                                           "litellm_provider": "openai", "mode": "chat"}}
-        lines += [t("launch.r_aider_meta"), json.dumps(meta, indent=2), ""]
+        lines += [t("launch.r_aider_meta"), json.dumps(client.metadata(target), indent=2), ""]
     lines.append(t("launch.r_or_launch_once", client="aider"))
     return lines
 

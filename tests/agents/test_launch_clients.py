@@ -83,8 +83,11 @@ def test_launch_tells_aider_the_window_in_a_metadata_file(tmp_path: Path) -> Non
     meta = json.loads(Path(args[args.index("--model-metadata-file") + 1]).read_text())
     assert meta["openai/tiny-qwen"]["max_input_tokens"] == 32768
     assert args[args.index("--model") + 1] == "openai/tiny-qwen" and "--no-check-update" in args
+    assert "--no-analytics" in args and "--analytics-disable" not in args  # for this run, not for good
+    assert args[args.index("--set-env") + 1] == "OPENAI_BASE_URL=http://127.0.0.1:8080/v1"  # after its .env files
     env = child_env(client, _target(tmp_path), {"OPENAI_BASE_URL": "https://api.openai.com/v1"})
-    assert env["OPENAI_API_BASE"] == "http://127.0.0.1:8080/v1" and "OPENAI_BASE_URL" not in env
+    assert env["AIDER_OPENAI_API_BASE"] == "http://127.0.0.1:8080/v1" and "OPENAI_BASE_URL" not in env
+    assert env["AIDER_OPENAI_API_KEY"] == KEY
 
 
 USER_SETTINGS = '{\n  "theme": "dark",\n  "env": {\n    "FOO": "bar"\n  },\n  "permissions": {"allow": []}\n}\n'

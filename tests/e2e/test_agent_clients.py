@@ -189,11 +189,16 @@ def report(client: str, version: str, command: str, proc: subprocess.CompletedPr
 
 
 def launch(agent: AgentBed, client: str, *extra: str, env_extra: dict[str, str] | None = None,
-           keys: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], list[Exchange], list[str], float]:
-    """``qwenkit launch CLIENT --yes EXTRA -- HEADLESS`` in a fresh home folder for the client; the proxy's
+           keys: tuple[str, ...] = (), home_files: dict[str, str] | None = None
+           ) -> tuple[subprocess.CompletedProcess[str], list[Exchange], list[str], float]:
+    """``qwenkit launch CLIENT --yes EXTRA -- HEADLESS`` in a fresh home folder for the client (``home_files``: the
+    user's own files there, relative path → text; it is also the folder the client starts in); the proxy's
     exchanges during the run."""
     home = agent.root / f"{client}-home-{time.monotonic_ns()}"
     home.mkdir()
+    for relative, text in (home_files or {}).items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(text, encoding="utf-8")
     env = agent.env(home, client, **(env_extra or {}))
     argv = [sys.executable, "-m", "bootstrap", "launch", client, "--yes", *extra, "--", *HEADLESS[client]]
     before = len(agent.proxy.exchanges)
@@ -221,6 +226,36 @@ def test_launch_real_client(agent_bed: AgentBed, client: str) -> None:
     report(client, agent_clients.PINNED[client].version, qwenkit(argv), proc, exchanges, seconds)
     assert_answered(proc, exchanges)
     assert "Starting " in proc.stderr  # launch said what it started, against what
+
+
+# What a user's own files may say that a client reads over its environment: a dead server, another key, a tiny
+# window (as `qwenkit launch claude --config` of another install, or a Python project's .env, leaves them).
+ELSEWHERE = "http://127.0.0.1:9"
+THEIR_KEY = "sk-proj-their-own-openai-key"
+USER_FILES = {
+    "claude": {".claude/settings.json": json.dumps({"env": {
+        "ANTHROPIC_BASE_URL": ELSEWHERE, "ANTHROPIC_AUTH_TOKEN": THEIR_KEY, "ANTHROPIC_MODEL": "other-model",
+        "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "1024"}}, indent=2)},
+    "aider": {".env": f"OPENAI_API_KEY={THEIR_KEY}\nOPENAI_API_BASE={ELSEWHERE}/v1\nOPENAI_BASE_URL={ELSEWHERE}/v1\n"},
+}
+
+
+@pytest.mark.parametrize("client", sorted(USER_FILES))
+def test_launch_wins_over_what_the_users_own_files_tell_the_client(agent_bed: AgentBed, client: str) -> None:
+    """A client whose own files name another server, key or window (Claude Code's user settings ``env``, which it
+    applies over its environment; a ``.env`` in the folder Aider starts in, which it loads over its environment):
+    launch's settings still reach it, so it answers through the install with the install's key (was: Claude Code
+    "Prompt is too long" or requests to the other server, Aider "AuthenticationError"). Aider's own preference file
+    is not changed for good (``--analytics-disable`` disabled its analytics permanently)."""
+    proc, exchanges, argv, seconds = launch(agent_bed, client, home_files=USER_FILES[client])
+    report(f"{client} with the user's own settings", agent_clients.PINNED[client].version, qwenkit(argv), proc,
+           exchanges, seconds)
+    assert_answered(proc, exchanges)
+    if client == "aider":
+        assert "permanently disabled" not in proc.stdout
+        home = next(p for p in agent_bed.root.glob("aider-home-*") if (p / ".env").exists())
+        prefs = home / ".aider" / "analytics.json"
+        assert not prefs.exists() or not json.loads(prefs.read_text(encoding="utf-8")).get("permanently_disable")
 
 
 def test_launch_print_recipe_runs_the_openai_agents_sdk(agent_bed: AgentBed) -> None:
