@@ -24,6 +24,7 @@ with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (docs.litellm.ai, "Setting custom mod
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ class Aider(AgentClient):
     def metadata_file(self, files: Path) -> Path:
         return files / "aider-model-metadata.json"
 
-    def args(self, target: Target, files: Path) -> list[str]:
+    def args(self, target: Target, files: Path, told: Mapping[str, str] | None = None) -> list[str]:
         out = self.flags(target)
         if target.ctx:
             path = self.metadata_file(files)

@@ -69,10 +69,15 @@ class AgentClient:
         """Variables the client is started with (the key among them where the client reads it from one)."""
         return {}
 
-    def args(self, target: Target, files: Path) -> list[str]:
-        """Arguments before the user's own (settings on the command line; never the key). ``files``: a folder in
-        the home where the client may be given a file the kit writes (no secret in it)."""
+    def args(self, target: Target, files: Path, told: Mapping[str, str] | None = None) -> list[str]:
+        """Arguments before the user's own (settings on the command line; never the key). ``files``: an owner-only
+        folder in the home where the client may be given a file the kit writes; ``told``: the environment the client
+        is started with (``env``'s variables as they are given, a user's own output cap kept)."""
         return []
+
+    def run_files(self, files: Path) -> tuple[Path, ...]:
+        """Files ``args`` wrote for this run alone, removed when the client has ended."""
+        return ()
 
     def config_path(self, env: Mapping[str, str], user_home: Path) -> Path:
         """The client's own user config file (only where ``configurable``)."""

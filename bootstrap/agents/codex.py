@@ -57,7 +57,7 @@ class Codex(AgentClient):
         values.update({"web_search": "disabled", "check_for_update_on_startup": False})
         return values
 
-    def args(self, target: Target, files: Path) -> list[str]:
+    def args(self, target: Target, files: Path, told: Mapping[str, str] | None = None) -> list[str]:
         settings: dict[str, Any] = {**self.root_settings(target), f"model_providers.{PROVIDER}": self.provider(target),
                                     "analytics.enabled": False, "feedback.enabled": False}
         out = []

@@ -135,12 +135,17 @@ def launch(home: Home, request: LaunchRequest) -> int:
     target = served(target_for(home, request))
     _check_ready(client, target, home)
     folder = written.private_dir(home)
-    argv = [*program.argv, *client.args(target, folder), *request.args]
-    if any(target.key in word for word in argv):  # a process list shows arguments to every user of the machine
-        raise QwenKitError(t("launch.err_key_in_argv"))
-    ctx = target.ctx if target.ctx is not None else "?"
-    console.info(t("launch.starting", title=client.title, url=target.base_url, model=target.model, ctx=ctx))
-    return run_client(argv, child_env(client, target, os.environ))
+    env = child_env(client, target, os.environ)
+    try:
+        argv = [*program.argv, *client.args(target, folder, env), *request.args]
+        if any(target.key in word for word in argv):  # a process list shows arguments to every user of the machine
+            raise QwenKitError(t("launch.err_key_in_argv"))
+        ctx = target.ctx if target.ctx is not None else "?"
+        console.info(t("launch.starting", title=client.title, url=target.base_url, model=target.model, ctx=ctx))
+        return run_client(argv, env)
+    finally:
+        for path in client.run_files(folder):
+            path.unlink(missing_ok=True)
 
 
 def _confirm(question: str, yes: bool) -> bool:

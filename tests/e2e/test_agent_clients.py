@@ -369,11 +369,14 @@ def test_launch_config_then_client_alone_then_restore(agent_bed: AgentBed, clien
     assert path.stat().st_mode & 0o777 == 0o644
 
 
-STAND_IN = '''import json, os, sys
+STAND_IN = '''import json, os, stat, sys
 cmdline = open("/proc/self/cmdline", "rb").read().decode().split("\\0")
 names = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
          "NO_PROXY")
-record = {"argv": sys.argv[1:], "cmdline": cmdline, "env": {n: os.environ.get(n) for n in names}}
+settings = json.load(open(sys.argv[2])) if sys.argv[1:2] == ["--settings"] else None
+mode = stat.S_IMODE(os.stat(sys.argv[2]).st_mode) if settings is not None else None
+record = {"argv": sys.argv[1:], "cmdline": cmdline, "env": {n: os.environ.get(n) for n in names},
+          "settings": settings, "mode": mode}
 with open(os.environ["STAND_IN_RECORD"], "w") as fh:
     json.dump(record, fh)
 sys.exit(7)
@@ -398,9 +401,13 @@ def test_launch_passes_args_and_exit_code_and_the_key_only_in_the_environment(ag
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 7, proc.stderr
     seen = json.loads(record.read_text())
-    assert seen["argv"] == words
+    assert seen["argv"][0] == "--settings" and seen["argv"][2:] == words
+    settings = Path(seen["argv"][1])  # the same variables, above the user's own settings files: gone after the run
+    assert settings.parent == agent_bed.bed.home.agents_dir and not settings.exists()
     assert not any(agent_bed.key in word for word in seen["cmdline"])
     assert seen["env"]["ANTHROPIC_AUTH_TOKEN"] == agent_bed.key and seen["env"]["ANTHROPIC_API_KEY"] is None
     assert seen["env"]["ANTHROPIC_BASE_URL"] == agent_bed.proxy.url
     assert seen["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "65536"
+    assert seen["mode"] == 0o600 and seen["settings"]["env"]["ANTHROPIC_BASE_URL"] == agent_bed.proxy.url
+    assert seen["settings"]["env"]["ANTHROPIC_AUTH_TOKEN"] == agent_bed.key
     assert "127.0.0.1" in seen["env"]["NO_PROXY"].split(",")
