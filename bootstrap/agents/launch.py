@@ -194,6 +194,25 @@ def configure(home: Home, request: LaunchRequest) -> int:
     return 0
 
 
+def take_back_all(home: Home) -> None:
+    """Before an uninstall: what ``--config`` wrote for every client taken back, since the record goes with the home
+    and the clients would keep pointing at a server that is gone (Claude Code's settings with its key). A file that
+    cannot be given back is named, with what to do by hand, and the uninstall goes on."""
+    try:
+        names = written.recorded_clients(home)
+    except QwenKitError as exc:
+        names = ()
+        console.warn(exc.message)
+        console.info(exc.hint or "")
+    for name in names:
+        try:
+            restore(home, LaunchRequest(name))
+        except QwenKitError as exc:
+            console.warn(exc.message)
+            if exc.hint:
+                console.info(exc.hint)
+
+
 def restore(home: Home, request: LaunchRequest) -> int:
     """``--restore``: take back what ``--config`` wrote for the client."""
     client = client_named(request.client)

@@ -98,6 +98,11 @@ def _forget(home: Home, client: str) -> None:
     _save(home, doc)
 
 
+def recorded_clients(home: Home) -> tuple[str, ...]:
+    """The clients whose config files hold edits of the kit's, by the record."""
+    return tuple(_load(home)["clients"])
+
+
 def recorded(home: Home, client: str) -> Written | None:
     entry = _load(home)["clients"].get(client)
     if not isinstance(entry, dict):

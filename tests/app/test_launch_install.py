@@ -16,7 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -201,3 +201,25 @@ def test_launch_codex_config_for_a_gateway_says_how_to_set_the_users_key(bed: In
     assert "'-'" not in proc.stdout
     assert f'export QWENKIT_API_KEY="$(cat {shlex.quote(str(key_file))})"' in proc.stdout, proc.stdout
     assert launch(bed, user, "codex", "--restore").returncode == 0
+
+
+def test_uninstall_takes_back_what_launch_config_wrote(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:
+    """``qwenkit uninstall`` after ``launch codex --config``: the user's Codex config is given back byte for byte
+    (no client is left pointed at a server that is gone), and ``<home>/agents`` (the record of the edits) goes with
+    the home (was: the config kept the kit's provider, and the home stayed, "it still holds files that are not
+    QwenClientKit's: agents")."""
+    model = write_model("llama", tmp_path / "model" / MODEL_FILE, dtype="q8_0", n_layer=12, n_ctx=32768)
+    bed = make_bed(model=model, server_args=SERVER_ARGS)
+    assert bed.install("--no-venv", "--port", str(free_port())).returncode == 0
+    user = tmp_path / "user"
+    config = user / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    mine = '# mine\nmodel = "gpt-5.5"\n'
+    config.write_text(mine, encoding="utf-8")
+    assert launch(bed, user, "codex", "--config", "--yes", *gateway_args(bed)).returncode == 0
+    assert "[model_providers.qwenkit]" in config.read_text(encoding="utf-8")
+    proc = bed.run("uninstall", "--yes", env=bed.env(HOME=str(user)))
+    assert proc.returncode == 0, proc.stderr
+    assert config.read_text(encoding="utf-8") == mine
+    assert str(config) in proc.stdout
+    assert not bed.home.root.exists(), sorted(p.name for p in bed.home.root.iterdir())
