@@ -41,6 +41,7 @@ class Aider(AgentClient):
     programs = ("aider",)
     package = "aider-chat"
     installer = "pip"
+    python = "3.12"  # aider-chat 0.86.2: Requires-Python >=3.10,<3.13 (its PyPI metadata)
     headless = ("--message", "Say hello.", "--no-git", "--yes-always")
     first_request_tokens = 700  # measured on the test bed: docs/agents.md
     measured_version = "0.86.2"

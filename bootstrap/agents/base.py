@@ -52,6 +52,7 @@ class AgentClient:
     programs: tuple[str, ...] = ()  # command names on PATH
     package = ""  # the npm or PyPI package
     installer = "npm"  # "npm" or "pip"
+    python = ""  # pip: the newest Python version the package installs on
     npm_bin = ""  # the package's bin file (what npm's Windows shim runs)
     headless: tuple[str, ...] = ()  # the arguments that run one prompt and exit (for the docs and --print)
     first_request_tokens = 0  # its first request, measured on the test bed (docs/agents.md)
@@ -88,10 +89,12 @@ class AgentClient:
         raise NotImplementedError
 
     def install_lines(self, system: str) -> list[str]:
-        """The command lines that install it on ``system`` (for the missing-client message and the docs)."""
+        """The command lines that install it on ``system``, the usual one first (for the missing-client message and
+        the docs). A Python program goes into a venv of its own with pipx or uv: ``pip install --user`` is refused
+        by the system Python of Debian 12, Ubuntu 23.04 and later (PEP 668 "externally-managed-environment"), and
+        the newest Python may be newer than the program allows (``python``), which uv fetches."""
         if self.installer == "pip":
-            py = "py -m pip" if system == "Windows" else "python3 -m pip"
-            return [f"{py} install --user {self.package}"]
+            return [f"pipx install {self.package}", f"uv tool install --python {self.python} {self.package}"]
         return [f"npm install -g {self.package}"]
 
     def context_tokens(self, target: Target) -> int | None:

@@ -70,10 +70,11 @@ def find_client(client: AgentClient, env: Mapping[str, str] | None = None, syste
     found = find_program(client.programs, client.package, client.npm_bin, search_path=settings.search_path(env),
                          system=system, pathext=env.get("PATHEXT", ""))
     if found is None:
-        lines = "; ".join(client.install_lines(system))
+        first, *others = client.install_lines(system)
         raise UnsupportedMachine(t("launch.err_missing", title=client.title, program=client.programs[0]),
-                                 t(f"launch.hint_missing_{client.installer}", lines=lines,
-                                   package=client.package))
+                                 t(f"launch.hint_missing_{client.installer}", lines=first,
+                                   other=others[0] if others else "", package=client.package,
+                                   python=client.python))
     return found
 
 

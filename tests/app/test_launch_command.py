@@ -31,14 +31,22 @@ def one_error(proc: subprocess.CompletedProcess[str]) -> tuple[str, str]:
     return lines[-2], lines[-1]
 
 
-@pytest.mark.parametrize(("lang", "error", "hint"), [
-    ("en", "error: Claude Code is not installed here ('claude' is not on PATH)",
+@pytest.mark.parametrize(("lang", "client", "error", "hint"), [
+    ("en", "claude", "error: Claude Code is not installed here ('claude' is not on PATH)",
      "hint: Install it with Node.js: 'npm install -g @anthropic-ai/claude-code'"),
-    ("zh", "错误：本机未安装 Claude Code（PATH 中找不到 'claude'）",
+    ("zh", "claude", "错误：本机未安装 Claude Code（PATH 中找不到 'claude'）",
      "提示：请用 Node.js 安装：'npm install -g @anthropic-ai/claude-code'"),
+    # a venv of its own: 'pip install --user' is refused by Debian 12's and Ubuntu 24.04's Python (PEP 668)
+    ("en", "aider", "error: Aider is not installed here ('aider' is not on PATH)",
+     "hint: Install it into a venv of its own: 'pipx install aider-chat', or with Python newer than 3.12 "
+     "'uv tool install --python 3.12 aider-chat'"),
+    ("zh", "aider", "错误：本机未安装 Aider（PATH 中找不到 'aider'）",
+     "提示：请把它装进独立的虚拟环境：'pipx install aider-chat'；Python 高于 3.12 时用 "
+     "'uv tool install --python 3.12 aider-chat'"),
 ])
-def test_launch_missing_client_says_how_to_get_it(lang: str, error: str, hint: str, tmp_path: Path) -> None:
-    proc = run("claude", "--yes", "--", "-p", "hi", lang=lang, path=str(tmp_path), home=tmp_path / "home")
+def test_launch_missing_client_says_how_to_get_it(lang: str, client: str, error: str, hint: str,
+                                                   tmp_path: Path) -> None:
+    proc = run(client, "--yes", "--", "-p", "hi", lang=lang, path=str(tmp_path), home=tmp_path / "home")
     assert proc.returncode == 3
     first, second = one_error(proc)
     assert first == error and second.startswith(hint)

@@ -67,12 +67,12 @@ MESSAGES: dict[str, dict[str, str]] = {
               "'npm install -g' 安装（见 docs/agents.md）。",
     },
     "launch.hint_missing_pip": {
-        "en": "Install it with Python: '{lines}' (in mainland China add -i https://pypi.tuna.tsinghua.edu.cn/simple). "
-              "Offline: 'pip download {package}' on a connected PC, copy the folder over and 'pip install "
-              "--no-index --find-links' it (docs/agents.md).",
-        "zh": "请用 Python 安装：'{lines}'（中国大陆可加 -i https://pypi.tuna.tsinghua.edu.cn/simple）。"
-              "离线机器：在联网电脑上执行 'pip download {package}'，把文件夹拷过来再用 "
-              "'pip install --no-index --find-links' 安装（见 docs/agents.md）。",
+        "en": "Install it into a venv of its own: '{lines}', or with Python newer than {python} '{other}' (in "
+              "mainland China add --index-url https://pypi.tuna.tsinghua.edu.cn/simple). Offline: 'pip download "
+              "{package}' with Python {python} on a connected PC, then a venv of its own (docs/agents.md).",
+        "zh": "请把它装进独立的虚拟环境：'{lines}'；Python 高于 {python} 时用 '{other}'（中国大陆可加 "
+              "--index-url https://pypi.tuna.tsinghua.edu.cn/simple）。离线机器：在联网电脑上用 Python {python} "
+              "执行 'pip download {package}'，再装进独立的虚拟环境（见 docs/agents.md）。",
     },
     "launch.err_model": {
         "en": "the model '{model}' is not served here (models: {models})",
