@@ -154,7 +154,8 @@ def _library(template: str, title: str, package: str) -> Callable[[Target], list
                                max_tokens=output_cap(target.ctx, DEFAULT_OUTPUT),
                                key_file=None if target.key_file is None else str(target.key_file),
                                key_var=API_KEY_ENV)
-        return [t("launch.r_head_lib", title=title, package=package), "", code, _ctx_text(target)]
+        return [t("launch.r_head_lib", title=title, package=package), "", code,
+                *_rows(("launch.r_context", _ctx_text(target)))]
     return lines
 
 

@@ -77,6 +77,14 @@ def test_launch_print_recipes(name: str, lang: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert KEY not in proc.stdout + proc.stderr
     assert url in proc.stdout and "qwen-test" in proc.stdout
+    if name in ("langchain", "llamaindex", "openai-agents"):  # a program to paste: nothing it does not use
+        code = proc.stdout.split("\n\n", 1)[1]
+        assert ("import os" in code) == ("os.environ" in code.replace("import os", ""))
+        assert ("from pathlib import Path" in code) == ("Path(" in code)
+        # the window labelled (was a bare "65536 tokens" after the program)
+        assert proc.stdout.splitlines()[-1].strip() in ("Context: not known now (the server did not say); ask "
+                                                        "'qwenkit status'", "上下文：暂不可知（服务器未提供）；可用 "
+                                                        "'qwenkit status' 查看")
     assert "QWENKIT_API_KEY" in proc.stdout or "OPENAI_API_KEY" in proc.stdout or "ANTHROPIC_AUTH_TOKEN" in \
         proc.stdout or "your own key" in proc.stdout or "你的密钥" in proc.stdout or "团队管理员" in proc.stdout
     if lang == "zh":
