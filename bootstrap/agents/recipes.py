@@ -90,10 +90,9 @@ def _codex(target: Target) -> list[str]:
 
 def _opencode(target: Target) -> list[str]:
     client = opencode.CLIENT
-    api_key = f"{{file:{target.key_file}}}" if target.key_file is not None else f"{{env:{API_KEY_ENV}}}"
     path = "~/.config/opencode/opencode.json (Windows: %USERPROFILE%\\.config\\opencode\\opencode.json)"
     lines = [t("launch.r_head_file", title=client.title, path=path), ""]
-    lines.append(json.dumps(client.settings(target, api_key), ensure_ascii=False, indent=2))
+    lines.append(json.dumps(client.settings(target, client.config_key(target)), ensure_ascii=False, indent=2))
     lines.append("")
     if target.key_file is None:
         lines.append(t("launch.r_key_var", var=API_KEY_ENV))
