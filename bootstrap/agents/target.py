@@ -30,7 +30,7 @@ from bootstrap.core.input_checks import check_text
 from bootstrap.fetch.http_session import local_session
 from bootstrap.fetch.records import cause_text
 from bootstrap.place.api_key import read_api_key
-from bootstrap.plan.launch_spec import ctx_of
+from bootstrap.plan.launch_spec import ctx_of, parallel_of
 from bootstrap.record.state import InstallState, launch_spec, require_state
 
 TIMEOUT_S = 10.0
@@ -56,16 +56,12 @@ class Target:
 
 
 def slot_ctx(args: tuple[str, ...] | list[str]) -> int | None:
-    """The context of one slot these llama-server flags give: ``-c`` over ``-np`` slots, unless ``-kvu``."""
+    """The context of one slot these llama-server flags give: ``-c`` over ``-np`` slots, unless ``-kvu`` (without
+    ``-np``, llama-server's automatic 4 slots share one cache: ``tools/server/server.cpp``)."""
     ctx = ctx_of(args)
-    flags = list(args)
-    slots = 1
-    for i, flag in enumerate(flags[:-1]):
-        if flag in ("-np", "--parallel") and flags[i + 1].isdigit():
-            slots = max(1, int(flags[i + 1]))
-    if ctx is None or "-kvu" in flags or "--kv-unified" in flags:
+    if ctx is None or "-kvu" in args or "--kv-unified" in args:
         return ctx
-    return ctx // slots
+    return ctx // max(1, parallel_of(args) or 1)
 
 
 def _chat_models(state: InstallState) -> dict[str, tuple[str, ...]]:

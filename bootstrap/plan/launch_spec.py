@@ -148,6 +148,17 @@ def ctx_of(args: Sequence[str]) -> int | None:
     return found
 
 
+def parallel_of(args: Sequence[str]) -> int | None:
+    """The slot count these flags give llama-server (``-np`` / ``--parallel``; the last one wins), or None when they
+    set none or a value that is not a decimal number (``-1``, auto: the engine's own choice)."""
+    flags, found = list(args), None
+    for i, flag in enumerate(flags[:-1]):
+        value = decimal_int(flags[i + 1]) if flag in ("-np", "--parallel") else None
+        if value is not None:
+            found = value
+    return found
+
+
 @dataclass(frozen=True)
 class PresetModel:
     """Another installed model the server offers beside the default one (llama-server's router mode): its name

@@ -89,6 +89,7 @@ def test_launch_slot_context_from_the_install_flags() -> None:
     assert slot_ctx(("-c", "65536", "-np", "4")) == 16384  # each slot its share
     assert slot_ctx(("-c", "65536", "-np", "4", "-kvu")) == 65536  # one cache the slots share
     assert slot_ctx(("-t", "2",)) is None
+    assert slot_ctx(("-c", "8192", "-np", "²")) == 8192  # a look-alike digit is no slot count (was a ValueError)
 
 
 def test_launch_targets_a_chat_model_of_the_install(tmp_path: Path, tiny_qwen: Path) -> None:
