@@ -24,7 +24,7 @@ from bootstrap.agents.programs import Program, find_program
 from bootstrap.agents.readiness import tools_refusal
 from bootstrap.agents.target import Target, endpoint_key, endpoint_target, install_target, served
 from bootstrap.core import console, settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import QwenKitError, ServerError, UnsupportedMachine, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
@@ -49,7 +49,7 @@ class LaunchRequest:
 def client_named(name: str) -> AgentClient:
     client = CLIENTS.get(name)
     if client is None:
-        raise UsageError(t("launch.err_client", name=name, clients=", ".join(CLIENTS)), t("launch.hint_print"))
+        raise UsageError(t("launch.err_client", name=name, clients=join_names(CLIENTS)), t("launch.hint_print"))
     return client
 
 
@@ -170,7 +170,7 @@ def configure(home: Home, request: LaunchRequest) -> int:
     except ServerError as exc:
         if target.via != "install":
             raise
-        console.warn(t("launch.warn_config_offline", reason=exc.message))
+        console.warn(t("launch.warn_config_offline", reason=exc.message))  # the server's own words: no repeat
     _check_ready(client, target, home)  # a config the client would fail with is not written either
     path = written.real_path(client.config_path(os.environ, Path.home()))
     if written.recorded(home, client.name) is not None:  # a second --config replaces the first

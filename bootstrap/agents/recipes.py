@@ -19,7 +19,7 @@ from bootstrap.agents import aider, claude_code, codex, opencode
 from bootstrap.agents.base import output_cap
 from bootstrap.agents.target import Target, served
 from bootstrap.agents.toml_text import value_text
-from bootstrap.core.console import label, t
+from bootstrap.core.console import join_names, label, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.settings import API_KEY_ENV
 from bootstrap.core.templating import render_template
@@ -176,7 +176,7 @@ RECIPES: dict[str, Callable[[Target], list[str]]] = {
 def recipe_name(name: str) -> str:
     """``name`` when there is a recipe for it; else exit 2 naming the ones there are."""
     if name not in RECIPES:
-        raise UsageError(t("launch.err_print_name", name=name, names=", ".join(RECIPES)), t("hint.usage"))
+        raise UsageError(t("launch.err_print_name", name=name, names=join_names(RECIPES)), t("hint.usage"))
     return name
 
 

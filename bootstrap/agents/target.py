@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import requests
 
 from bootstrap.core import settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
@@ -81,7 +81,7 @@ def install_target(home: Home, model: str | None) -> Target:
     models = _chat_models(state)
     name = model or spec.alias
     if name not in models:
-        raise UsageError(t("launch.err_model", model=name, models=", ".join(models)), t("launch.hint_model"))
+        raise UsageError(t("launch.err_model", model=name, models=join_names(models)), t("launch.hint_model"))
     return Target(spec.base_url, name, slot_ctx(models[name]), read_api_key(home), home.api_key_file, "install",
                   tuple(models))
 
@@ -159,7 +159,7 @@ def served(target: Target) -> Target:
             ids = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict) and m.get("id")]
             model = target.model or (ids[0] if ids else "")
             if not model or (ids and model not in ids):
-                raise UsageError(t("launch.err_model", model=model or "-", models=", ".join(ids) or "-"),
+                raise UsageError(t("launch.err_model", model=model or "-", models=join_names(ids) or "-"),
                                  t("launch.hint_model"))
             props = _get(session, target, f"/props?model={model}" if len(ids) > 1 else "/props")
             ctx = _served_ctx(props.json()) if props.status_code == 200 else None

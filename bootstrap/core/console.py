@@ -113,6 +113,11 @@ def join_items(items: Iterable[str]) -> str:
     return ("；" if language() == "zh" else "; ").join(items)
 
 
+def join_names(names: Iterable[str]) -> str:
+    """Names in a list (commands, models, clients): ``, `` in English, the enumeration comma ``、`` in Chinese."""
+    return ("、" if language() == "zh" else ", ").join(names)
+
+
 def aside(text: str) -> str:
     """A remark after a sentence: `` (text)`` in English, ``（text）`` with full-width brackets in Chinese."""
     return f"（{text}）" if language() == "zh" else f" ({text})"

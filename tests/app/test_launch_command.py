@@ -61,6 +61,15 @@ def test_launch_bad_usage_is_one_line_and_exit_2(argv: list[str], tmp_path: Path
     one_error(proc)
 
 
+@pytest.mark.parametrize(("argv", "listed"), [(["cursor"], "（可启动：claude、codex、opencode、aider）"),
+                                             (["--print", "notepad"], "（已知：claude、codex、opencode、aider、")])
+def test_launch_lists_names_with_the_chinese_enumeration_comma(argv: list[str], listed: str, tmp_path: Path) -> None:
+    """Names listed inside Chinese prose are separated by 、 (was the half-width ", ")."""
+    proc = run(*argv, lang="zh", home=tmp_path / "home")
+    assert proc.returncode == 2, proc.stderr
+    assert listed in one_error(proc)[0]
+
+
 def test_launch_restore_with_nothing_written(tmp_path: Path) -> None:
     proc = run("codex", "--restore", home=tmp_path / "home")
     assert proc.returncode == 0 and "Nothing to take back" in proc.stdout

@@ -212,8 +212,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.cancelled": {"en": "Cancelled; nothing was written.", "zh": "已取消，未写入任何内容。"},
     "launch.warn_config_offline": {
-        "en": "the server does not answer now ({reason}); writing the settings the install record gives",
-        "zh": "服务器目前没有响应（{reason}）；将按安装记录中的设置写入",
+        "en": "{reason}; writing the settings the install record gives",
+        "zh": "{reason}；将按安装记录中的设置写入",
     },
     "launch.err_no_config": {
         "en": "{title} has no config file qwenkit edits",
