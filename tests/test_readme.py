@@ -265,8 +265,9 @@ def test_the_key_steps_quote_the_pages_own_words() -> None:
 
 # What the troubleshooting section quotes of the product, per language: the plan's own lines for the recorded
 # machine without a GPU ("…" stands for what the quote leaves out), and the slow-speed warning's template.
-PLAN_QUOTES = {"en": ["Plan: … on the CPU", "Speed: ~6.1 tokens/s (4.8-7.3) for short prompts …"],
-               "zh": ["方案：……，运行于处理器（CPU）", "速度：短提示词约 6.1 token/秒……"]}
+PLAN_QUOTES = {"en": ["Plan: … on the CPU",
+                      "Speed: an estimate of about 6.1 tokens/s, likely 4.8-7.3, for short prompts …"],
+               "zh": ["方案：……，运行于处理器（CPU）", "速度：估算短提示词约 6.1 token/秒，大致在 4.8–7.3 之间……"]}
 SLOW_QUOTES = {"en": "generates … tokens/s, far below the predicted", "zh": "远低于预测"}
 
 

@@ -30,7 +30,7 @@ from bootstrap.core.input_checks import check_text
 from bootstrap.fetch.http_session import local_session
 from bootstrap.fetch.records import cause_text
 from bootstrap.place.api_key import read_api_key
-from bootstrap.plan.launch_spec import ctx_of, parallel_of
+from bootstrap.plan.launch_spec import request_ctx_of
 from bootstrap.record.state import InstallState, launch_spec, require_state
 
 TIMEOUT_S = 10.0
@@ -55,15 +55,6 @@ class Target:
         return f"{self.base_url}/v1"
 
 
-def slot_ctx(args: tuple[str, ...] | list[str]) -> int | None:
-    """The context of one slot these llama-server flags give: ``-c`` over ``-np`` slots, unless ``-kvu`` (without
-    ``-np``, llama-server's automatic 4 slots share one cache: ``tools/server/server.cpp``)."""
-    ctx = ctx_of(args)
-    if ctx is None or "-kvu" in args or "--kv-unified" in args:
-        return ctx
-    return ctx // max(1, parallel_of(args) or 1)
-
-
 def _chat_models(state: InstallState) -> dict[str, tuple[str, ...]]:
     """Model name → its flags, for every chat model of the install (embedding models take no chat)."""
     names = {state.server.alias: state.server.args}
@@ -82,7 +73,7 @@ def install_target(home: Home, model: str | None) -> Target:
     name = model or spec.alias
     if name not in models:
         raise UsageError(t("launch.err_model", model=name, models=join_names(models)), t("launch.hint_model"))
-    return Target(spec.base_url, name, slot_ctx(models[name]), read_api_key(home), home.api_key_file, "install",
+    return Target(spec.base_url, name, request_ctx_of(models[name]), read_api_key(home), home.api_key_file, "install",
                   tuple(models))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bootstrap import __version__
-from bootstrap.core import console
+from bootstrap.core import console, settings
 from bootstrap.core.console import join_sentences, t
 from bootstrap.core.errors import ExitCode, QwenKitError, UsageError, exit_code_for
 from bootstrap.core.fs_errors import os_error
@@ -41,8 +41,9 @@ COMMANDS: dict[str, str] = {
     "launch": "launch",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
+    "front": "front",
 }
-HIDDEN = frozenset({"selfcheck", "supervise"})
+HIDDEN = frozenset({"selfcheck", "supervise", "front"})
 
 # argparse's own error sentences (CPython Lib/argparse.py, the same since 3.9 apart from how choices are quoted),
 # matched so each can be said in the UI language; anything else passes through in English.
@@ -85,7 +86,8 @@ def usage_error(message: str) -> UsageError:
         hint = join_sentences(suggestion, usage) if suggestion else usage
         if arg == "COMMAND":
             return UsageError(t("cli.err_unknown_command", value=value), hint)
-        return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=", ".join(choices)), hint)
+        separator = "、" if console.language() == "zh" else ", "  # no half-width comma inside Chinese
+        return UsageError(t("cli.err_invalid_choice", arg=arg, value=value, choices=separator.join(choices)), hint)
     explicit = _EXPLICIT.fullmatch(detail)
     if explicit:
         return UsageError(t("cli.err_explicit", arg=arg, value=_unquote(explicit["value"])), usage)
@@ -148,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     supervise = sub.add_parser("supervise")
     supervise.add_argument("--home", required=True)
     supervise.add_argument("script")
+    # Hidden: several models' front before llama-server's router, started by the start script
+    # (register/router_front).
+    front = sub.add_parser("front")
+    front.add_argument("--host", required=True)
+    front.add_argument("--port", type=int, required=True)
+    front.add_argument("--model", required=True)
+    front.add_argument("router", nargs=argparse.REMAINDER)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
 
@@ -156,8 +165,15 @@ def _command(sub: Subcommands, name: str) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=t(f"cmd.{name}"), description=t(f"cmd.{name}"))
 
 
+def _home(parser: argparse.ArgumentParser) -> None:
+    """``--home DIR``: the same option, with the same meaning, on every command that reads or changes a home
+    (DESIGN.md §2); ``dispatch`` puts it in force for the whole run, as ``QWENKIT_HOME`` would be."""
+    parser.add_argument("--home", metavar="DIR", help=t("arg.home"))
+
+
 def _add_doctor(sub: Subcommands) -> None:
     doctor = _command(sub, "doctor")
+    _home(doctor)
     doctor.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
@@ -167,12 +183,14 @@ def _add_plan(sub: Subcommands) -> None:
     plan.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
     plan.add_argument("--ctx", type=int, metavar="N", help=t("arg.ctx"))
     plan.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.plan_rpc"))
+    _home(plan)
     plan.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def _add_models(sub: Subcommands) -> None:
     models = _command(sub, "models")
     models.add_argument("--hardware", metavar="FILE.json", help=t("arg.hardware"))
+    _home(models)
     models.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
@@ -181,6 +199,7 @@ def _add_download(sub: Subcommands) -> None:
     download.add_argument("model", metavar="MODEL", help=t("arg.model"))
     download.add_argument("--source", default="auto", metavar="SRC", help=t("arg.source"))
     download.add_argument("--dest", metavar="DIR", help=t("arg.dest"))
+    _home(download)
 
 
 def _add_install(sub: Subcommands) -> None:
@@ -206,6 +225,7 @@ def _add_install(sub: Subcommands) -> None:
 
 def _add_status(sub: Subcommands) -> None:
     status = _command(sub, "status")
+    _home(status)
     status.add_argument("--json", action="store_true", help=t("cli.json"))
     status.add_argument("--open", action="store_true", help=t("arg.open_web"))
 
@@ -214,12 +234,15 @@ def _add_logs(sub: Subcommands) -> None:
     logs = _command(sub, "logs")
     logs.add_argument("-f", "--follow", action="store_true", help=t("arg.logs_follow"))
     logs.add_argument("-n", "--lines", type=int, metavar="N", help=t("arg.logs_lines"))
+    logs.add_argument("--model", metavar="NAME", help=t("arg.logs_model"))
+    _home(logs)
 
 
 def _add_service(sub: Subcommands) -> None:
     service = _command(sub, "service")
-    service.add_argument("action", choices=["install", "start", "stop", "status", "uninstall"], metavar="ACTION",
-                         help=t("arg.service_action"))
+    service.add_argument("action", choices=["install", "start", "stop", "restart", "status", "uninstall"],
+                         metavar="ACTION", help=t("arg.service_action"))
+    _home(service)
     service.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
@@ -246,13 +269,17 @@ def _add_bundle(sub: Subcommands) -> None:
 def _add_remove(sub: Subcommands) -> None:
     remove = _command(sub, "remove")
     remove.add_argument("name", metavar="NAME", help=t("arg.remove_name"))
-    remove.add_argument("--home", metavar="DIR", help=t("arg.home"))
+    _home(remove)
+    remove.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+    remove.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def _add_uninstall(sub: Subcommands) -> None:
     uninstall = _command(sub, "uninstall")
     uninstall.add_argument("--keep-models", action="store_true", help=t("arg.keep_models"))
+    _home(uninstall)
     uninstall.add_argument("--yes", "-y", action="store_true", help=t("arg.yes"))
+    uninstall.add_argument("--json", action="store_true", help=t("cli.json"))
 
 
 def _add_team(sub: Subcommands) -> None:
@@ -318,9 +345,17 @@ def client_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run the command's module."""
+    """Run the command's module; ``--home`` in force for everything it calls (``resolve_home()`` without an
+    argument reads it, as it reads ``QWENKIT_HOME``)."""
     module = importlib.import_module(f"bootstrap.app.commands.{COMMANDS[args.command]}")
-    return int(module.run(args))
+    home = getattr(args, "home", None)
+    if not home:
+        return int(module.run(args))
+    from bootstrap.core.home import resolve_home
+
+    chosen = str(resolve_home(home).root)  # checked as --home (control characters, length) before it is used
+    with settings.overridden({"QWENKIT_HOME": chosen}):
+        return int(module.run(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from bootstrap.bundle.wheels import download_wheels
 from bootstrap.catalog.bundle_manifest import BundleFile, Manifest, unpublish, write
 from bootstrap.catalog.bundle_platforms import TargetPlatform
 from bootstrap.catalog.models import load_catalog
-from bootstrap.core.console import info, t
+from bootstrap.core.console import info, join_names, t
 from bootstrap.core.disk_space import free_bytes
 from bootstrap.core.errors import UsageError
 from bootstrap.fetch.download import FetchOptions, fetch_files
@@ -148,7 +148,7 @@ def create(request: CreateRequest) -> CreateResult:
     readme = launchers.write_readme(out, _readme(bundle))
     root_wants = [*setups, *runners, readme]
     if not setups:
-        info(t("options.bundle_no_setup", pythons=", ".join(bundle.pythons)))
+        info(t("options.bundle_no_setup", pythons=join_names(bundle.pythons)))
     entries = [*(w.entry() for w in bundle.wants),
                *(BundleFile(wf.path.relative_to(out).as_posix(), wf.size, wf.sha256, "wheel", platform=wf.folder)
                  for wf in wheel_files),
@@ -176,8 +176,8 @@ def _resolve(request: CreateRequest) -> _Resolved:
     setups = root_files.setups(request.setups, reserved=("payload", PARTIAL, *launchers.NAMES))
     chosen = selection.selection(load_catalog(), request.models, request.quants)
     local = local_sources(request.home, request.reuse)
-    info(t("bcreate.resolving", models=", ".join(f"{m.id}:{q}" for m, qs in chosen for q in qs),
-           platforms=", ".join(tp.name for tp in targets)))
+    info(t("bcreate.resolving", models=join_names(f"{m.id}:{q}" for m, qs in chosen for q in qs),
+           platforms=join_names(tp.name for tp in targets)))
     model_wants, catalog_doc = selection.model_wants(chosen, request.source, local)
     engine_wants, engines_doc = selection.engine_wants(targets, local)
     return _Resolved(out, targets, pythons, setups, chosen, model_wants + engine_wants, catalog_doc, engines_doc)

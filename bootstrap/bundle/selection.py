@@ -20,7 +20,7 @@ from bootstrap.catalog.bundle_platforms import TargetPlatform, host_platform, ta
 from bootstrap.catalog.engine_pins import EngineAsset, assets_for, load_pins, pins_document
 from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
 from bootstrap.catalog.models import Catalog, CatalogModel, catalog_document
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.detect.probes.pythons import SUPPORTED
 from bootstrap.fetch.model_files import report_resolution, wanted_files
@@ -71,7 +71,7 @@ def pythons(values: Sequence[str]) -> tuple[str, ...]:
     """The Python versions the wheels must cover ("3.11" …); none named: every supported one."""
     for value in values:
         if not _PYTHON_RE.fullmatch(value) or tuple(int(p) for p in value.split(".")) not in SUPPORTED:
-            raise UsageError(t("bcreate.err_python", value=value, known=", ".join(DEFAULT_PYTHONS)))
+            raise UsageError(t("bcreate.err_python", value=value, known=join_names(DEFAULT_PYTHONS)))
     return tuple(dict.fromkeys(values)) or DEFAULT_PYTHONS
 
 

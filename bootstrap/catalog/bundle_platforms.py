@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 
 
@@ -71,7 +71,7 @@ def target(name: str) -> TargetPlatform:
     """The platform called ``name``; ``UsageError`` listing the known ones."""
     found = PLATFORMS.get(name.strip().lower())
     if found is None:
-        raise UsageError(t("bundle.err_platform", platform=name, known=", ".join(PLATFORMS)))
+        raise UsageError(t("bundle.err_platform", platform=name, known=join_names(PLATFORMS)))
     return found
 
 

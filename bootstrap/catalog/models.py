@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bootstrap.core import settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, language, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_document
 from bootstrap.core.resources import resource_dir
@@ -30,9 +30,9 @@ _HINT = re.compile(r"[0-9a-fA-F]{4,63}(?:…|\.\.\.)[0-9a-fA-F]{4,63}")  # "ac0e
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _PATH_BAD = re.compile("[\x00-\x1f\x7f\\\\:]")  # control characters, backslash, drive colon
 _TOP_KEYS = frozenset({"schema", "default_model", "models"})
-_MODEL_KEYS = frozenset({"id", "title", "architecture", "repos", "quants", "default_quant", "mmproj", "fallbacks",
-                         "thinking_default", "thinks", "shape", "sampling", "sampling_thinking", "server_args",
-                         "mtp_variant"})
+_MODEL_KEYS = frozenset({"id", "title", "title_zh", "architecture", "repos", "quants", "default_quant", "mmproj",
+                         "fallbacks", "thinking_default", "thinks", "shape", "sampling", "sampling_thinking",
+                         "server_args", "mtp_variant"})
 _REPO_KEYS = frozenset({"hub", "repo", "revision"})
 _FILE_KEYS = frozenset({"file", "size", "size_exact", "sha256", "sha256_hint"})
 _SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty"})
@@ -155,7 +155,8 @@ class CatalogModel:
                 return quant
         names = [q.name for q in self.quants]
         raise UsageError(t("plan.err_unknown_quant", quant=name or self.default_quant, model=self.id,
-                           available=", ".join(names)), did_you_mean(wanted, names))
+                           available=join_names(names)),
+                         did_you_mean(wanted, names) or t("plan.hint_quant", model=self.id))
 
     def quants_from_default_down(self) -> tuple[Quant, ...]:
         """The default quant and every smaller one, in the order the planner tries them."""
@@ -179,7 +180,7 @@ class Catalog:
                 return model
         ids = [m.id for m in self.models]
         raise UsageError(t("plan.err_unknown_model", model=model_id or self.default_model,
-                           available=", ".join(ids)), did_you_mean(wanted, ids))
+                           available=join_names(ids)), did_you_mean(wanted, ids) or t("plan.hint_models"))
 
 
 class _Fields:
@@ -219,7 +220,7 @@ class _Fields:
         unknown = sorted(set(self.table) - known)
         if unknown:
             raise UsageError(t("plan.err_catalog_key", path=str(self.path), field=f"{self.where}.{unknown[0]}",
-                               known=", ".join(sorted(known))))
+                               known=join_names(sorted(known))))
         return self
 
     def text(self, key: str, expected: str, valid: Callable[[str], bool]) -> str:
@@ -303,7 +304,7 @@ def _model(fields: _Fields) -> CatalogModel:
     mmproj = fields.sub("mmproj")
     return CatalogModel(
         id=model_id,
-        title=fields.get("title", str, model_id),
+        title=_title(fields, model_id),
         architecture=fields.get("architecture", str),
         repos=tuple(repos),
         quants=quants,
@@ -365,6 +366,13 @@ def catalog_document(path: Path | None = None) -> dict[str, Any]:
         return UsageError(t("plan.err_catalog_read", path=str(where), detail=detail))
 
     return load_document(where, MAX_CATALOG_BYTES, bad)
+
+
+def _title(fields: _Fields, model_id: str) -> str:
+    """The title in the UI language: ``title_zh`` (a Chinese title, e.g. "Qwen3.6-27B（稠密）" for "Qwen3.6-27B
+    (dense)") when the UI speaks Chinese and the entry has one, else ``title``."""
+    title = fields.get("title", str, model_id)
+    return fields.get("title_zh", str, title) if language() == "zh" else title
 
 
 def load_catalog(path: Path | None = None) -> Catalog:

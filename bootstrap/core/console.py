@@ -108,14 +108,15 @@ def join_sentences(*sentences: str) -> str:
     return ("" if language() == "zh" else " ").join(sentences)
 
 
+def join_names(names: Iterable[str]) -> str:
+    """Names in one line (files, models, packages): ``, `` in English, the enumeration comma ``、`` in Chinese (a
+    half-width comma has no place in a Chinese sentence)."""
+    return ("、" if language() == "zh" else ", ").join(names)
+
+
 def join_items(items: Iterable[str]) -> str:
     """Items of a list in one line: ``; `` in English, the full-width ``；`` in Chinese."""
     return ("；" if language() == "zh" else "; ").join(items)
-
-
-def join_names(names: Iterable[str]) -> str:
-    """Names in a list (commands, models, clients): ``, `` in English, the enumeration comma ``、`` in Chinese."""
-    return ("、" if language() == "zh" else ", ").join(names)
 
 
 def aside(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 
 BadField = Callable[[str, str], UsageError]  # (dotted field, detail) → the error to raise
@@ -87,5 +87,5 @@ class FieldReader:
     def choice(self, key: str, allowed: tuple[str, ...]) -> str:
         value = self.text(key)
         if value not in allowed:
-            raise self.bad(self._name(key), t("doctor.err_choice", allowed=", ".join(allowed), value=value))
+            raise self.bad(self._name(key), t("doctor.err_choice", allowed=join_names(allowed), value=value))
         return value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -121,3 +122,17 @@ def live_pid(pid_file: Path, name: str) -> int | None:
         if psutil.pid_exists(pid) and psutil.Process(pid).name().startswith(name[:15]):
             return pid
     return None
+
+
+def end_as(returncode: int) -> int:
+    """End as the server ended: the same exit code, or the same signal (no core file of our own)."""
+    if returncode >= 0:
+        return returncode
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be handled: nothing to reset
+        signal.signal(-returncode, signal.SIG_DFL)
+    os.kill(os.getpid(), -returncode)
+    return 128 - returncode  # not reached for a deadly signal

@@ -32,7 +32,7 @@ from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.fetch.download import FetchOptions
 from bootstrap.fetch.records import PlacedFile
 from bootstrap.install import cleanup, file_swap
-from bootstrap.install.switch_over import Replanner, SwitchOver, switch_over
+from bootstrap.install.switch_over import Replanner, Serving, SwitchOver, switch_over
 from bootstrap.install.validate import check_files, check_tuned, refuse
 from bootstrap.place import runtime_venv
 from bootstrap.place.api_key import ensure_api_key
@@ -57,6 +57,7 @@ from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
 from bootstrap.verify.chat import VerifyReport, print_report
 from bootstrap.verify.speed_check import speed_lines
+from bootstrap.verify.speed_records import SpeedCheck
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class DeployOptions:
     # The other models served beside this one and how many load at once (None: the previous install's, kept).
     library: tuple[LibraryModel, ...] | None = None
     models_max: int = 0
+    measure_speed: bool = True  # False: a restart with new settings keeps the speed the last install measured
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class DeployResult:
     venv: runtime_venv.VenvResult | None
     scripts: StartScripts
     service_manager: str
+    removed: tuple[Path, ...] = ()  # the previous install's files deleted after the commit
 
 
 @dataclass(frozen=True)
@@ -131,14 +134,17 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     template = place_chat_template(home, _model(files).bytes_at)
     spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
     library, models_max = _library(previous, options)
-    if library:  # the other installed models are served beside it (router mode)
-        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max)
+    if library:  # the other installed models are served beside it (router mode, behind the kit's front)
+        from bootstrap.register.shell_command import kit_command
+
+        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max,
+                       kit=kit_command(home, hardware.os.system))
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)
     how = SwitchOver(port_explicit=options.port_explicit, verify_timeout=options.verify_timeout,
                      replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working),
-                     predicted=_predicted(plan, options))
+                     predicted=_predicted(plan, options), measure=options.measure_speed)
     serving = switch_over(home, plan, spec, files, manager, how, previous)
     manager = serving.manager  # the start script where the service manager ran nothing
     if serving.retried is not None:  # the smaller plan runs as planned: llama.cpp's fit was for the first one
@@ -147,16 +153,26 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     state = build_state(home, system=hardware.os.system, plan=serving.plan, working=placed.working, files=files,
                         spec=serving.spec, tuned=tuned, retried=serving.retried, service_manager=manager.name,
                         venv_python=None if placed.venv is None else placed.venv.python, request=options.request,
-                        previous=previous, switch=serving.switch, speed=serving.speed, library=library,
-                        models_max=models_max, chat_template=template, tools=serving.report.tools)
-    _commit(home, state, serving.journal)
+                        previous=previous, switch=serving.switch, speed=_speed(serving, previous, options),
+                        library=library, models_max=models_max, chat_template=template,
+                        tools=serving.report.tools)
+    removed = _commit(home, state, serving.journal)
     speed, slow = speed_lines(serving.speed) if serving.speed is not None else ([], [])
     print_report(serving.report, speed)
     for warning in slow:
         warn(warning)
     if serving.switch is not None:
         info(t("switch.gap", gap=f"{serving.switch.gap_s:.1f}", load=f"{serving.switch.load_s:.1f}"))
-    return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name)
+    return DeployResult(state, serving.spec, serving.report, tuned, placed.venv, serving.scripts, manager.name,
+                        tuple(removed))
+
+
+def _speed(serving: Serving, previous: InstallState | None, options: DeployOptions) -> SpeedCheck | None:
+    """What ``state.json`` keeps of the speed: this run's measurement, or (a restart with new settings, which
+    measures nothing) the last install's, still labelled with when it was measured."""
+    if serving.speed is not None or options.measure_speed or previous is None:
+        return serving.speed
+    return previous.speed
 
 
 def _library(previous: InstallState | None, options: DeployOptions) -> tuple[tuple[LibraryModel, ...], int]:
@@ -194,16 +210,19 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
                          server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
                          args=(), alias=options.alias or plan.model_id, api_key_file=key_file, host=options.host,
                          port=options.port)
-    venv = _venv(home, hardware, options, untuned) if options.venv else None
+    library, _ = _library(previous, options)
+    embed_model = next((m.name for m in library if m.role == "embedding"), None)
+    venv = _venv(home, hardware, options, untuned, embed_model) if options.venv else None
     return _Placed(working, untuned, venv)
 
 
-def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions,
-          spec: LaunchSpec) -> runtime_venv.VenvResult:
-    """The runtime venv (openai SDK, this kit, an example) for one of this machine's Pythons, set up for ``spec``."""
+def _venv(home: Home, hardware: HardwareProfile, options: DeployOptions, spec: LaunchSpec,
+          embed_model: str | None) -> runtime_venv.VenvResult:
+    """The runtime venv (openai SDK, this kit, the examples) for one of this machine's Pythons, set up for ``spec``
+    (and ``embed_model``, the home's embedding model, for rag.py)."""
     python = runtime_venv.venv_python_for(hardware.pythons, options.python_versions)
     result = runtime_venv.ensure_venv(home, python=python, endpoint=spec.openai_base_url,
-                                      api_key_file=spec.api_key_file, model=spec.alias,
+                                      api_key_file=spec.api_key_file, model=spec.alias, embed_model=embed_model,
                                       index_url=options.pip_index_url, find_links=options.wheels_dir)
     if result.skipped_reason:
         warn(result.skipped_reason)
@@ -221,15 +240,16 @@ def _tune(plan: Plan, files: Sequence[PlacedFile], hardware: HardwareProfile, op
     return tuned
 
 
-def _commit(home: Home, state: InstallState, journal: file_swap.Journal | None) -> None:
+def _commit(home: Home, state: InstallState, journal: file_swap.Journal | None) -> list[Path]:
     """record: the commit point of an install or upgrade. A run killed before it is recovered to the previous
     install (the swap journal is undone); after it, the new install is the one on record, and the previous one's
     files go (``cleanup``; a kill there is finished by the next run)."""
     save_state(home, state)
     clear_failure(home)
     checkpoint("recorded")
-    cleanup.after_success(home, state, journal)
+    removed = cleanup.after_success(home, state, journal)
     checkpoint("cleaned")
+    return removed
 
 
 def _model(files: Sequence[PlacedFile]) -> PlacedFile:

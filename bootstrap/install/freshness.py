@@ -27,6 +27,7 @@ class Freshness:
     up_to_date: bool
     reasons: tuple[str, ...]  # why not (localized), empty when up to date
     notes: tuple[str, ...] = ()  # e.g. "could not check for a newer revision: …"
+    launch_only: bool = False  # every reason is how the server starts (its context, its thinking default)
 
 
 def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None,
@@ -34,17 +35,18 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     """Whether a rerun can stop here (the server may still need a start: that is the installer's business).
     ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's); ``ctx``: the
     context asked for (``install --ctx``; None: the plan's)."""
-    reasons: list[str] = []
+    reasons: list[str] = []  # what needs the pipeline
+    launch: list[str] = []  # how the server starts: a restart with new flags is enough
     notes: list[str] = []
     if state.request is None or state.request.model != wanted.text:
         reasons.append(t("fresh.model_changed", old=state.request.model if state.request else state.model_id,
                          new=wanted.text))
     recorded = state.request.thinking if state.request is not None else None
     if recorded != thinking:
-        reasons.append(t("fresh.thinking_changed", old=_on_off(recorded), new=_on_off(thinking)))
+        launch.append(t("fresh.thinking_changed", old=_on_off(recorded), new=_on_off(thinking)))
     recorded_ctx = state.request.ctx if state.request is not None else None
     if recorded_ctx != ctx:
-        reasons.append(t("options.fresh_ctx_changed", old=_ctx_text(recorded_ctx), new=_ctx_text(ctx)))
+        launch.append(t("options.fresh_ctx_changed", old=_ctx_text(recorded_ctx), new=_ctx_text(ctx)))
     recorded_rpc = state.request.rpc if state.request is not None else ()
     if recorded_rpc != rpc:
         reasons.append(t("rpc.fresh_changed", old=",".join(recorded_rpc) or "none", new=",".join(rpc) or "none"))
@@ -61,9 +63,11 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     template = template_file(home, state.server.chat_template)
     if template is not None and not template.is_file():  # the server would not start: place it again
         reasons.append(t("fresh.template_missing", path=state.server.chat_template.path))  # type: ignore[union-attr]
-    if not reasons:
+    if not reasons:  # the files still as the catalog pins them?
         _check_revisions(state, wanted, source, reasons, notes)
-    return Freshness(not reasons, tuple(reasons), tuple(notes))
+    model = reasons[:1] if state.request is None or state.request.model != wanted.text else []
+    return Freshness(not (reasons or launch), (*model, *launch, *reasons[len(model):]), tuple(notes),
+                     launch_only=bool(launch) and not reasons)
 
 
 def _on_off(thinking: bool | None) -> str:

@@ -82,10 +82,12 @@ CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
 
 @dataclass(frozen=True)
 class InstallOutcome:
-    kind: str  # "installed" | "upgraded" | "verified" | "unchanged" | "restarted" | "cancelled"
+    kind: str  # "installed" | "upgraded" | "switched" | "relaunched" | "verified" | "unchanged" | "restarted" |
+    # "cancelled"
     state: InstallState | None
     result: DeployResult | None = None
     on_path: CommandOnPath | None = None  # the qwenkit command (None: left as it was, or cancelled)
+    previous: InstallState | None = None  # what the home held before this run (the closing line says what changed)
 
 
 Confirm = Callable[["Proposal"], bool]
@@ -134,7 +136,8 @@ def _put_on_path(home: Home, outcome: InstallOutcome) -> InstallOutcome:
     from bootstrap.register.shell_command import put_on_path
 
     done = put_on_path(home, state.system, prior=state.launcher)
-    info(done.line)
+    if done.line:  # pipx's own qwenkit, which finds this home: nothing to say
+        info(done.line)
     if done.record is not None and done.record != state.launcher:
         state = replace(state, launcher=done.record)
         save_state(home, state)
@@ -178,13 +181,16 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     switch = _default_switch(previous, wanted) if request.make_default else None
     fetch_previous = previous if switch is None else switch.fetch_previous
     reasons: tuple[str, ...] = ()
+    relaunch = False  # only how the server starts changes: no network check, no speed measurement
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
         fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
             return _keep_serving(home, previous, request)
+        _refuse_ctx_first(home, previous, wanted.text, request.ctx)  # before a change is announced
         reasons = fresh.reasons
+        relaunch = fresh.launch_only and switch is None
         for reason in reasons:
             info(t("install.change", reason=reason))
     if bundle is not None and bundle.root is None:  # the bundle is gone and the install needs its files
@@ -198,7 +204,7 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 
     # detect (with whether any source answers, for the check shown before the question; not for a bundle; and the
     # speed this machine measured at its last install: install/measure.py)
-    hardware = _hardware(home, request, reach=bundle is None and is_hub_source(source))
+    hardware = _hardware(home, request, reach=bundle is None and is_hub_source(source) and not relaunch)
     if request.hardware_file is None:
         from bootstrap.install.measure import rates_in_state
 
@@ -210,7 +216,9 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # plan (from a bundle: only what it carries)
     candidates, fallbacks = candidates_for(wanted.ref, home.models_dir, source, request.thinking)
     _refuse_embedding_default(wanted.ref, candidates)
-    plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks,
+    # the catalog's default on a first install with no MODEL: a model that answers in time before one that fits
+    usable = request.model is None and previous is None and not request.make_default
+    plan = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, usable_first=usable,
                   variants=None if bundle is None else bundle.variants)
     checkpoint("planned")
     port_asked = _port_asked(request, previous)
@@ -242,7 +250,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     hardware, seen_changed = _engine_devices(hardware, plan, working, previous)
     if working.variant != plan.variant.name or seen_changed:
         variant = _fallback_choice(working) if working.variant != plan.variant.name else plan.variant
-        replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant)
+        replanned = choose(candidates, hardware, requested_ctx=request.ctx, fallbacks=fallbacks, variant=variant,
+                           usable_first=usable)
         if (replanned.model_id, replanned.quant, replanned.file) != (plan.model_id, plan.quant, plan.file):
             fetch_plan = plan_fetch(wanted, replanned, source, home, fetch_previous, rehash=request.verify_files)
             _refused_before(home, fetch_plan, upgrade=previous is not None)
@@ -251,16 +260,20 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     # measure: this machine's kernel rates with the engine just placed, and the prediction from them
     from bootstrap.install.measure import measure_and_predict
 
-    plan, hardware = measure_and_predict(home, plan, hardware, working, lambda measured: choose(
-        candidates, measured, fallbacks=fallbacks, variant=plan.variant), elsewhere=request.hardware_file is not None)
+    relaunch = relaunch and not fetch_plan.changed  # a context the installed quant cannot hold takes another
+    if not relaunch:  # a relaunch predicts from the rates the last install measured (rates_in_state above)
+        plan, hardware = measure_and_predict(home, plan, hardware, working, lambda measured: choose(
+            candidates, measured, fallbacks=fallbacks, variant=plan.variant, usable_first=usable),
+            elsewhere=request.hardware_file is not None)
     if placed is None:
         placed = fetch(fetch_plan, hold=hold)
     checkpoint("fetched")
 
     # place → tune → render → register → verify → record (→ clean)
-    options = _deploy_options(plan, request, previous, wanted.text, port)
+    # a model taken for its speed is recorded as asked for: a rerun keeps it (``install MODEL`` changes it)
+    options = _deploy_options(plan, request, previous, plan.model_id if plan.slower else wanted.text, port)
     options = replace(options, replan=_oom_replanner(candidates + fallbacks, hardware, keep_ctx=request.ctx),
-                      manager=service)
+                      manager=service, measure_speed=not relaunch)
     if switch is not None:  # the old default joins the others; how many load at once, for the new set
         from bootstrap.install.library import models_max_for
 
@@ -275,11 +288,15 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         _tidy_after_bundle(home, winsw)
     if previous is None:
         kind = "installed"
+    elif switch is not None:
+        kind = "switched"  # another default; the old one stays installed beside it
+    elif relaunch:
+        kind = "relaunched"  # the same files, started with new settings
     elif reasons or fetch_plan.changed or recovered:
         kind = "upgraded"
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
-    return InstallOutcome(kind, result.state, result)
+    return InstallOutcome(kind, result.state, result, previous=previous)
 
 
 @dataclass(frozen=True)
@@ -305,6 +322,30 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     library = (*(m for m in previous.library if m is not entry), old)
     reusable = previous.files + (entry.files if entry is not None else ())
     return DefaultSwitch(library, replace(previous, files=reusable))
+
+
+def _refuse_ctx_first(home: Home, previous: InstallState, wanted: str, ctx: int | None) -> None:
+    """``--ctx N`` above the installed model's trained context: refused (exit 2) before the run says "the context
+    changes" — the same check the planner makes, on the model file already in the home (its header)."""
+    if ctx is None or previous.request is None or previous.request.model != wanted:
+        return
+    from bootstrap.catalog.model_ref import CatalogRef, parse_model_ref
+    from bootstrap.catalog.models import load_catalog
+    from bootstrap.plan.context import check_trained
+    from bootstrap.plan.gguf_header import read_header
+    from bootstrap.plan.model_profile import model_profile
+    from bootstrap.record.state import resolve_in_home
+
+    model = previous.file("model")
+    if model is None:
+        return
+    try:
+        profile = model_profile(read_header(resolve_in_home(home, model.path)))
+        title = load_catalog().model(previous.model_id).title \
+            if isinstance(parse_model_ref(wanted), CatalogRef) else previous.model_id
+    except (QwenKitError, OSError):
+        return  # the planner checks it as before
+    check_trained(ctx, title, profile.n_ctx_train)
 
 
 def _refuse_embedding_default(ref: ModelRef, candidates: list[Candidate]) -> None:

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 
 from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
-from bootstrap.core.console import info, out, t, warn
+from bootstrap.core.console import info, join_names, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
+from bootstrap.core.sizes import human_size
 from bootstrap.install import cleanup
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
@@ -36,6 +37,7 @@ from bootstrap.record.state import (
     InstallState,
     LibraryModel,
     launch_spec,
+    model_kind,
     relative_to_home,
     require_state,
     resolve_in_home,
@@ -44,8 +46,11 @@ from bootstrap.record.state import (
 from bootstrap.render.model_preset import check_name
 
 if TYPE_CHECKING:
+    from bootstrap.detect.hardware import HardwareProfile
     from bootstrap.fetch.records import PlacedFile
+    from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.model_profile import ModelProfile
+    from bootstrap.plan.planner import Candidate
     from bootstrap.register.base import ServiceManager
 
 # How much of the machine's RAM the models loaded together may take; the rest stays for the OS and the user's
@@ -61,6 +66,7 @@ class LibraryOutcome:
     kind: str  # "added" | "upgraded" | "unchanged" | "removed" | "cancelled"
     name: str
     state: InstallState | None
+    freed: int = 0  # bytes deleted ("removed")
 
 
 def model_name(plan: Plan, wanted: Wanted) -> str:
@@ -204,19 +210,37 @@ def _plan_model(home: Home, state: InstallState, wanted: Wanted, source: str) ->
         extra = load_catalog().model(candidates[0].model_id).server_args
     variant = VariantChoice(state.engine.variant, t("library.same_engine", variant=state.engine.variant))
     embedding = is_embedding(candidates[0].profile, extra)
-    requested = min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX) if embedding else None
-    plan = choose(candidates, hardware, requested_ctx=requested, variant=variant)
-    profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
+    if embedding:
+        plan = plan_embedding(candidates, hardware, extra, variant=variant)
+    else:
+        plan = choose(candidates, hardware, variant=variant)
     name = model_name(plan, wanted)
     if name == state.server.alias:
         raise UsageError(t("library.err_is_default", name=name), t("library.hint_is_default"))
-    if embedding:
-        plan = as_embedding(plan, profile, extra)
     args = tuple(with_overrides(list(plan.args), list(extra)))
     return _Planned(plan, name, args, embedding), hardware.memory.total_bytes
 
 
-def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str]) -> Plan:
+def embed_ctx(profile: ModelProfile) -> int:
+    """The context an embedding model is served with unless ``--ctx`` says otherwise: ``EMBED_CTX`` tokens per
+    input, or less when the model was trained for less."""
+    return min(EMBED_CTX, profile.n_ctx_train or EMBED_CTX)
+
+
+def plan_embedding(candidates: Sequence[Candidate], hardware: HardwareProfile, extra_args: Sequence[str], *,
+                   requested_ctx: int | None = None, variant: VariantChoice | None = None) -> Plan:
+    """An embedding model's plan as it is served beside a chat model — the one ``install MODEL`` adds, ``plan
+    MODEL`` prints and ``models`` lists, so the three agree: its input limit (``embed_ctx``, or ``--ctx``), its
+    flags and memory (``as_embedding``)."""
+    from bootstrap.plan.planner import choose
+
+    ctx = requested_ctx or embed_ctx(candidates[0].profile)
+    plan = choose(list(candidates), hardware, requested_ctx=ctx, variant=variant)
+    profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
+    return as_embedding(plan, profile, extra_args, ctx_asked=requested_ctx is not None)
+
+
+def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str], *, ctx_asked: bool = False) -> Plan:
     """The plan of a chat model turned into the one an embedding model is served with (``embedding_args``), its
     memory estimated for them: no prompt cache, and where the pooling needs it a micro-batch as large as the
     context (a 1,024-wide model at 8,192 tokens: 576.31 MiB of compute buffer as llama-server logged it, and as
@@ -230,11 +254,16 @@ def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str]) -
     args = with_overrides(list(plan.args), embedding_args(pooling, ctx))
     batch, ubatch = (int(args[args.index(f) + 1]) for f in ("-b", "-ub"))
     settings = replace(plan.settings, ubatch=ubatch, batch=batch, cache_ram_mib=0, ctx_checkpoints=0)
+    memory = estimate(profile, settings)
     reasons = tuple(r for r in plan.reasons if r.topic not in ("prompt_cache", "batch"))
+    if not ctx_asked:  # the planner was handed the input limit, which it calls "as asked (--ctx)"
+        kv = f"{(memory.kv_gpu + memory.kv_cpu) / 2**20:.0f}"
+        reasons = tuple(Reason("ctx", str(ctx), t("library.reason_embed_ctx", ctx=ctx, kv=kv))
+                        if r.topic == "ctx" else r for r in reasons)
     why = Reason("embeddings", pooling or "-", t("library.reason_embeddings", pooling=pooling or "-",
                                                  batch=batch, ubatch=ubatch))
-    return replace(plan, settings=settings, estimate=estimate(profile, settings), args=tuple(args),
-                   reasons=(*reasons, why))
+    return replace(plan, settings=settings, estimate=memory, args=tuple(args), reasons=(*reasons, why),
+                   role="embedding")
 
 
 def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,
@@ -251,9 +280,10 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
     together = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
                 plan.estimate.host_total]
     models_max = models_max_for(together, total_ram)
-    summary = t("library.confirm", name=name, role=t(f"library.role_{'embedding' if planned.embedding else 'chat'}"),
-                file=plan.file, size=_gib(plan.file_size), ram=_gib(plan.estimate.host_total),
-                together=_gib(sum(together)), total=_gib(total_ram))
+    kind = model_kind("embedding" if planned.embedding else "chat", any(j.role == "mmproj" for j in fetch_plan.jobs))
+    summary = t("library.confirm", name=name, role=t(f"status.kind_{kind}"),
+                file=plan.file, size=human_size(plan.file_size), ram=human_size(plan.estimate.host_total),
+                together=human_size(sum(together)), total=human_size(total_ram))
     info(summary)
     if models_max < len(together):
         warn(t("library.not_together", n=models_max, count=len(together)))
@@ -273,7 +303,8 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
     # a new revision of a model already served: its bytes take the old ones' place while the server is stopped
     _switch(home, state, new_state, timeout, swaps=[(p.staged, p.path) for p in placed if p.staged is not None],
             tools_for=None if planned.embedding else name)
-    _said_done(home, new_state, name, "library.added" if prior is None else "library.upgraded")
+    refresh_examples(home, new_state)
+    _said_done(home, new_state, entry, "library.added" if prior is None else "library.upgraded")
     return LibraryOutcome("added" if prior is None else "upgraded", name, new_state)
 
 
@@ -306,16 +337,32 @@ def refresh_library(home: Home, *, verify_timeout: float = 300.0) -> list[Librar
     return outcomes
 
 
+def removable(home: Home, name: str) -> tuple[InstallState, LibraryModel]:
+    """The record and the model ``remove NAME`` would take out; the default (exit 2) and an unknown name (exit 2,
+    the installed names listed, the closest one suggested) are refused before anything is asked or stopped."""
+    from bootstrap.core.suggest import did_you_mean
+
+    state = require_state(home)
+    if name == state.server.alias:
+        raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
+    entry = next((m for m in state.library if m.name == name), None)
+    if entry is None:
+        names = [state.server.alias, *(m.name for m in state.library)]
+        hint = did_you_mean(name, [m.name for m in state.library]) or t("library.hint_models")
+        raise UsageError(t("library.err_unknown", name=name, names=join_names(names)), hint)
+    return state, entry
+
+
+def files_bytes(home: Home, entry: LibraryModel, state: InstallState) -> int:
+    """Bytes ``remove`` frees: the model's files that no other model of the home uses."""
+    used = {f.path for f in state.files} | {f.path for m in state.library if m is not entry for f in m.files}
+    return sum(f.size for f in entry.files if f.path not in used)
+
+
 def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> LibraryOutcome:
     """``qwenkit remove NAME``: the model leaves the endpoint, then its files go (those no other model uses)."""
     with home_lock(home, "install"):
-        state = require_state(home)
-        if name == state.server.alias:
-            raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
-        entry = next((m for m in state.library if m.name == name), None)
-        if entry is None:
-            names = ", ".join([state.server.alias, *(m.name for m in state.library)])
-            raise UsageError(t("library.err_unknown", name=name, names=names), t("library.hint_models"))
+        state, entry = removable(home, name)
         library = tuple(m for m in state.library if m.name != name)
         planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in library)]
         total = _ram_total()
@@ -326,18 +373,14 @@ def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> Lib
         gone = cleanup.remove_obsolete(home, [p for p in (resolve_in_home(home, f.path) for f in entry.files)
                                               if p not in used])
         freed = sum(f.size for f in entry.files if resolve_in_home(home, f.path) in gone)
-        out(t("library.removed", name=name, freed=_gib(freed)))
-        return LibraryOutcome("removed", name, new_state)
+        refresh_examples(home, new_state)
+        return LibraryOutcome("removed", name, new_state, freed=freed)
 
 
 def _ram_total() -> int:
     import psutil
 
     return int(psutil.virtual_memory().total)
-
-
-def _gib(n: int) -> str:
-    return f"{n / 2**30:.2f}"
 
 
 def _record(home: Home, role: str, at: Path, path: Path, sha256: str, source: str,
@@ -480,6 +523,29 @@ def _with_tools(home: Home, spec: LaunchSpec, state: InstallState, name: str, ti
     return replace(state, library=library)
 
 
-def _said_done(home: Home, state: InstallState, name: str, key: str) -> None:
+def _said_done(home: Home, state: InstallState, entry: LibraryModel, key: str) -> None:
+    """The report: what clients now reach (a request naming no model still goes to the default, through the
+    kit's front: ``register/router_front.py``); for an embedding model, how to ask it, and the RAG example."""
+    from bootstrap.verify.chat import rag_command, render_embedding_snippet
+
     spec = launch_spec(state, home)
-    out(t(key, name=name, url=spec.client_openai_url, count=1 + len(state.library)))
+    out(t(key, name=entry.name, url=spec.client_openai_url, count=1 + len(state.library), default=spec.alias))
+    if key != "library.added" or entry.role != "embedding":
+        return
+    out(t("library.try_embeddings", name=entry.name))
+    out("  " + render_embedding_snippet(spec, entry.name))
+    rag = rag_command(spec)
+    if rag:
+        out(t("library.try_rag", name=entry.name, default=spec.alias, command=rag))
+
+
+def refresh_examples(home: Home, state: InstallState) -> None:
+    """The venv's examples rendered again for the models now installed (``rag.py`` asks the installed embedding
+    model), when the home has a venv."""
+    from bootstrap.place.runtime_venv import render_examples
+
+    if not home.examples_dir.is_dir():
+        return
+    spec = launch_spec(state, home)
+    render_examples(home, endpoint=spec.openai_base_url, api_key_file=spec.api_key_file, model=spec.alias,
+                    embed_model=state.embedding_name())

@@ -25,6 +25,7 @@ from bootstrap.core.json_fields import FieldReader
 from bootstrap.core.sizes import rate_text
 from bootstrap.detect.hardware import HardwareProfile
 from bootstrap.detect.kernel_rates import KernelRates, read_kernel_rates
+from bootstrap.detect.probes.contention import CPU_BUSY_PERCENT
 from bootstrap.place.working_engine import WorkingEngine
 from bootstrap.plan.planner import CPU_VARIANTS, Plan
 from bootstrap.record.state import InstallState, load_state
@@ -80,6 +81,7 @@ def measure_and_predict(home: Home, plan: Plan, hardware: HardwareProfile, worki
     never the file or the placement (a plan that moved them keeps the plan as it was)."""
     if elsewhere:
         return plan, hardware
+    busy = others_cpu_percent()
     rates = measure_here(home, plan, hardware, working)
     if rates is None:
         return plan, hardware
@@ -88,8 +90,22 @@ def measure_and_predict(home: Home, plan: Plan, hardware: HardwareProfile, worki
     if not same_placement(plan, again):
         return plan, hardware
     info(t("speed_source.measured", seconds=f"{rates.millis / 1000:.1f}", tps=rate_text(again.speed.decode_tps),
+           low=rate_text(again.speed.decode_low), high=rate_text(again.speed.decode_high),
            before=rate_text(plan.speed.decode_tps)))
+    if busy is not None and busy >= CPU_BUSY_PERCENT:  # the rates were measured on a busy machine: say so
+        warn(t("speed_source.busy", percent=f"{busy:.0f}"))
     return again, measured
+
+
+def others_cpu_percent(window_s: float = 0.5) -> float | None:
+    """How busy the CPU is with other programs right before the measurement (nothing of ours runs then), in
+    percent of all cores; None where the OS does not say."""
+    import psutil
+
+    try:
+        return float(psutil.cpu_percent(interval=window_s))
+    except (OSError, RuntimeError):
+        return None
 
 
 def same_placement(plan: Plan, again: Plan) -> bool:

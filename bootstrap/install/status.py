@@ -21,9 +21,9 @@ from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import Home
 from bootstrap.core.home_modes import world_writable
 from bootstrap.place.api_key import exposed, read_api_key
-from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.launch_spec import LaunchSpec, request_ctx_of
 from bootstrap.record.failure_record import FailureRecord, load_failure
-from bootstrap.record.state import InstallState, load_launch_spec, require_state, resolve_in_home
+from bootstrap.record.state import InstallState, load_launch_spec, model_kind, require_state, resolve_in_home
 from bootstrap.register.server_health import Health, check_health, server_props
 from bootstrap.register.server_identity import uptime_s
 from bootstrap.verify.rpc_workers import WorkerReach, endpoints_in, reach
@@ -48,9 +48,11 @@ class ServerFigures:
 
 @dataclass(frozen=True)
 class ModelStatus:
-    """One installed model: its name (what requests send as ``"model"``), role, and whether the server has it
-    loaded now (the router's ``GET /models``: "loaded", "loading", "unloaded"; a single-model server: "loaded"
-    while healthy; None when the server did not say)."""
+    """One installed model: its name (what requests send as ``"model"``), role, what it is for (``kind``: chat,
+    embedding, or vision: a chat model with a projector), the tokens one request may use (its child's own
+    ``n_ctx`` while loaded, else its flags'), and whether the server has it loaded now (the router's ``GET
+    /models``: "loaded", "loading", "unloaded"; a single-model server: "loaded" while healthy; None when the
+    server did not say)."""
 
     name: str
     role: str
@@ -58,6 +60,8 @@ class ModelStatus:
     quant: str
     loaded: str | None
     planned_ram_bytes: int | None
+    kind: str = "chat"
+    ctx: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -151,20 +155,27 @@ def collect(home: Home) -> StatusReport:
 def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[ModelStatus, ...]:
     """The default model and the library, each with what the running server says of it."""
     loaded: dict[str, str] = {}
+    served_ctx: dict[str, int] = {}  # a loaded model's own n_ctx per request, as its child reports it
     if key and spec.router:
         from bootstrap.verify.models_check import listed_models
 
         try:
             for doc in listed_models(spec, key, timeout=3.0):
-                status = doc.get("status")
+                status, meta = doc.get("status"), doc.get("meta")
                 if isinstance(status, dict) and isinstance(status.get("value"), str):
                     loaded[str(doc.get("id"))] = status["value"]
+                n_ctx = meta.get("n_ctx") if isinstance(meta, dict) else None
+                if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+                    served_ctx[str(doc.get("id"))] = n_ctx
         except QwenKitError:
             pass
     elif key:
         loaded[spec.alias] = "loaded"
-    rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram)]
-    rows += [ModelStatus(m.name, m.role, False, m.quant, loaded.get(m.name), m.planned_ram) for m in state.library]
+    rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram,
+                        model_kind("chat", state.file("mmproj") is not None),
+                        served_ctx.get(spec.alias) or request_ctx_of(spec.args))]
+    rows += [ModelStatus(m.name, m.role, False, m.quant, loaded.get(m.name), m.planned_ram, m.kind,
+                         served_ctx.get(m.name) or request_ctx_of(m.args)) for m in state.library]
     return tuple(rows)
 
 

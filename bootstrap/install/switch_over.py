@@ -54,6 +54,7 @@ class SwitchOver:
     replan: Replanner | None  # None: no smaller plan is tried after running out of memory
     args_for: Callable[[Plan], Sequence[str]]  # a (smaller) plan's flags as this engine accepts them
     predicted: Mapping[str, Any] | None = None  # the plan's speed prediction (``Plan.speed.to_json()``)
+    measure: bool = True  # False: no speed measurement (a restart with new settings only)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
                 plan, retried = smaller
                 spec = replace(spec, args=tuple(how.args_for(plan)))
             report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
-        checked, rendered = _measure(home, spec, manager, how)
+        checked, rendered = _measure(home, spec, manager, how) if how.measure else (Checked(None, spec), None)
         spec, scripts = checked.spec, rendered or scripts  # the A/B may have kept the server without speculation
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)

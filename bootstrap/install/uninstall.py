@@ -108,11 +108,14 @@ def uninstall(home: Home, keep_models: bool, *, admin: bool, probe: HostProbe | 
             return None
         launcher = _recorded_launcher(home)  # read before state.json, the first entry deleted, goes
         _remove_service(home, admin, probe, runner)
-        if launcher is not None:
-            from bootstrap.register.shell_command import remove_launcher
+        from bootstrap.register.shell_command import kit_command_note, remove_launcher
 
+        if launcher is not None:
             for line in remove_launcher(launcher, this_system()):
                 console.info(line)
+        note = kit_command_note()  # pipx's (uv's, pip's) qwenkit stays: the line that removes it
+        if note:
+            console.info(note)
         removal = _delete(home, our_entries(home, keep_models))
     if removal.deferred:  # after the lock is released: the script may find the home empty at once
         _remove_after_exit(home, removal)

@@ -113,8 +113,11 @@ def read_log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
         return ""
 
 
-# llama.cpp's log prefix: elapsed time and level ("0.00.004.568 E "), then sometimes a 3-letter module ("srv  ").
-_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] (?:[a-z]{3}\s{2,})?")
+# llama.cpp's log prefix: elapsed time and level ("0.00.004.568 E "), then sometimes a 3-letter module ("srv  ");
+# before it the supervisor's time of day ("2026-01-05 10:02:03.456 ", register/supervisor.wall_clock) and a
+# router child's port ("[40123] ") when they are there.
+_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )?(?:(?:\[\d+\] )?"
+                     r"\d+\.\d+\.\d+\.\d+ [A-Z] (?:[a-z]{3}\s{2,})?)?")
 
 
 def clean_lines(log: str) -> list[str]:

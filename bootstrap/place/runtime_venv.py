@@ -35,7 +35,7 @@ from bootstrap import __version__
 from bootstrap.core import console, settings
 from bootstrap.core.atomic_file import write_atomic
 from bootstrap.core.checkpoints import checkpoint
-from bootstrap.core.console import info, t, warn
+from bootstrap.core.console import info, join_names, t, warn
 from bootstrap.core.display_text import masked_url
 from bootstrap.core.errors import QwenKitError, SourceError, UnsupportedMachine
 from bootstrap.core.file_formats import read_record
@@ -408,7 +408,7 @@ def _install(home: Home, python: PythonInfo, requirements: Path, kit: Path | Non
             "--progress-bar", "off", "--no-compile", "--log", str(debug_log), *source.args, "-r", str(requirements)]
     if kit is not None:
         argv.append(str(kit))
-    info(t("pyenv.installing", names=", ".join(names), source=source.label))
+    info(t("pyenv.installing", names=join_names(names), source=source.label))
     try:
         code, tail = _run_pip(home, argv, env, quiet=quiet)
     except OSError as exc:
@@ -454,13 +454,19 @@ def _outside(python: PythonInfo, venv: Path) -> PythonInfo:
     return PythonInfo(path=base or os.path.realpath(python.path), version=python.version)
 
 
-def _render_examples(home: Home, *, endpoint: str, api_key_file: Path, model: str) -> Path:
+DEFAULT_EMBED_MODEL = "qwen3-embedding-0.6b"  # what rag.py suggests installing while the home has none
+
+
+def render_examples(home: Home, *, endpoint: str, api_key_file: Path, model: str,
+                    embed_model: str | None = None) -> Path:
     """``venv/examples/``: agent.py (tools, streaming), rag.py (embeddings and chat, two models behind the one
-    endpoint) and roles.py (thinking on or off per request), from the same values; each rewritten only when its
-    text changes (endpoint, model, key path). Returns agent.py, the one the report names."""
+    endpoint: ``embed_model``, the home's embedding model, else the catalog's suggestion) and roles.py (thinking on
+    or off per request), from the same values; each rewritten only when its text changes (endpoint, models, key
+    path). Returns agent.py, the one the report names."""
     for template in (EXAMPLE_TEMPLATE, "rag.py.j2", "roles.py.j2"):
         path = home.examples_dir / template.removesuffix(".j2")
-        text = render_template(template, endpoint=endpoint, api_key_file=str(api_key_file), model=model)
+        text = render_template(template, endpoint=endpoint, api_key_file=str(api_key_file), model=model,
+                               embed_model=embed_model or DEFAULT_EMBED_MODEL, embed_installed=embed_model is not None)
         try:
             if path.read_text(encoding="utf-8") == text:
                 continue
@@ -475,7 +481,7 @@ def _render_examples(home: Home, *, endpoint: str, api_key_file: Path, model: st
 
 def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key_file: Path, model: str,
                 index_url: str | None = None, find_links: Path | None = None, kit_source: Path | None = None,
-                quiet: bool = False) -> VenvResult:
+                quiet: bool = False, embed_model: str | None = None) -> VenvResult:
     """Create (or reuse) ``<home>/venv``: the pinned requirements, the kit, ``examples/agent.py``.
 
     ``python`` comes from ``find_python()``; with ``None`` nothing is created and ``skipped_reason`` says why and
@@ -496,7 +502,8 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
     vpy = venv_python(venv)
 
     if _matches(read_stamp(venv), wanted) and vpy.is_file():
-        example = _render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
+        example = render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model,
+                                  embed_model=embed_model)
         info(t("pyenv.reused", path=venv))
         return VenvResult(python=vpy, created=False, reused=True, installed=names, example=example,
                           skipped_reason=None)
@@ -516,7 +523,8 @@ def ensure_venv(home: Home, *, python: PythonInfo | None, endpoint: str, api_key
     _create_venv(home, python, env)
     checkpoint("venv-created")
     _install(home, python, requirements, kit, source, env, names, quiet=quiet)
-    example = _render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model)
+    example = render_examples(home, endpoint=endpoint, api_key_file=api_key_file, model=model,
+                              embed_model=embed_model)
     # Last: the stamp is what makes this venv count as complete.
     write_atomic(venv / STAMP_NAME, (json.dumps(wanted, indent=2) + "\n").encode("utf-8"), mode=0o644)
     checkpoint("venv-ready")

@@ -159,6 +159,18 @@ def parallel_of(args: Sequence[str]) -> int | None:
     return found
 
 
+def request_ctx_of(args: Sequence[str]) -> int | None:
+    """Tokens one request may use with these flags: the whole context when the slots share one KV pool
+    (``-kvu``, or no ``-np``: llama-server's automatic 4 slots share one, ``tools/server/server.cpp``) or there is
+    one slot, else the context split between the ``-np`` slots (llama-server's ``n_ctx_slot``); None when the
+    flags set no context."""
+    ctx = ctx_of(args)
+    slots = parallel_of(args) or 1
+    if ctx is None or slots <= 1 or "-kvu" in args or "--kv-unified" in args:
+        return ctx
+    return ctx // slots
+
+
 @dataclass(frozen=True)
 class PresetModel:
     """Another installed model the server offers beside the default one (llama-server's router mode): its name
@@ -177,6 +189,7 @@ class PresetModel:
 # ``tools/server/server-models.cpp``) but hands children its own environment: set there, every child on its
 # 127.0.0.1 port also wants the key (docs/several-models.md).
 CHILD_KEY_ENV = "LLAMA_ARG_API_KEY_FILE"
+FROZEN_RESET_ENV = "PYINSTALLER_RESET_ENVIRONMENT"
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,7 @@ class LaunchSpec:
     port: int = DEFAULT_PORT
     others: tuple[PresetModel, ...] = ()  # several models: llama-server's router mode (render/model_preset.py)
     models_max: int = 1  # router mode: models loaded at once (never 0: see install/library.models_max_for)
+    kit: tuple[str, ...] = ()  # router mode: the words that run this kit, for its front (register/router_front.py)
     # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
     # None: the model's own template serves.
     chat_template: Path | None = None
@@ -213,8 +227,12 @@ class LaunchSpec:
 
     def child_env(self) -> dict[str, str]:
         """Variables the start scripts set for the server: in router mode the key file, which the router passes on
-        to every child server through the environment (see ``CHILD_KEY_ENV``)."""
-        return {CHILD_KEY_ENV: self.key_file_arg()} if self.router else {}
+        to every child server through the environment (see ``CHILD_KEY_ENV``); before the kit's front, a frozen
+        kit's own reset (a one-file PyInstaller program started under another, the supervisor, would otherwise take
+        itself for that one's worker: PyInstaller 6.10+ ``PYINSTALLER_RESET_ENVIRONMENT``)."""
+        if not self.router:
+            return {}
+        return {CHILD_KEY_ENV: self.key_file_arg(), **({FROZEN_RESET_ENV: "1"} if self.fronted else {})}
 
     @property
     def connect_host(self) -> str:
@@ -255,13 +273,21 @@ class LaunchSpec:
         """Whether the server thinks by default (``thinking_of`` its flags)."""
         return thinking_of(self.args)
 
+    @property
+    def fronted(self) -> bool:
+        """Router mode with the kit's front on the install's address (``register/router_front.py``): requests that
+        name no model go to the default one, and the model list shows no command lines."""
+        return self.router and bool(self.kit)
+
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them. In router mode
         only the router's own: each model's flags are in the preset file (command-line flags would reach every
-        child and override its preset, llama.cpp tools/server/README.md "Model presets")."""
+        child and override its preset, llama.cpp tools/server/README.md "Model presets"); behind the front, no
+        address (the front gives it its own on 127.0.0.1)."""
         if self.router:
-            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max),
-                    "--host", self.host, "--port", str(self.port), "--api-key-file", self.key_file_arg()]
+            address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
+            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max), *address,
+                    "--api-key-file", self.key_file_arg()]
         out = ["-m", str(self.model)]
         if self.mmproj is not None:
             out += ["--mmproj", str(self.mmproj)]
@@ -296,6 +322,13 @@ class LaunchSpec:
             return PRESET_NAME
         return str(self.preset_file)
 
+    def front_args(self) -> list[str]:
+        """The front's words before the router's command (``qwenkit front``): its address and the default."""
+        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, "--"]
+
     def argv(self) -> list[str]:
-        """The whole command as a list (never a string: no shell, no quoting)."""
+        """The whole command as a list (never a string: no shell, no quoting): llama-server, or in router mode
+        the kit's front, which starts the router itself (``front_args``)."""
+        if self.fronted:
+            return [*self.kit, *self.front_args(), str(self.server), *self.server_args()]
         return [str(self.server), *self.server_args()]

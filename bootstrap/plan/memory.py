@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.plan.model_profile import LayerWeights, ModelProfile, model_profile
 
@@ -152,7 +152,7 @@ def _row_bytes(cache_type: str, n: int) -> int:
 def _check(profile: ModelProfile, s: LaunchSettings) -> None:
     for name in (s.cache_type_k, s.cache_type_v):
         if name not in CACHE_TYPES:
-            raise UsageError(t("memory.bad_cache_type", value=name, known=", ".join(CACHE_TYPES)))
+            raise UsageError(t("memory.bad_cache_type", value=name, known=join_names(CACHE_TYPES)))
     if (s.ctx < 1 or s.ubatch < 1 or s.batch < 1 or s.n_parallel < 1 or s.n_gpu_layers < 0 or s.n_cpu_moe < 0
             or s.mtp_draft < 0 or s.cache_ram_mib < 0 or s.ctx_checkpoints < 0):
         raise UsageError(t("memory.bad_settings", settings=repr(s)))

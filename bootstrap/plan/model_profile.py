@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _pooling(header: GGUFHeader, arch: str) -> int:
 
 def _unsupported(arch: str) -> UsageError:
     return UsageError(t("memory.unsupported_arch", arch=arch),
-                      t("memory.unsupported_arch_hint", known=", ".join(sorted(SUPPORTED_ARCHES))))
+                      t("memory.unsupported_arch_hint", known=join_names(sorted(SUPPORTED_ARCHES))))
 
 
 def _bad_header(arch: str, detail: str) -> UsageError:

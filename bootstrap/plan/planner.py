@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from bootstrap.catalog.bundle_platforms import host_platform, usable_variant
-from bootstrap.core.console import t
+from bootstrap.core.console import join_sentences, t
 from bootstrap.core.errors import UnsupportedMachine
-from bootstrap.core.sizes import GIB, gib_text
+from bootstrap.core.sizes import GIB, gib_text, rate_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.detect.probes.cpu import plan_threads
 from bootstrap.plan import context, engine_flags
@@ -70,6 +70,13 @@ CHECKPOINT_RAM_SHARE = 0.25
 # largest (batch, micro-batch) whose micro-batch is read within STREAM_GAP_S at the predicted prompt speed: the
 # seed's bar is a P95 inter-token gap of 350 ms. One slot keeps llama.cpp's defaults (nothing else streams).
 STREAM_GAP_S = 0.3
+# A "usable" answer: a 2,000-token prompt (a chat with some history, an agent's tool list) read and a 200-token
+# answer written within a minute. The catalog's default is a large model: where it fits but answers far slower than
+# that (a CPU-only PC: ~4 tokens/s, prompts ~10 tokens/s), a smaller model that answers in time (or at least twice
+# as fast) is planned instead, and both are said (issue 41). Only for the default an install chose itself: a model
+# named is a model wanted.
+TYPICAL_PROMPT, TYPICAL_ANSWER = 2000, 200
+USABLE_ANSWER_S = 60.0
 BATCH_LADDER = ((DEFAULT_BATCH, DEFAULT_UBATCH), (512, 512), (256, 256), (128, 128), (64, 64))
 
 
@@ -146,6 +153,8 @@ class Plan:
     speed_class: str
     speed: SpeedPrediction  # tokens/s predicted for this placement (plan/speed.py)
     fallback_from: str | None = None
+    role: str = "chat"  # "embedding": served with --embeddings beside a chat model (install/library.as_embedding)
+    slower: str | None = None  # the catalog's first choice, which fits but answers too slowly here (``choose``)
 
 
 CPU_VARIANTS = frozenset({"win-cpu", "ubuntu-x64", "macos-x64"})
@@ -384,15 +393,23 @@ def _available(variant: VariantChoice, variants: Collection[str], hardware: Hard
                          variant.warnings)
 
 
+def answer_seconds(speed: SpeedPrediction) -> float:
+    """Seconds to read a ``TYPICAL_PROMPT`` and write a ``TYPICAL_ANSWER`` at the predicted speeds."""
+    return TYPICAL_PROMPT / max(speed.prompt_tps, 1e-6) + TYPICAL_ANSWER / max(speed.decode_tps, 1e-6)
+
+
 def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, requested_ctx: int | None = None,
            fallbacks: Sequence[Candidate] = (), engine_build: int = engine_flags.PINNED_BUILD,
-           variants: Collection[str] | None = None, variant: VariantChoice | None = None) -> Plan:
+           variants: Collection[str] | None = None, variant: VariantChoice | None = None,
+           usable_first: bool = False) -> Plan:
     """The plan for the first candidate (in preference order) that fits; fallbacks only when none does.
 
     A context of at least ``GOOD_CTX`` with a smaller quant beats a bigger quant squeezed to 4k; a user-given
     ``--ctx`` is never reduced. ``variants``: the engine variants at hand (an offline bundle's), when not all are.
     ``variant``: the build to plan for, when the preferred one was found not to run here (its memory budget
-    follows: a CPU build plans for RAM only).
+    follows: a CPU build plans for RAM only). ``usable_first`` (the catalog's default, not a model the user
+    named): a fallback that answers within ``USABLE_ANSWER_S`` is taken over a first choice that fits but does not,
+    and the plan's first reason says both, with their speeds.
     """
     if variant is None:
         variant = choose_variant(hardware)
@@ -419,8 +436,59 @@ def choose(candidates: Sequence[Candidate], hardware: HardwareProfile, *, reques
     if found is None:
         raise _does_not_fit(candidates or fallbacks, hardware, budget, requested_ctx)
     candidate, settings = found
-    return _build_plan(candidate, settings, hardware, variant, budget, threads, engine_build, fallback_from,
+    plan = _build_plan(candidate, settings, hardware, variant, budget, threads, engine_build, fallback_from,
                        candidates, asked_ctx=requested_ctx is not None)
+    if usable_first and fallback_from is None and answer_seconds(plan.speed) > USABLE_ANSWER_S:
+        quicker = _usable_fallback(fallbacks, hardware, variant, budget, threads, engine_build, requested_ctx,
+                                   answer_seconds(plan.speed))
+        if quicker is not None:
+            return _instead_of(quicker, plan)
+    return plan
+
+
+def _usable_fallback(fallbacks: Sequence[Candidate], hardware: HardwareProfile, variant: VariantChoice,
+                     budget: Budget, threads: int, engine_build: int, requested_ctx: int | None,
+                     slow_s: float) -> Plan | None:
+    """The first fallback model (catalog order) that fits and answers within ``USABLE_ANSWER_S``, planned; else
+    the quickest one when it answers at least twice as fast as the first choice (``slow_s``), else None."""
+    quickest: Plan | None = None
+    by_model: dict[str, list[Candidate]] = {}
+    for fallback in fallbacks:
+        by_model.setdefault(fallback.model_id, []).append(fallback)
+    for pool in by_model.values():
+        found = None
+        for min_ctx in (GOOD_CTX, MIN_CTX):
+            found = _first_fit(pool, budget, requested_ctx, min_ctx, engine_build)
+            if found:
+                break
+        if found is None:
+            continue
+        plan = _build_plan(found[0], found[1], hardware, variant, budget, threads, engine_build, None, pool,
+                           asked_ctx=requested_ctx is not None)
+        if answer_seconds(plan.speed) <= USABLE_ANSWER_S:
+            return plan
+        if quickest is None or answer_seconds(plan.speed) < answer_seconds(quickest.speed):
+            quickest = plan
+    return quickest if quickest is not None and 2 * answer_seconds(quickest.speed) <= slow_s else None
+
+
+def _instead_of(quicker: Plan, slow: Plan) -> Plan:
+    """``quicker`` with a first reason that says why it was taken over ``slow`` (both speeds) and how to have the
+    other; ``slower`` keeps the other's figures for the install screen."""
+    why = t("plan.why_usable", preferred=slow.title, preferred_id=slow.model_id, chosen=quicker.title,
+            slow_tps=rate_text(slow.speed.decode_tps), slow_prompt=rate_text(slow.speed.prompt_tps),
+            slow_time=duration_words(answer_seconds(slow.speed)), tps=rate_text(quicker.speed.decode_tps),
+            prompt=rate_text(quicker.speed.prompt_tps), time=duration_words(answer_seconds(quicker.speed)),
+            tokens=f"{TYPICAL_PROMPT:,}", answer=TYPICAL_ANSWER)
+    return replace(quicker, reasons=(Reason("model", quicker.model_id, why), *quicker.reasons),
+                   fallback_from=slow.title, slower=slow.model_id)
+
+
+def duration_words(seconds: float) -> str:
+    """``45 s``, ``2 min 9 s`` (in the UI language)."""
+    whole = round(seconds)
+    minutes, secs = divmod(whole, 60)
+    return t("plan.duration_m", m=minutes, s=secs) if minutes else t("plan.duration_s", s=secs)
 
 
 def _refuse_asked_ctx(pool: Sequence[Candidate], asked_title: str, budget: Budget, requested_ctx: int,
@@ -545,9 +613,10 @@ def _reasons(candidate: Candidate, settings: LaunchSettings, est: MemoryEstimate
         out.append(Reason("placement", f"ngl {settings.n_gpu_layers}",
                           t("plan.why_layers", n=settings.n_gpu_layers, total=profile.n_layer_all + 1,
                             vram=gib_text(budget.gpu_bytes))))
-    if settings.mmproj_bytes:
-        out.append(Reason("mmproj", "gpu" if settings.mmproj_on_gpu else "cpu",
-                          t("plan.why_mmproj_gpu" if settings.mmproj_on_gpu else "plan.why_mmproj_cpu")))
+    if settings.mmproj_bytes:  # where it goes; "the GPU memory is worth more" only where there is a GPU
+        mmproj = "plan.why_mmproj_gpu" if settings.mmproj_on_gpu else (
+            "plan.why_mmproj_cpu" if budget.gpu_bytes > 0 else "plan.why_mmproj_no_gpu")
+        out.append(Reason("mmproj", "gpu" if settings.mmproj_on_gpu else "cpu", t(mmproj)))
     if profile.has_mtp:
         out.append(_mtp_reason(settings, est, budget))
     if candidate.thinks:
@@ -578,9 +647,10 @@ def _cache_reason(profile: ModelProfile, settings: LaunchSettings, est: MemoryEs
         text = t("plan.why_cache_ram", mib=settings.cache_ram_mib)
     else:
         text = t("plan.why_cache_ram_off")
-    if checkpoint_bytes(profile, settings):
+    if settings.ctx_checkpoints and checkpoint_bytes(profile, settings):  # none kept: nothing to say of them
         value += f", {settings.ctx_checkpoints} checkpoints"
-        text += " " + t("plan.why_checkpoints", n=settings.ctx_checkpoints, size=f"{est.checkpoints / MIB:.0f}")
+        text = join_sentences(text, t("plan.why_checkpoints", n=settings.ctx_checkpoints,
+                                      size=f"{est.checkpoints / MIB:.0f}"))
     return Reason("prompt_cache", value, text)
 
 
@@ -650,7 +720,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
     est = plan.estimate
     return {
         "model": {"id": plan.model_id, "title": plan.title, "quant": plan.quant, "file": plan.file,
-                  "size_bytes": plan.file_size, "fallback_from": plan.fallback_from},
+                  "size_bytes": plan.file_size, "fallback_from": plan.fallback_from, "slower": plan.slower},
         "engine": {"variant": plan.variant.name, "reason": plan.variant.reason,
                    "min_driver": plan.variant.min_driver},
         "settings": {name: getattr(plan.settings, name) for name in plan.settings.__dataclass_fields__},
@@ -667,4 +737,5 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "warnings": list(plan.warnings),
         "speed_class": plan.speed_class,
         "speed": plan.speed.to_json(),
+        "role": plan.role,
     }

@@ -450,20 +450,29 @@ def split_cpu_weights(p: ModelProfile, s: LaunchSettings) -> float:
     return total
 
 
-def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False) -> list[str]:
+def describe(prediction: SpeedPrediction, *, thinking: bool = True, will_measure: bool = False,
+             embedding: bool = False, last_measured: tuple[float, str] | None = None) -> list[str]:
     """The speed lines of ``plan`` and the install screen: tokens/s with the range, where the numbers come from
     (this machine's measurement, or the published-run constants — ``will_measure``: the install measures before
     its download), the assumption when the RAM bandwidth was not measured, and (``thinking``, for a model that has
-    a thinking mode) what thinking does to an answer's length."""
+    a thinking mode) what thinking does to an answer's length. An ``embedding`` model generates nothing: only how
+    fast it reads its input. ``last_measured``: (tokens/s, when) the installed server generated at its last
+    verify, for the same model and quant: the estimate's range beside a figure this machine really gave."""
     p = prediction
-    lines = [t("plan.speed_tps", tps=rate_text(p.decode_tps), low=rate_text(p.decode_low),
-               high=rate_text(p.decode_high), prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
-               prompt_high=rate_text(p.prompt_high),
-               fill=p.context_fill)]
+    if embedding:
+        lines = [t("plan.speed_embed", prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
+                   prompt_high=rate_text(p.prompt_high))]
+        thinking = False
+    else:
+        lines = [t("plan.speed_tps", tps=rate_text(p.decode_tps), low=rate_text(p.decode_low),
+                   high=rate_text(p.decode_high), prompt=rate_text(p.prompt_tps), prompt_low=rate_text(p.prompt_low),
+                   prompt_high=rate_text(p.prompt_high), fill=p.context_fill)]
     if p.source == "measured":
         lines.append(t("speed_source.measured_here", when=(p.measured_on or "").replace("T", " ").rstrip("Z")))
     else:
         lines.append(t("speed_source.published_will_measure" if will_measure else "speed_source.published"))
+    if last_measured is not None and not embedding:  # what the server itself did here: the figure to go by
+        lines.append(t("plan.speed_last_measured", decode=rate_text(last_measured[0]), when=last_measured[1]))
     if p.cpu_default:
         lines.append(t("plan.speed_default_ram", memory=t("plan.speed_default_memory"),
                        gbps=f"{DEFAULT_CPU_BANDWIDTH / 1e9:.0f}"))

@@ -161,6 +161,19 @@ class LibraryModel:
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
 
+    @property
+    def kind(self) -> str:
+        """What it is for, as ``status`` says it: "embedding", "vision" (a chat model that reads images: it has a
+        projector) or "chat"."""
+        return model_kind(self.role, self.file("mmproj") is not None)
+
+
+def model_kind(role: str, projector: bool) -> str:
+    """"embedding", "vision" or "chat" (``LibraryModel.kind``)."""
+    if role == "embedding":
+        return "embedding"
+    return "vision" if projector else "chat"
+
 
 @dataclass(frozen=True)
 class InstallState:
@@ -189,6 +202,10 @@ class InstallState:
 
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
+
+    def embedding_name(self) -> str | None:
+        """The name of the first embedding model installed beside the default (what ``rag.py`` asks), or None."""
+        return next((m.name for m in self.library if m.role == "embedding"), None)
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -390,12 +407,17 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
     if model is None:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
+    kit: tuple[str, ...] = ()
+    if state.library:  # several models: the kit's front runs before the router (register/router_front.py)
+        from bootstrap.register.shell_command import kit_command
+
+        kit = kit_command(home, state.system)
     return LaunchSpec(
         home=home.root, system=state.system, engine_dir=resolve_in_home(home, state.engine.dir),
         server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
-        others=preset_models(home, state.library, state.models_max), models_max=state.models_max,
+        others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
         chat_template=template_file(home, state.server.chat_template),
     )
 

@@ -137,9 +137,9 @@ class ServiceManager(ABC):
         return Evidence(self.last_exit(), read_log_tail(log) if log is not None else "",
                         None if log is None else str(log))
 
-    def log_command(self, lines: int, follow: bool) -> list[str] | None:
+    def log_command(self, lines: int | None, follow: bool, *, stamped: bool = False) -> list[str] | None:
         """The command that shows the server's log when the manager keeps it outside a file (the systemd journal);
-        None: it is ``log_file``."""
+        None: it is ``log_file``. ``lines`` None: all of it; ``stamped``: each line with its time of day."""
         return None
 
     rolls_its_log = False  # the manager bounds the log itself (WinSW's roll-by-size)

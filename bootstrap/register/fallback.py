@@ -258,7 +258,7 @@ class FallbackManager(ServiceManager):
             pid = proc.pid if proc is not None else pid
         detail = t("service.detail_pid", pid=pid) if proc is not None else t("service.detail_not_running")
         if proc is not None and self.health_url:
-            detail += f", /health {_health(self.health_url)}"
+            detail = t("service.detail_pid_health", pid=pid, health=_health(self.health_url))
         return ServiceStatus(self.name, self.start_script.is_file(), proc is not None, False, detail)
 
     def uninstall(self) -> None:

@@ -13,6 +13,9 @@ can rename for itself the way it can rewrite its command line — is this home's
 ``llama-server``, or a ``llama-server`` under ``<home>/engine/``) and, on POSIX, it runs as the home's owner
 (another user could run our engine file with a key file of their own).
 
+With several models the port's owner is the kit's front (``register/router_front.py``), a Python process: it is
+ours when it runs as the home's owner and its child is this home's engine (``is_our_front``).
+
 A pid from the service manager is not enough and is not asked: the manager's process may be alive while its
 server failed to bind and a stranger holds the port, exactly the case to catch; the socket's owner is the authority
 whoever started it (the service, the start script, a user's terminal). Where the OS does not tell the owner (a
@@ -104,7 +107,7 @@ def port_holder(spec: LaunchSpec) -> PortHolder:
         if pid is None:  # bind sit beside a wildcard one of another program)
             return PortHolder("hidden", spec.port)
         proc = _process(pid)
-        if proc is None or not is_our_server(proc, spec):
+        if proc is None or not (is_our_server(proc, spec) or is_our_front(proc, spec)):
             return PortHolder("stranger", spec.port, pid, _name(proc))
     pid = listening[0][1]
     return PortHolder("ours", spec.port, pid, _name(_process(pid)))
@@ -153,6 +156,22 @@ def is_our_server(proc: psutil.Process, spec: LaunchSpec, *, argv_ok: bool = Fal
         return True
     engines = _norm(os.path.realpath(spec.home / "engine"))
     return Path(exe_path).name.startswith(SERVER_NAME) and exe_path.startswith(engines + os.sep)
+
+
+def is_our_front(proc: psutil.Process, spec: LaunchSpec) -> bool:
+    """Several models: whether ``proc`` is the kit's front of this home (``register/router_front.py``), judged by
+    what the OS tells: it runs as the home's owner and a process it started is this home's engine (its router).
+    Its own program is a Python (or the frozen setup), which proves nothing alone."""
+    if not spec.fronted:
+        return False
+    try:
+        uid = proc.uids().real if os.name != "nt" else None
+        children = proc.children()
+    except (psutil.Error, OSError):
+        return False
+    if uid is not None and uid != _owner_uid(spec.home):
+        return False
+    return any(is_our_server(child, spec) for child in children)
 
 
 def server_process(spec: LaunchSpec) -> psutil.Process | None:
@@ -204,7 +223,7 @@ def _holder_by_own_processes(spec: LaunchSpec, targets: set[str]) -> PortHolder:
     """Where the OS lists only our own processes' sockets: ours when one of this home's servers listens there;
     otherwise anything that accepts connections is of an owner we cannot see."""
     for proc in psutil.process_iter():
-        if not is_our_server(proc, spec):
+        if not (is_our_server(proc, spec) or is_our_front(proc, spec)):
             continue
         try:
             conns = _connections(proc)

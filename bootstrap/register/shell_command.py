@@ -120,6 +120,27 @@ def invoked_as(executable: Path, *, frozen: bool, argv0: str | None = None) -> s
     return f"{executable} -m bootstrap"
 
 
+def kit_command(home: Home, system: str, *, frozen: bool | None = None,
+                executable: Path | None = None) -> tuple[str, ...]:
+    """The words that run this kit from a start script (the router's front, ``register/router_front.py``), by the
+    launcher's rule (module docstring): the runtime venv's ``qwenkit`` when it holds this very version of the kit
+    (an older one there may lack the front: a model added before the venv was refreshed), else the frozen setup's
+    copy in the home (made now when missing), else this interpreter with ``-m bootstrap`` (pip or pipx installed
+    the kit; a source checkout only with its ``PYTHONPATH``, as the tests run it)."""
+    from bootstrap import __version__
+    from bootstrap.place.runtime_venv import read_stamp
+
+    frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+    executable = Path(sys.executable) if executable is None else executable
+    in_venv = venv_command(home.venv_dir, system)
+    stamp = read_stamp(home.venv_dir) or {}
+    if in_venv.is_file() and stamp.get("kit") == __version__:
+        return (str(in_venv),)
+    if frozen:
+        return (str(kept_program(home, executable)),)
+    return (str(executable), "-m", "bootstrap")
+
+
 def kept_program(home: Home, executable: Path | None = None) -> Path:
     """The running setup's copy in the home (``app/``), made now when it is not there: what long-lived processes
     run. Where it cannot be made (a full disk), the setup itself."""
@@ -175,6 +196,32 @@ def is_ours(path: Path, prior: LauncherRecord | None) -> bool:
     return path.is_file() and not path.is_symlink() and MARKER.encode() in data[:1024]
 
 
+KIT_ENTRY = b"from bootstrap.app.cli import main"  # what pip's console script for the kit imports (pyproject.toml)
+KIT_DIST = "qwenclientkit"
+
+
+def installed_by(path: Path) -> str | None:
+    """Which tool put ``path`` there when it is this kit's own ``qwenkit`` (pip's console script of the
+    ``qwenclientkit`` package): "pipx" (a link into ``…/pipx/venvs/qwenclientkit/``, pipx's layout on Linux and
+    macOS, or the script inside it), "uv" (``…/uv/tools/qwenclientkit/``), else "pip"; None for any other file.
+    Such a command runs this kit as ours would: nothing needs replacing, and uninstall names the tool that removes
+    it."""
+    try:
+        real = Path(os.path.realpath(path))
+        with open(real, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    if KIT_ENTRY not in head:
+        return None
+    parts = [part.lower() for part in real.parts]
+    for tool, marker in (("pipx", "pipx"), ("uv", "uv")):
+        for i, part in enumerate(parts[:-2]):
+            if part == marker and parts[i + 1] in ("venvs", "tools") and parts[i + 2] == KIT_DIST:
+                return tool
+    return "pip"
+
+
 def _foreign(folder: Path, system: str, prior: LauncherRecord | None) -> Path | None:
     """A qwenkit in ``folder`` that is not ours (pipx's link, uv's exe…), which must be left alone."""
     names = _WINDOWS_NAMES if system == "Windows" else ("qwenkit",)
@@ -218,6 +265,10 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
     other = _foreign(folder, system, prior)
     if other is not None:
         runs = which_qwenkit(search)
+        tool = installed_by(other)
+        if tool is not None:  # this kit's own command (pipx, uv, pip): it runs this kit, left as it is
+            return CommandOnPath(None, None, runs, _kit_command_line(tool, other, home, system, env, user_home),
+                                 "qwenkit" if runs else str(other))
         line = t("path.foreign", path=other, runs=runs or "-")
         return CommandOnPath(None, None, runs, line, "qwenkit" if runs else str(other))
     try:
@@ -248,6 +299,19 @@ def put_on_path(home: Home, system: str, *, prior: LauncherRecord | None = None,
     return _report(launcher, data, target, added, search, system, folder, env, user_home)
 
 
+def _kit_command_line(tool: str, command: Path, home: Home, system: str, env: Mapping[str, str],
+                      user_home: Path | None) -> str:
+    """Nothing to say when the tool's ``qwenkit`` finds this home by itself (the default one, or ``QWENKIT_HOME``
+    names it); else how it finds this one."""
+    from bootstrap.core.home import default_home
+
+    default = Path(default_home(system, env, Path.home() if user_home is None else user_home))
+    named = settings.home_override(env)
+    if _same(home.root, default) or (named and _same(Path(named), home.root)):
+        return ""
+    return t("path.kit_command_home", tool=tool, path=command, home=home.root)
+
+
 def _mark_path_entry(folder: Path) -> None:
     """Write ``PATH_MARK`` once; a folder that cannot take it leaves the entry to this home's own record."""
     mark = folder / PATH_MARK
@@ -275,6 +339,18 @@ def _report(launcher: Path, data: bytes, target: LauncherTarget, added: str | No
     shell = user_path.shell_line(PurePath(folder), settings.login_shell(env),
                                  PurePath(Path.home() if user_home is None else user_home))
     return CommandOnPath(record, launcher, None, t("path.add_line", folder=folder, line=shell), str(launcher))
+
+
+def kit_command_note(env: Mapping[str, str] = os.environ) -> str:
+    """After an uninstall: when the ``qwenkit`` on PATH is this kit's own, put there by pipx, uv or pip (not a
+    launcher of ours, which uninstall removes), the one line that removes it; "" otherwise."""
+    runs = which_qwenkit(settings.search_path(env))
+    tool = installed_by(runs) if runs is not None else None
+    if tool is None:
+        return ""
+    remove = {"pipx": f"pipx uninstall {KIT_DIST}", "uv": f"uv tool uninstall {KIT_DIST}",
+              "pip": f"pip uninstall {KIT_DIST}"}[tool]
+    return t("path.remove_with_tool", path=runs, tool=tool, command=remove)
 
 
 def remove_launcher(record: LauncherRecord, system: str, *, env: Mapping[str, str] = os.environ,

@@ -17,7 +17,8 @@ and:
   (four agents streaming, a long prompt being read) are never interrupted. The restart is SIGTERM, then SIGKILL
   after ``SERVER_STOP_TIMEOUT_S``;
 - **bounds the log**: the server's output comes through a pipe into ``logs/server.log``, rolled at 10 MiB with
-  three old files kept (``core/log_files``); its own lines start with ``qwenkit:``.
+  three old files kept (``core/log_files``); every line starts with the time of day it was written
+  (``wall_clock``), and the supervisor's own lines then say ``qwenkit:``.
 
 SIGTERM/SIGINT/SIGHUP stop it: the server is stopped the same way and nothing is restarted.
 
@@ -45,7 +46,7 @@ import requests
 
 from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.log_files import MAX_BYTES, RotatingLog
-from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, kill_tree
+from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, end_as, kill_tree
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import SUPERVISOR_PREFIX
 from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
@@ -97,12 +98,11 @@ class Supervisor:
     # -- the log ---------------------------------------------------------------------------------------------
     def note(self, text: str) -> None:
         """One line of our own in the server's log."""
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        self._write(f"{SUPERVISOR_PREFIX} {stamp} {text}\n".encode())
+        self._write(f"{SUPERVISOR_PREFIX} {text}\n".encode())  # after the time of day every line starts with
 
     def _write(self, data: bytes) -> None:
         with self._log_lock:
-            self.log.write(data)
+            self.log.write(wall_clock().encode("ascii") + data)
 
     def _pump(self, stream: Any) -> None:
         for line in iter(stream.readline, b""):
@@ -124,7 +124,7 @@ class Supervisor:
                     break
                 if not served and not self.restarts:
                     self.note(f"llama-server ended before it served ({_how(returncode)}); not restarting it")
-                    return _pass_on(returncode)
+                    return end_as(returncode)
                 steady = self.clock() - started >= STEADY_S
                 delay_index = 0 if steady else min(delay_index + 1, len(RESTART_DELAYS_S) - 1)
                 delay = RESTART_DELAYS_S[delay_index]
@@ -239,6 +239,15 @@ class Supervisor:
         return tuple((s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s)) for s in slots if isinstance(s, dict))
 
 
+def wall_clock(now: float | None = None) -> str:
+    """The stamp every line of the log starts with: local date and time to the millisecond, then a space.
+    llama-server's own stamps count from each process's start (``0.00.302.813``: minutes, seconds, ms, µs since
+    it started, llama.cpp ``common/log.cpp``), and a router's children each from their own: a reader needs the
+    time of day (issue 41)."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d} "
+
+
 def _tree_server(pid: int) -> tuple[str, int] | None:
     """Where the script's server listens, and that server's PID: the child itself (``exec`` in ``run_qwen.sh``),
     else a process it started (llama-server under ``cmd.exe`` on Windows); where the OS tells no socket owners
@@ -266,17 +275,3 @@ def _how(returncode: int) -> str:
         except ValueError:
             return f"signal {-returncode}"
     return f"exit code {returncode}"
-
-
-def _pass_on(returncode: int) -> int:
-    """End as the server ended: the same exit code, or the same signal (no core file of our own)."""
-    if returncode >= 0:
-        return returncode
-    with contextlib.suppress(ImportError, ValueError, OSError):
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be handled: nothing to reset
-        signal.signal(-returncode, signal.SIG_DFL)
-    os.kill(os.getpid(), -returncode)
-    return 128 - returncode  # not reached for a deadly signal

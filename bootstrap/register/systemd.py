@@ -178,11 +178,13 @@ class SystemdManager(ServiceManager):
             return ExitInfo(signal=status_n)
         return ExitInfo(code=int(status)) if int(code) == CLD_EXITED else None
 
-    def log_command(self, lines: int, follow: bool) -> list[str]:
-        """``journalctl [--user] -u qwenclientkit.service -n N [-f]``: the unit's stdout and stderr are in the
-        journal, as the server wrote them (``-o cat``: without journald's prefixes)."""
-        return ["journalctl", *(["--user"] if self.scope == "user" else []), "-u", UNIT, "-n", str(lines),
-                *(["-f"] if follow else []), "--no-pager", "-o", "cat"]
+    def log_command(self, lines: int | None, follow: bool, *, stamped: bool = False) -> list[str]:
+        """``journalctl [--user] -u qwenclientkit.service -n N|all [-f]``: the unit's stdout and stderr are in the
+        journal, as the server wrote them (``-o cat``: without journald's prefixes), or with each line's time of
+        day (``stamped``: ``-o short-iso``; llama-server's own stamps count from its start)."""
+        return ["journalctl", *(["--user"] if self.scope == "user" else []), "-u", UNIT,
+                "-n", "all" if lines is None else str(lines), *(["-f"] if follow else []), "--no-pager",
+                "-o", "short-iso" if stamped else "cat"]
 
     def evidence(self) -> Evidence:
         """The unit's last journal lines (its stdout and stderr go to the journal)."""

@@ -34,8 +34,9 @@ WINSW_VERSION = "2.12.0"
 def render_winsw_xml(spec: LaunchSpec, home: Home) -> str:
     """The WinSW definition: llama-server with one ``<argument>`` per word (XML-escaped by the environment), and
     the variables the start scripts set (a router's key file for its children: ``LaunchSpec.child_env``)."""
-    return render_template("winsw.xml.j2", service_id=SERVICE_ID, executable=str(spec.server),
-                           arguments=spec.server_args(), workdir=str(home.root), logpath=str(home.logs_dir),
+    program, *arguments = spec.argv()  # llama-server, or the kit's front before the router (several models)
+    return render_template("winsw.xml.j2", service_id=SERVICE_ID, executable=program,
+                           arguments=arguments, workdir=str(home.root), logpath=str(home.logs_dir),
                            stop_timeout_s=SERVER_STOP_TIMEOUT_S, env=sorted(spec.child_env().items()))
 
 

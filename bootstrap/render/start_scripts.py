@@ -101,7 +101,8 @@ def _bat_word(value: object, home: str) -> BatWord:
 
 def _checked_files(spec: LaunchSpec) -> list[Path]:
     """Files the script checks before starting: a clear line beats llama-server's own error deep in its log."""
-    files = [spec.server, spec.model]
+    files = [Path(spec.kit[0])] if spec.fronted else []
+    files += [spec.server, spec.model]
     if spec.mmproj is not None:
         files.append(spec.mmproj)
     if spec.chat_template is not None:
@@ -127,15 +128,16 @@ def render_text(spec: LaunchSpec, which: Which) -> str:
     """The text of ``run_qwen.sh`` (``"sh"``) or ``run_qwen.bat`` (``"bat"``) for ``spec``, with ``\\n`` endings."""
     common = {"version": __version__, "base_url": spec.base_url, "system": spec.system, "router": spec.router,
               "env": sorted(spec.child_env().items()), **_messages(which)}
-    lines = group_words(spec.server_args())
+    program, *words = spec.argv()  # llama-server, or the kit's front that starts the router (several models)
+    lines = group_words(words)
     if which == "sh":
-        return render_template(SH_TEMPLATE, server=str(spec.server), engine_dir=str(spec.engine_dir),
+        return render_template(SH_TEMPLATE, server=program, engine_dir=str(spec.engine_dir),
                                home=str(spec.home), checks=[str(p) for p in _checked_files(spec)], lines=lines,
                                **common)
     if which == "bat":
         home = str(spec.home)
         return render_template(BAT_TEMPLATE, folder=None if bat_names_home(home) else home,
-                               server=_bat_word(spec.server, home),
+                               server=_bat_word(program, home),
                                checks=[_bat_word(p, home) for p in _checked_files(spec)],
                                lines=[[_bat_word(w, home) for w in line] for line in lines], **common)
     raise ValueError(f"unknown start script kind: {which!r}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bootstrap.core import settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_sentences, t
 from bootstrap.core.input_checks import decimal_int
 from bootstrap.core.processes import NOT_FOUND, NOT_STARTED, TIMED_OUT, run_captured, run_command
 from bootstrap.detect.hardware import HardwareProfile
@@ -379,10 +379,11 @@ def decide(args: Sequence[str], advice: FitAdvice, projections: Sequence[Project
     # llama-fit-params (b11434) takes no --spec-type, so its placement leaves no room for an MTP head, its draft
     # KV and rollback state: drafting goes with our placement (docs/models.md, "MTP").
     final, _ = drop_args(final, _SPEC_FLAGS, ())
-    mtp_note = " " + t("tune.fit_drops_mtp") if "--spec-type" in args else ""
+    mtp_note = (t("tune.fit_drops_mtp"),) if "--spec-type" in args else ()
     if plan_ctx is not None and _value(final, "-c") != plan_ctx:
-        return "fit", final, t("tune.adopt_fit_ctx", ctx=advice.ctx, plan_ctx=plan_ctx, **fields) + mtp_note
-    return "fit", final, t("tune.adopt_fit", **fields) + mtp_note
+        return "fit", final, join_sentences(t("tune.adopt_fit_ctx", ctx=advice.ctx, plan_ctx=plan_ctx, **fields),
+                                            *mtp_note)
+    return "fit", final, join_sentences(t("tune.adopt_fit", **fields), *mtp_note)
 
 
 def _only_accepted(args: list[str], accepted: set[str]) -> list[str]:

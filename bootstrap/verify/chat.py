@@ -3,14 +3,13 @@
 Order matters: ``/health`` first (llama-server answers 503 ``Loading model`` on every endpoint until the weights
 are in, then 200 ``{"status":"ok"}``), then the OS is asked whether the socket that answered is this home's server
 (``register/server_identity.py``: the key is never sent to another program on the port), then ``/v1/models`` with
-the key (the alias must be listed), then a chat
-request WITHOUT the key (must be 401: ``/health`` and ``/v1/models`` stay public even with ``--api-key-file``, so
-the check has to hit a protected endpoint), then one plain and one streamed chat request, then one tool-call
-request (``tools_check``: whether agent clients can use this server; a "no" is reported and recorded, not a
-failure). Streaming with ``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings``
-before ``data: [DONE]`` (llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never
-printed: reports name its file. Last, whether llama-server's own chat page loads (``web_page``), so the report
-mentions it only then.
+the key (the alias must be listed), then whether the server was started with the key
+(``verify/key_guard.py``: read from its command line, not by a request without the key, which llama-server logs as
+"unauthorized"), then one plain and one streamed chat request, then one tool-call request (``tools_check``: whether
+agent clients can use this server; a "no" is reported and recorded, not a failure). Streaming with
+``stream_options.include_usage`` makes the last chunk carry ``usage`` and ``timings`` before ``data: [DONE]``
+(llama.cpp ``tools/server/README.md``; docs/engine.md, "Endpoints"). The key is sent, never printed: reports name
+its file. Last, whether llama-server's own chat page loads (``web_page``), so the report mentions it only then.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import Any
 
 import requests
 
-from bootstrap.core.console import info, out, t, verbose
+from bootstrap.core.console import info, join_names, out, t, verbose
 from bootstrap.core.errors import ServerError
 from bootstrap.core.progress import Ticker
 from bootstrap.core.templating import render_template
@@ -43,6 +42,7 @@ from bootstrap.place.engine_failure import (
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.base import Evidence
 from bootstrap.register.server_identity import require_ours
+from bootstrap.verify.key_guard import require_key_guard
 from bootstrap.verify.server_text import one_line as _one_line
 from bootstrap.verify.server_text import server_message as _server_message
 from bootstrap.verify.tools_check import check_tools, tools_line
@@ -285,6 +285,22 @@ def agent_command(spec: LaunchSpec) -> str:
     return render_template("agent-command.txt.j2", system=spec.system, python=str(python), agent=str(agent)).strip()
 
 
+def rag_command(spec: LaunchSpec) -> str:
+    """How to run the RAG example the venv carries (``venv/examples/rag.py``), or "" when there is none."""
+    python, rag = home_python(spec), spec.home / "venv" / "examples" / "rag.py"
+    if python is None or not rag.is_file():
+        return ""
+    return render_template("agent-command.txt.j2", system=spec.system, python=str(python), agent=str(rag)).strip()
+
+
+def render_embedding_snippet(spec: LaunchSpec, name: str) -> str:
+    """The curl line that asks embedding model ``name`` for vectors through this endpoint (key from its file)."""
+    body = json.dumps({"model": name, "input": ["检索增强生成", "retrieval-augmented generation"]},
+                      ensure_ascii=False)
+    return render_template("snippet-curl.txt.j2", system=spec.system, url=f"{spec.client_openai_url}/embeddings",
+                           key_file=str(spec.api_key_file), body=body, body_cmd=body.replace('"', '\\"')).strip()
+
+
 def render_snippets(spec: LaunchSpec, prompt: str = DEFAULT_PROMPT, max_tokens: int = 256) -> tuple[str, str]:
     """The curl line and the Python snippet for this server (both read the key from its file), addressed where
     clients should connect (``LaunchSpec.client_openai_url``). The Python one names the home's venv interpreter
@@ -308,7 +324,7 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
     """Wait for the server, check it guards its key and lists the model, chat once plainly and once streamed."""
     health_wait = wait_healthy(spec.base_url, timeout=timeout, process=process, log_path=log_path, alive=alive,
                                evidence=evidence)
-    require_ours(spec)  # the key goes only to this home's server, never to whatever answered on the port
+    holder = require_ours(spec)  # the key goes only to this home's server, never to whatever answered on the port
     auth = {"Authorization": f"Bearer {api_key}"}
     chat_url = f"{spec.openai_base_url}/chat/completions"
     with local_session() as session:
@@ -317,15 +333,12 @@ def verify_server(spec: LaunchSpec, api_key: str, *, timeout: float = 120, promp
                                    timeout=timeout), what)
         listed = _listed_models(models)
         if spec.alias not in listed:
-            raise ServerError(t("verify.err_alias", alias=spec.alias, listed=", ".join(listed) or "-"),
+            raise ServerError(t("verify.err_alias", alias=spec.alias, listed=join_names(listed) or "-"),
                               t("verify.hint_server"))
 
         what = "POST /v1/chat/completions"
-        anonymous = _request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, 1, False),
-                             timeout=timeout)
-        if anonymous.status_code != 401:
-            raise ServerError(t("verify.err_no_key_check", status=anonymous.status_code),
-                              t("verify.hint_no_key_check"))
+        require_key_guard(spec, holder, lambda: _request(session, "POST", chat_url, what, timeout=timeout,
+                                                         json=_chat_body(spec, prompt, 1, False)).status_code)
 
         plain = checked_json(_request(session, "POST", chat_url, what, json=_chat_body(spec, prompt, max_tokens, False),
                                   headers=auth, timeout=timeout), what)

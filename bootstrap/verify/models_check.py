@@ -2,8 +2,8 @@
 
 A router (llama-server ``--models-preset``) answers ``/health`` before any model is loaded, so health proves little:
 each model is asked for what it is for — one chat token, or one embedding of the right shape — naming it in
-``"model"``, and an unauthenticated request must be refused (401). The first request to an unloaded model loads
-it: the timeout covers a cold load.
+``"model"``, and the router must have been started with the key (``verify/key_guard.py``). The first request to
+an unloaded model loads it: the timeout covers a cold load.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from bootstrap.fetch.http_session import local_session
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.register.server_identity import require_ours
 from bootstrap.verify.chat import checked_json, post_json
+from bootstrap.verify.key_guard import require_key_guard
 
 EMBED_PROBE = "QwenClientKit 检查 check"
 
@@ -54,17 +55,15 @@ def _embedding(session: Any, spec: LaunchSpec, name: str, auth: dict[str, str], 
 def check_models(spec: LaunchSpec, api_key: str, models: Sequence[tuple[str, str]], timeout: float
                  ) -> list[ModelAnswer]:
     """Ask each ``(name, role)`` through the endpoint; ``ServerError`` (exit 6) naming the first that fails."""
-    require_ours(spec)  # the key goes only to this home's server
+    holder = require_ours(spec)  # the key goes only to this home's server
     auth = {"Authorization": f"Bearer {api_key}"}
     answers = []
     with local_session() as session:
         first = models[0][0]
-        anonymous = post_json(session, f"{spec.openai_base_url}/chat/completions", "POST /v1/chat/completions",
-                              timeout, {"model": first, "messages": [{"role": "user", "content": "hi"}],
-                                        "max_tokens": 1}, headers={})
-        if anonymous.status_code != 401:
-            raise ServerError(t("verify.err_no_key_check", status=anonymous.status_code),
-                              t("verify.hint_no_key_check"))
+        require_key_guard(spec, holder, lambda: post_json(
+            session, f"{spec.openai_base_url}/chat/completions", "POST /v1/chat/completions", timeout,
+            {"model": first, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}, headers={}
+        ).status_code)
         for name, role in models:
             start = time.monotonic()
             dimension = None

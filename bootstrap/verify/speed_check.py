@@ -73,7 +73,8 @@ def check_speed(spec: LaunchSpec, api_key: str, predicted: Mapping[str, Any] | N
     if judged == "slow" and "--rpc" in spec.args:  # the prediction counts no network (planner._predict_speed)
         causes = ("rpc", *causes)
     check = SpeedCheck(measured, None if predicted is None else dict(predicted), judged, causes,
-                       None if outcome is None else outcome.trial, time.perf_counter() - start)
+                       None if outcome is None else outcome.trial, time.perf_counter() - start,
+                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return Checked(check, spec)
 
 
@@ -103,6 +104,9 @@ def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
     elif trial is not None:
         lines.append(t("speed.spec_failed", flags=" ".join(trial.flags), off=_rate(trial.off.decode_tps),
                        reason=trial.on_error or "?"))
+    far = _far_off(m.decode_tps, predicted_range(check.predicted, "decode"))
+    if far is not None and check.verdict != "slow":  # faster than the estimate by far: say which one to go by
+        lines.append(t("speed.far_above", factor=far))
     warnings: list[str] = []
     if check.verdict == "slow":
         rng = predicted_range(check.predicted, "decode")
@@ -110,6 +114,24 @@ def speed_lines(check: SpeedCheck) -> tuple[list[str], list[str]]:
         causes = join_items(t(f"speed.cause_{c}") for c in check.causes) or t("speed.cause_unknown")
         warnings.append(t("speed.slow", measured=_rate(m.decode_tps), low=low, causes=causes))
     return lines, warnings
+
+
+FAR_OFF = 3.0  # a measurement this many times the estimate (either way) says the estimate is not to be trusted
+
+
+def _far_off(measured: float, predicted: tuple[float, float, float] | None) -> str | None:
+    """``"10"`` when ``measured`` is at least ``FAR_OFF`` times the estimate's high end, else None (the slow side
+    has its own warning)."""
+    if predicted is None or predicted[2] <= 0 or measured < FAR_OFF * predicted[2]:
+        return None
+    return f"{measured / predicted[0]:.0f}"
+
+
+def measured_when(check: SpeedCheck) -> str:
+    """When a recorded measurement was made, as ``status`` shows it ("2026-01-05 10:02 UTC"; a record from before
+    the time was kept: "the last install")."""
+    when = check.measured_at or ""
+    return when.replace("T", " ")[:16] + " UTC" if when else t("speed.when_unknown")
 
 
 def _acceptance(sample: SpeedSample) -> str:

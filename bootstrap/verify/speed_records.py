@@ -68,12 +68,13 @@ class SpeedCheck:
     causes: tuple[str, ...] = ()
     speculation: SpecTrial | None = None
     measure_s: float = 0.0  # wall seconds the measurement (and the A/B, restarts included) added to verify
+    measured_at: str | None = None  # when (UTC, ISO 8601): a figure of that moment's load, not of now
 
     def to_json(self) -> dict[str, Any]:
         return {"measured": self.measured.to_json(), "predicted": None if self.predicted is None else
                 dict(self.predicted), "verdict": self.verdict, "causes": list(self.causes),
                 "speculation": None if self.speculation is None else self.speculation.to_json(),
-                "measure_s": round(self.measure_s, 2)}
+                "measure_s": round(self.measure_s, 2), "measured_at": self.measured_at}
 
 
 def _number(doc: Mapping[str, Any], name: str) -> float | None:
@@ -133,4 +134,5 @@ def check_from_json(doc: Any) -> SpeedCheck | None:
     causes = doc.get("causes")
     return SpeedCheck(measured, dict(predicted) if isinstance(predicted, dict) else None, str(doc["verdict"]),
                       tuple(str(c) for c in causes) if isinstance(causes, list) else (),
-                      _trial_from_json(doc.get("speculation")), _number(doc, "measure_s") or 0.0)
+                      _trial_from_json(doc.get("speculation")), _number(doc, "measure_s") or 0.0,
+                      doc["measured_at"] if isinstance(doc.get("measured_at"), str) else None)

@@ -80,7 +80,7 @@ def test_every_command_of_the_contract_parses(name: str) -> None:
     assert args.command == name and name in cli.COMMANDS
 
 
-@pytest.mark.parametrize("argv", [["plan", "--ctx", "lots"], ["service", "restart"], ["bundle"],
+@pytest.mark.parametrize("argv", [["plan", "--ctx", "lots"], ["service", "reload"], ["bundle"],
                                   ["frobnicate"], ["install", "--port"]])
 def test_bad_usage_is_one_line_and_exit_2(argv: list[str]) -> None:
     proc = run_cli(*argv)
@@ -119,11 +119,11 @@ def test_look_alike_digits_are_bad_input_not_a_crash(argv: list[str], error: str
      "提示：您是不是想输入 'install'、'uninstall'？运行 'qwenkit --help' 查看用法。"),
     (["selfchek"], "en_US.UTF-8", "error: Unknown command 'selfchek'.", "hint: Run 'qwenkit --help' for usage."),
     (["service", "stat"], "en_US.UTF-8",
-     "error: Argument ACTION: invalid choice 'stat' (choose from install, start, stop, status, uninstall).",
-     "hint: Did you mean 'start', 'status'? Run 'qwenkit --help' for usage."),
+     "error: Argument ACTION: invalid choice 'stat' (choose from install, start, stop, restart, status, uninstall).",
+     "hint: Did you mean 'start', 'status', 'restart'? Run 'qwenkit --help' for usage."),
     (["service", "stat"], "zh_CN.UTF-8",
-     "错误：参数 ACTION：无效的选择 'stat'（可选：install, start, stop, status, uninstall）。",
-     "提示：您是不是想输入 'start'、'status'？运行 'qwenkit --help' 查看用法。"),
+     "错误：参数 ACTION：无效的选择 'stat'（可选：install、start、stop、restart、status、uninstall）。",
+     "提示：您是不是想输入 'start'、'status'、'restart'？运行 'qwenkit --help' 查看用法。"),
     (["install", "--port"], "zh_CN.UTF-8", "错误：参数 --port 需要一个值。", "提示：运行 'qwenkit --help' 查看用法。"),
     (["plan", "--ctx", "lots"], "zh_CN.UTF-8", "错误：参数 --ctx：无效的整数值 'lots'。",
      "提示：运行 'qwenkit --help' 查看用法。"),

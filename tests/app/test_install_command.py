@@ -125,7 +125,8 @@ def test_the_screen_needs_no_network(make_bed: Callable[..., InstallBed], tmp_pa
     dead = f"http://127.0.0.1:{_free_pair()}"
     env = {k: v for k, v in bed.env().items() if k != "QWENKIT_CATALOG"}
     env.update(QWENKIT_HF_ENDPOINT=dead, QWENKIT_MODELSCOPE_ENDPOINT=dead, QWENKIT_ENGINE_URL=dead)
-    proc = bed.run("install", "--yes", "--no-service", "--hardware", str(hardware), env=env)
+    # named: on this CPU-only profile the default alone would be planned as the 4B, which answers in time
+    proc = bed.run("install", "qwen3.6-35b-a3b", "--yes", "--no-service", "--hardware", str(hardware), env=env)
     print(proc.stderr)
     assert proc.returncode == 4, proc.stderr
     screen = "\n".join(_screen(proc.stderr, "Plan: "))

@@ -38,6 +38,26 @@ def test_the_proposal_shows_tokens_per_second(tmp_path: Path, capsys: pytest.Cap
 
 
 @pytest.mark.usefixtures("english")
+def test_the_proposal_says_why_another_model_than_the_default(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A 2-core CPU-only PC (recorded): the screen says, right under its title, that the 35B fits but answers
+    slowly and the 4B is planned, with both speeds (issue 41: it offered the 35B with no word about the 4B)."""
+    from bootstrap.catalog.model_ref import CatalogRef
+    from bootstrap.install.candidates import candidates_for
+
+    hardware = load_profile(TEST_DATA / "hardware" / "no_gpu_2core_24gb.json")
+    candidates, fallbacks = candidates_for(CatalogRef(load_catalog().default_model), tmp_path)
+    plan = choose(candidates, hardware, fallbacks=fallbacks, usable_first=True)
+    show_proposal(Proposal(hardware=hardware, plan=plan, previous=None, parts=(), port=8080, port_asked=8080,
+                           manager="script", thinking=False, ctx=plan.settings.ctx), tmp_path)
+    lines = capsys.readouterr().err.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Plan: "))
+    assert lines[title].startswith("Plan: Qwen3.5-4B Q4_K_M on the CPU")
+    assert lines[title + 1].startswith("  Qwen3.5-4B, not Qwen3.6-35B-A3B: Qwen3.6-35B-A3B fits this machine but "
+                                       "answers slowly here, about 10 tokens/s")
+
+
+@pytest.mark.usefixtures("english")
 def test_a_machine_without_python_is_told_no_venv_is_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The screen asks the place stage's own question (``runtime_venv.venv_python_for``): with no Python 3.10-3.13
     it says no venv is made, where it counted "runtime venv: about 24.7 MiB" and the install then skipped it (a

@@ -53,11 +53,24 @@ def test_bad_input_and_no_log_are_one_line_exit_2(home: Home, tmp_path: Path) ->
     assert bad.returncode == 2 and bad.stderr.decode().splitlines()[0] == \
         "error: -n takes a number of lines, 0 or more (got -3)"
     (home.logs_dir / "server.log").unlink()
+    # Nothing installed here (as after an uninstall): the hint said 'qwenkit service start' (issue 41).
     none = qwenkit(home, "logs")
     assert none.returncode == 2
     assert none.stderr.decode().splitlines() == [
-        f"error: no server log yet at {home.logs_dir / 'server.log'}",
-        "hint: The server writes it once it starts: 'qwenkit service start' (or 'qwenkit logs -f' to wait for it)."]
+        f"error: nothing is installed in {home.root}, so there is no server log",
+        "hint: Run 'qwenkit install' (or give the install folder with --home)."]
+    assert qwenkit(home, "logs", "-f").returncode == 2  # nothing to wait for either
+
+
+def test_the_last_lines_of_a_large_log_are_read_once(home: Home) -> None:
+    """``-n`` larger than the log on 8 MiB of short lines: every line, byte for byte. The read is linear in the
+    file's size (scripts/bench_logs.py measures it; it was quadratic: 61-106 s for 64 MiB, issue 41)."""
+    log = home.logs_dir / "server.log"
+    data = b"".join(b"%07d llama-server said something\n" % n for n in range(250_000))
+    log.write_bytes(data)
+    proc = qwenkit(home, "logs", "-n", "1000000000")
+    assert proc.returncode == 0 and proc.stdout == data
+    assert qwenkit(home, "logs", "-n", "3").stdout == b"".join(data.splitlines(keepends=True)[-3:])
 
 
 def test_a_linked_log_or_folder_is_refused(home: Home, tmp_path: Path) -> None:

@@ -81,3 +81,36 @@ def test_a_model_without_shape_facts_has_no_verdict_offline(tmp_path: Path) -> N
     human = run_models("--hardware", str(HARDWARE / "rtx4090_24gb.json"), home=tmp_path / "home",
                        QWENKIT_CATALOG=str(catalog))
     assert "Here: unknown without its file" in human.stdout
+
+
+@pytest.mark.parametrize(("lang", "ctx_line", "speed_line", "here_line"), [
+    ("en_US.UTF-8", "context 8192 tokens: the longest input one embedding takes",
+     "Speed: input is read at ~", "Here: Q8_0, inputs of up to 8192 tokens (served beside a chat model)."),
+    ("zh_CN.UTF-8", "上下文 8192 token：单次向量嵌入可接受的最长输入", "速度：读入输入约",
+     "本机：Q8_0，单次输入最多 8192 token（在对话模型旁提供服务）。"),
+])
+def test_plan_and_models_agree_on_an_embedding_model(tmp_path: Path, lang: str, ctx_line: str, speed_line: str,
+                                                     here_line: str) -> None:
+    """Issue 41: ``plan qwen3-embedding-0.6b`` said "context 8192 tokens: as asked (--ctx)" with no --ctx and
+    printed a generation speed, while ``models`` said 32768 tokens of context and a speed class: both now plan it
+    as ``install MODEL`` serves it (install/library.plan_embedding)."""
+    hw = str(HARDWARE / "no_gpu_16gb.json")
+    env = {**os.environ, "LANG": lang, "LC_ALL": lang, "QWENKIT_LANG": "", "QWENKIT_HOME": str(tmp_path),
+           "QWENKIT_HF_ENDPOINT": "http://127.0.0.1:9", "QWENKIT_MODELSCOPE_ENDPOINT": "http://127.0.0.1:9"}
+    plan = subprocess.run([sys.executable, "-m", "bootstrap", "plan", "qwen3-embedding-0.6b", "--hardware", hw],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    assert ctx_line in plan.stdout and speed_line in plan.stdout
+    assert "--ctx" not in plan.stdout.split("llama-server")[0]  # nobody asked for a context
+    assert "tokens/s for short prompts" not in plan.stdout and "短提示词" not in plan.stdout  # it generates nothing
+    models = run_models("--hardware", hw, home=tmp_path, lang=lang)
+    assert models.returncode == 0, models.stderr
+    block = models.stdout.split("qwen3-embedding-0.6b", 1)[1].split("\n\n", 1)[0]
+    assert here_line in block and "32768" not in block
+    doc = json.loads(run_models("--hardware", hw, "--json", home=tmp_path).stdout)
+    embed = next(m for m in doc["models"] if m["id"] == "qwen3-embedding-0.6b")
+    planned = json.loads(subprocess.run([sys.executable, "-m", "bootstrap", "plan", "qwen3-embedding-0.6b",
+                                         "--hardware", hw, "--json"], capture_output=True, text=True,
+                                        env={**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}, timeout=120).stdout)
+    assert embed["here"]["ctx"] == planned["settings"]["ctx"] == 8192 and embed["here"]["speed_class"] is None
+    assert planned["role"] == "embedding"

@@ -50,8 +50,8 @@ ALLOWED = frozenset({
 # The command words a user types (``qwenkit install``, ``service status``, ``bundle create``) and the --source values
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
-                           "uninstall", "remove", "start", "stop", "create", "verify", "auto", "modelscope", "curl",
-                           "team", "refresh", "users", "launch",
+                           "uninstall", "remove", "start", "stop", "restart", "create", "verify", "auto", "modelscope",
+                           "curl", "team", "refresh", "users", "launch",
                            # the clients 'launch' starts or prints settings for, named as typed
                            "claude", "codex", "opencode", "aider", "openwebui", "dify", "cherry", "studio",
                            "continue", "langchain", "llamaindex"})
@@ -76,6 +76,12 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _ASCII_COLON_AFTER_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]:")
 _HALF_WIDTH_BY_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef] ?[(),;]|[(),;] ?[\u4e00-\u9fff]")
 _SPACE_IN_CJK = re.compile(r"[\u4e00-\u9fff] [\u4e00-\u9fff]")
+_COMMA_SPACE = re.compile(r", ")  # a list or a clause after an ASCII comma: 、 or ， in a Chinese line
+_SPACE_AFTER_STOP = re.compile(r"[。；！？：] +\S")  # "内存不足。 上下文…": sentences run together in Chinese
+# argparse's own syntax: an option column ("  -h, --help", "  --rpc IP:PORT,...") and its usage line
+_OPTION_COLUMN = re.compile(r"^\s*(?:-{1,2}[\w-]+(?: [A-Z][\w.:,\[\]|]*)?(?:, )?)+\s")
+_USAGE = "用法："
+_LONE_ELLIPSIS = re.compile(r"(?<![…\w}\]])…(?!…)|(?<=[\u4e00-\u9fff])…(?!…)|\.\.\.")  # Chinese writes ……
 _HINT = "提示："  # console.label("label.hint") in Chinese
 _SENTENCE_END = ("。", "！", "？")
 
@@ -108,6 +114,13 @@ def _punctuation(line: str, literals: tuple[str, ...]) -> list[str]:
         problems.append("half-width (),; by Chinese")
     if _SPACE_IN_CJK.search(prose):
         problems.append("a space between Chinese characters")
+    text = _OPTION_COLUMN.sub("", prose)
+    if _CJK.search(text) and _COMMA_SPACE.search(text) and not line.startswith(_USAGE):
+        problems.append("a half-width comma in a Chinese line")
+    if _SPACE_AFTER_STOP.search(text):
+        problems.append("a space after a Chinese stop")
+    if _CJK.search(text) and _LONE_ELLIPSIS.search(text) and not line.startswith(_USAGE):
+        problems.append("an ellipsis that is not ……")
     if line.startswith(_HINT) and not line.rstrip().endswith(_SENTENCE_END):
         problems.append("a hint without 。")
     return problems
@@ -140,8 +153,13 @@ def test_the_checker_catches_english_and_ascii_colons() -> None:
 def test_the_checker_catches_half_width_punctuation_and_unfinished_hints() -> None:
     assert leaks("方案：Tiny chat Q8_0，运行于处理器（CPU）") == []
     assert leaks("提示：请运行 'qwenkit install --yes'。") == []
-    assert leaks("已删除：state.json, run_qwen.sh") == []  # a list of file names may use ASCII commas
+    assert leaks("已删除：state.json、run_qwen.sh") == []
     assert leaks("方案：Tiny chat Q8_0，运行于 处理器（CPU）")  # a space between two Chinese characters
+    # issue 41's: lists and clauses with ASCII commas, a space after a stop, a lone ellipsis
+    assert leaks("删除：state.json, run_qwen.sh") and leaks("服务       进程 17398, /health 200")
+    assert leaks("正在安装 openai, qwenclientkit") and leaks("内存不足。 上下文检查点") and leaks("正在加载模型… 3 秒")
+    assert leaks("SHA-256 ab12cd…，清单为 ef34…") == []  # a hash cut short: not prose
+    assert leaks("Qwen3.6-27B (dense)，本机放不下")  # a title left in English
     assert leaks("内存不足(需要 2.0 GiB)") and leaks("已删除：引擎,模型") and leaks("失败;请重试")
     assert leaks("提示：请运行 qwenkit install")  # a hint without 。
 
@@ -220,9 +238,37 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     assert doctor_json.returncode == 0, doctor_json.stderr
     # names are not prose: the home (a space and Chinese in it), the catalog's titles ("Qwen3.6-35B-A3B (MTP)") and
     # what the machine reports about itself (CPU brand, GPU names, paths)
-    titles = tuple(m.title for m in load_catalog(REPO_ROOT / "payload" / "catalog.toml").models)
+    titles = zh_titles()  # as a Chinese user sees them: "Qwen3.6-27B (dense)" is not a name to let through
     found = leaks(text, literals=(str(bed.home.root), *titles, *hardware_names(doctor_json.stdout)))
     assert found == [], "\n".join(found)
+
+
+def zh_titles() -> tuple[str, ...]:
+    """The catalog's titles as the Chinese UI shows them (``title_zh`` where an entry has one)."""
+    from bootstrap.core import settings
+
+    with settings.overridden({"QWENKIT_LANG": "zh"}):
+        return tuple(m.title for m in load_catalog(REPO_ROOT / "payload" / "catalog.toml").models)
+
+
+def test_every_error_with_a_hint_has_it_in_chinese_too(zh_bed: tuple[InstallBed, dict[str, str]]) -> None:
+    """Issue 41: an unknown model had "Did you mean" in English and no 提示 line in Chinese. Each error below is
+    run in both languages (the shipped catalog): where English gives a hint Chinese gives one too, and an unknown
+    model or quant always has one."""
+    bed, zh = zh_bed
+    zh = {k: v for k, v in zh.items() if k != "QWENKIT_CATALOG"}
+    en = {**zh, "LANG": "en_US.UTF-8"}
+    cases = [("plan", "qwen3.6-27"), ("plan", "frobnicate"), ("plan", "qwen3.6-27b:Q9"),
+             ("install", "nosuch", "--yes"), ("remove", "nosuch", "--yes"), ("logs", "--model", "nosuch"),
+             ("service", "stat"), ("instal",)]
+    for argv in cases:
+        said = {}
+        for name, env in (("en", en), ("zh", zh)):
+            proc = bed.run(*argv, env=env)
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, (argv, proc.stderr)
+            said[name] = proc.stderr.splitlines()
+        assert any(line.startswith("hint: ") for line in said["en"]), (argv, said["en"])
+        assert any(line.startswith(_HINT) for line in said["zh"]), (argv, said["zh"])
 
 
 def _with_stand_in(env: dict[str, str], folder: Path, name: str) -> dict[str, str]:

@@ -39,7 +39,7 @@ from tests.support.paths import TEST_DATA
 DATA = TEST_DATA / "hardware"
 MACHINES = ("no_gpu_16gb", "rtx3070_8gb_32gb", "rtx4060_8gb_16gb", "rtx3060_12gb", "t4_16gb", "rtx4090_24gb",
             "apple_m2_16gb", "rx7900xtx_24gb_linux", "rx6700xt_12gb_windows", "arc_a750_8gb_linux",
-            "radeon780m_igpu_windows")
+            "radeon780m_igpu_windows", "no_gpu_2core_24gb")
 NVML_MACHINES = MACHINES[:7]
 CREATED = "2026-11-30T10:00:00Z"
 GIB = 1 << 30

@@ -97,3 +97,55 @@ def test_the_frozen_setup_without_a_venv_leaves_a_command_that_outlives_it(froze
                              env=user_env, timeout=300)
     assert removed.returncode == 0, removed.stderr
     assert not launcher.exists() and not bed.home.root.exists()
+
+
+def test_a_pipx_install_of_the_kit_is_its_command_and_uninstall_says_how_to_remove_it(
+        wheel_bed: InstallBed, wheelhouse: Path, tmp_path: Path) -> None:
+    """Issue 41: a user who installed the kit with pipx got, at every install, "…/bin/qwenkit was not written by
+    QwenClientKit's installer, so it was left alone…", and uninstall never said that the command stays. Here the
+    kit's wheel is installed with the real pipx (offline, from the wheelhouse) into a user's ``~/.local``, and the
+    install, status and uninstall are typed through pipx's ``qwenkit``, with the home in its default place."""
+    from tests.support.wheelhouse import kit_wheel
+
+    user = tmp_path / "用户 home"
+    user.mkdir()
+    bin_dir = user / ".local" / "bin"
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("QWENKIT_", "PIPX_", "XDG_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    pipx_env = {**clean, "HOME": str(user), "PIPX_HOME": str(user / ".local" / "share" / "pipx"),
+                "PIPX_BIN_DIR": str(bin_dir), "PIPX_MAN_DIR": str(user / ".local" / "share" / "man"),
+                "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse),
+                "PIPX_DISABLE_SHARED_LIBS_AUTO_UPGRADE": "1"}  # offline: the pip ensurepip brings
+    pipx = subprocess.run([sys.executable, "-m", "pipx", "install", str(kit_wheel(wheelhouse))], env=pipx_env,
+                          capture_output=True, text=True, timeout=900)
+    assert pipx.returncode == 0, pipx.stderr[-2000:]
+    command = bin_dir / "qwenkit"
+    assert command.is_symlink() and "pipx" in os.path.realpath(command)  # pipx's own layout
+
+    home = user / ".local" / "share" / "qwenclientkit"  # the default home for this user
+    env = {**clean, **{k: v for k, v in wheel_bed.env().items() if k.startswith("QWENKIT_")},
+           "HOME": str(user), "PATH": f"{bin_dir}{os.pathsep}{clean.get('PATH', '')}", "QWENKIT_LANG": "en",
+           "NO_PROXY": "127.0.0.1,localhost"}
+    env.pop("QWENKIT_HOME")
+    try:
+        installed = subprocess.run([str(command), "install", "--yes", "--no-service", "--no-venv"], env=env,
+                                   capture_output=True, text=True, timeout=900, cwd=user)
+        assert installed.returncode == 0, installed.stderr[-3000:]
+        assert "was not written by QwenClientKit's installer" not in installed.stderr
+        assert "not put on your PATH" not in installed.stderr
+        assert json.loads((home / "state.json").read_text(encoding="utf-8"))["launcher"] is None
+        status = subprocess.run([str(command), "status", "--json"], env=env, capture_output=True, text=True,
+                                timeout=120, cwd=user)
+        assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True, status.stderr
+        removed = subprocess.run([str(command), "uninstall", "--yes"], env=env, capture_output=True, text=True,
+                                 timeout=300, cwd=user)
+        assert removed.returncode == 0, removed.stderr
+        assert (f"The qwenkit command ({command}) came with pipx and stays; remove it with: pipx uninstall "
+                "qwenclientkit") in removed.stderr
+        assert command.is_symlink() and not home.exists()
+    finally:
+        from bootstrap.core.home import Home
+        from bootstrap.register.managers import FallbackManager
+
+        if home.exists():
+            FallbackManager(Home(home)).stop()

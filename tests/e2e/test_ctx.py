@@ -64,6 +64,7 @@ def test_install_ctx_is_recorded_kept_and_changed_without_a_download(make_bed: C
     first = bed.install("--no-venv", "--port", port, "--ctx", "4096")
     assert first.returncode == 0, first.stderr
     assert "  context        4096 tokens" in first.stderr  # the proposal says what will run
+    assert "Measuring this machine's speed" in first.stderr and "generation   measured" in first.stdout
     state = _state(bed)
     assert state["request"]["ctx"] == 4096
     assert _ctx_flags(state["server"]["args"]) == ["4096"]
@@ -82,12 +83,25 @@ def test_install_ctx_is_recorded_kept_and_changed_without_a_download(make_bed: C
     bigger = bed.install("--no-venv", "--port", port, "--ctx", "8192")
     assert bigger.returncode == 0, bigger.stderr
     assert "the context changes from 4096 tokens to 8192 tokens" in bigger.stderr
+    # Issue 41: a context change re-plans, re-renders and restarts; it measured this machine's speed twice and
+    # ended "Upgraded in place …; the old files were removed." though nothing was removed.
+    assert "Measuring this machine's speed" not in bigger.stderr and "generation   measured" not in bigger.stdout
+    assert bigger.stdout.rstrip().splitlines()[-1].endswith("; nothing was downloaded or removed."), bigger.stdout
+    assert "Restarted with the new settings" in bigger.stdout and "old files were removed" not in bigger.stdout
     assert _downloaded(bed) == served
     state = _state(bed)
     assert state["request"]["ctx"] == 8192 and _ctx_flags(state["server"]["args"]) == ["8192"]
     assert " -c 8192 " in bed.home.run_sh.read_text(encoding="utf-8")
     assert _props(bed)["default_generation_settings"]["n_ctx"] == 8192
     assert _server_pid(bed) != pid_before
+
+    # More than the model was trained for: refused before the run announces a change (it said "the context
+    # changes from … to 999999" first).
+    refused = bed.install("--no-venv", "--port", port, "--ctx", "999999")
+    assert refused.returncode == 2, refused.stderr
+    assert one_line_error(refused).startswith(f"--ctx 999999 is more than Tiny chat (test) was trained for: its "
+                                             f"maximum is {TRAINED} tokens")
+    assert "context changes" not in refused.stderr and _state(bed)["request"]["ctx"] == 8192
 
     # "auto" from an answers file: the plan's choice again (the catalog's own -c here), recorded as no choice.
     answers = tmp_path / "answers.toml"

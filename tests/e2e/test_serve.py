@@ -196,6 +196,8 @@ def test_gemma_with_speculation_is_measured_both_ways_and_a_far_prediction_warns
     shown = _qwenkit("status", timeout=60)
     assert shown.returncode == 0
     measured = rate_text(kept["decode_tps"], fine_below=100)
-    assert f"measured {measured} tokens/s, predicted ~5000 (4000-6000)" in shown.stdout  # output
-    assert "far below the predicted 4000" in shown.stderr  # a warning
+    assert f"measured {measured} tokens/s, estimated about 5000 (4000-6000)" in shown.stdout  # output
+    # the install's slow verdict, said under the speed it measured then (issue 41: not a warning of now)
+    assert "far below the predicted 4000" in shown.stdout and "far below" not in shown.stderr
+    assert "speed      as measured at " in shown.stdout
     assert ("kept on" if trial["kept"] == "on" else "turned off") in shown.stdout

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
+from typing import cast
 
 import psutil
 import pytest
@@ -167,3 +168,32 @@ def test_the_kits_chat_template_is_each_models_own_line(tmp_path: Path) -> None:
     assert sections["chat"]["chat-template-file"] == "chat-templates/qwen3.5-a.jinja"
     assert "chat-template-file" not in sections["embed"]
     assert sections["see"]["chat-template-file"] == "chat-templates/qwen3.5-b.jinja"
+
+
+def test_with_the_kits_front_the_scripts_start_it_before_the_router(tmp_path: Path) -> None:
+    """Several models (issue 41): the start scripts and WinSW run the kit's front on the install's address, which
+    starts the router itself on a loopback port of its own (``register/router_front.py``): the router's words carry
+    no address, the front's name the default model; on Windows the front's program inside the home is named
+    relative to the script's folder, as the server is."""
+    from bootstrap.register.winsw import render_winsw_xml
+    from bootstrap.render.start_scripts import render_text
+
+    spec = _spec(tmp_path, kit=("/usr/bin/python3", "-m", "bootstrap"), host="0.0.0.0")
+    assert spec.fronted and spec.argv()[:11] == ["/usr/bin/python3", "-m", "bootstrap", "front", "--host", "0.0.0.0",
+                                                 "--port", "8080", "--model", "chat", "--"]
+    router = spec.argv()[11:]
+    assert router[0] == str(spec.server) and "--host" not in router and "--port" not in router
+    assert router[router.index("--api-key-file") + 1] == str(spec.api_key_file)
+    sh = render_text(spec, "sh")
+    assert "exec /usr/bin/python3 \\\n        -m bootstrap front \\\n        --host 0.0.0.0 \\" in sh
+    assert f"        -- {spec.server} \\\n        --models-preset" in sh
+
+    win_home = cast(Path, PureWindowsPath("C:/Users/张三/AppData/Local/QwenClientKit"))
+    win = _spec(win_home, system="Windows", server=win_home / "engine" / "b1" / "llama-server.exe",
+                kit=(str(win_home / "venv" / "Scripts" / "qwenkit.exe"),))
+    bat = render_text(win, "bat")
+    assert '"%~dp0venv\\Scripts\\qwenkit.exe" ^\n  "front" ^\n  "--host" "127.0.0.1" ^' in bat, bat
+    assert '"--" "%~dp0engine\\b1\\llama-server.exe"' in bat, bat
+    xml = render_winsw_xml(win, Home(win_home))
+    assert "<executable>C:\\Users\\张三\\AppData\\Local\\QwenClientKit\\venv\\Scripts\\qwenkit.exe</executable>" \
+        in xml and "<argument>front</argument>" in xml, xml

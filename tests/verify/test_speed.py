@@ -173,7 +173,7 @@ def test_a_measurement_far_below_the_prediction_warns_with_the_likely_cause(
     assert checked.spec == spec and check.speculation is None and len(server.argvs) == 1
     assert check.predicted == far_above  # kept as given, keys the check does not read included
     lines, warnings = speed_lines(check)
-    assert "predicted ~5000 (4000-6000)" in lines[0] and "measured" in lines[0]
+    assert "estimated about 5000 (4000-6000)" in lines[0] and "measured" in lines[0]
     assert len(warnings) == 1 and "far below the predicted 4000" in warnings[0]
     assert t("speed.cause_cpu_busy") in warnings[0]
 
@@ -193,7 +193,7 @@ def test_verdict_margin_is_below_three_quarters_of_the_low_end() -> None:
     assert verdict(sample, None) == "unpredicted"
     assert verdict(sample, {"decode_tps": 40.0}) == "unpredicted"  # no range: nothing to judge against
     lines, warnings = speed_lines(SpeedCheck(sample, predicted, verdict(sample, predicted)))
-    assert "measured 24.1 tokens/s, predicted ~40.0 (32.0-48.0)" in lines[0] and warnings == []
+    assert "measured 24.1 tokens/s, estimated about 40.0 (32.0-48.0)" in lines[0] and warnings == []
 
 
 

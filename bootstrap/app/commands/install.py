@@ -18,7 +18,7 @@ from typing import Any
 from bootstrap.app.check_table import render_table
 from bootstrap.catalog.source_names import is_url
 from bootstrap.core import console, settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 from bootstrap.core.home import Home, resolve_home
@@ -27,12 +27,13 @@ from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
 from bootstrap.core.sizes import gib_text, human_size
 from bootstrap.detect.privileges import is_admin
-from bootstrap.install.installer import CTX_AUTO, InstallRequest, install
+from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.speed import describe as describe_speed
+from bootstrap.record.state import InstallState
 
 # answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
@@ -60,7 +61,7 @@ def read_answers(path: str) -> dict[str, Any]:
     for key, value in doc.items():
         kind = _ANSWERS.get(key)
         if kind is None:
-            raise UsageError(t("install.err_answers_key", path=path, option=key, known=", ".join(_ANSWERS)))
+            raise UsageError(t("install.err_answers_key", path=path, option=key, known=join_names(_ANSWERS)))
         if not _answer_ok(key, value, kind):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
     for key in _RELATIVE_TO_FILE:
@@ -141,6 +142,9 @@ def show_proposal(p: Proposal, home: Path) -> None:
         key = "rpc.proposal_title"
     console.info("")
     console.info(t(key, title=plan.title, quant=plan.quant, where=plan.budget.gpu_name))
+    model_reason = next((r for r in plan.reasons if r.topic == "model"), None)
+    if model_reason is not None:  # another model than the one asked for (memory, or speed): say why, first
+        console.info("  " + model_reason.text)
     if p.previous is not None:
         console.info(t("install.proposal_previous", model=p.previous.model_id, quant=p.previous.quant))
     _show_download(p)
@@ -149,7 +153,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
     if grows:
         console.info(t("install.proposal_cache", mib=grows // (1 << 20)))
     console.info("  " + "\n  ".join(describe_speed(plan.speed, thinking=False,  # the thinking row says it
-                                                   will_measure=p.measures_speed)))
+                                                   will_measure=p.measures_speed,
+                                                   last_measured=last_measured(p.previous, plan))))
     console.info(t("install.proposal_context", ctx=p.ctx))
     if p.port != p.port_asked:
         console.info(t("install.proposal_port_moved", port=p.port, asked=p.port_asked))
@@ -162,6 +167,16 @@ def show_proposal(p: Proposal, home: Path) -> None:
     console.info(t("install.proposal_home", home=home))
     for warning in plan.warnings:
         console.warn(warning)
+
+
+def last_measured(state: InstallState | None, plan: Plan) -> tuple[float, str] | None:
+    """(tokens/s, when) the installed server generated at its last verify, when it runs what ``plan`` plans (the
+    same model and quant): a figure this machine really gave, shown beside the estimate."""
+    if state is None or state.speed is None or (state.model_id, state.quant) != (plan.model_id, plan.quant):
+        return None
+    from bootstrap.verify.speed_check import measured_when
+
+    return state.speed.measured.decode_tps, measured_when(state.speed)
 
 
 def _show_checks(p: Proposal) -> None:
@@ -237,10 +252,23 @@ def run(args: argparse.Namespace) -> int:
         refresh_library(home, verify_timeout=request.verify_timeout)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
-    elif outcome.kind in ("installed", "upgraded", "verified"):
-        command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
-        console.out_ok(t(f"install.done_{outcome.kind}", home=home.root, command=command))
+    elif outcome.kind in ("installed", "upgraded", "verified", "switched", "relaunched"):
+        console.out_ok(closing_line(outcome, home))
     return 0
+
+
+def closing_line(outcome: InstallOutcome, home: Home) -> str:
+    """The last line, saying what this run really did: installed, upgraded (and whether old files went), another
+    default (the old one kept), the same files restarted with new settings, or everything checked again."""
+    command = outcome.on_path.command if outcome.on_path is not None else "qwenkit"
+    kind = outcome.kind
+    if kind == "switched" and outcome.state is not None and outcome.previous is not None:
+        return t("install.done_switched", home=home.root, model=outcome.state.server.alias,
+                 old=outcome.previous.server.alias)
+    if kind == "upgraded" and outcome.result is not None and not any(
+            home.models_dir in p.parents or home.engines_dir in p.parents for p in outcome.result.removed):
+        kind = "upgraded_nothing_removed"
+    return t(f"install.done_{kind}", home=home.root, command=command)
 
 
 def _add_beside(home: Home, request: InstallRequest, unattended: bool, interactive: bool) -> int | None:

@@ -37,8 +37,13 @@ def verdict(model: CatalogModel, hardware: HardwareProfile) -> Verdict:
     models_dir = resolve_home().models_dir
     if model.shape is None and not any(local_file(model, q.file.path, models_dir) for q in model.quants):
         return Verdict(None, None)
+    candidates = catalog_candidates(model, None, models_dir)
     try:
-        return Verdict(choose(catalog_candidates(model, None, models_dir), hardware), True)
+        if model.embedding:  # planned as ``install MODEL`` serves it (``plan MODEL`` prints the same)
+            from bootstrap.install.library import plan_embedding
+
+            return Verdict(plan_embedding(candidates, hardware, model.server_args), True)
+        return Verdict(choose(candidates, hardware), True)
     except UnsupportedMachine:
         return Verdict(None, False)
 
@@ -89,7 +94,8 @@ def to_json(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict],
                                                          "size_exact": model.mmproj.size_exact},
             "fits": found.fits,
             "here": None if plan is None else {"quant": plan.quant, "ctx": plan.settings.ctx,
-                                               "variant": plan.variant.name, "speed_class": plan.speed_class},
+                                               "variant": plan.variant.name,
+                                               "speed_class": None if plan.role == "embedding" else plan.speed_class},
         })
     return {"default_model": catalog.default_model,
             "budget": {"gpu_bytes": budget.gpu_bytes, "ram_bytes": budget.ram_bytes, "gpu_name": budget.gpu_name},
@@ -126,7 +132,9 @@ def print_models(catalog: Catalog, budget: Budget, verdicts: dict[str, Verdict],
             console.out(f"  {quant.name.ljust(width)}  {size:>10}  {' · '.join(notes)}".rstrip())
         if model.mmproj is not None:
             console.out("  " + t("models.mmproj", size=_size(model.mmproj.size, model.mmproj.size_exact)))
-        if found.plan is not None:
+        if found.plan is not None and found.plan.role == "embedding":  # no answer speed: it generates nothing
+            console.out("  " + t("models.fits_embedding", quant=found.plan.quant, ctx=found.plan.settings.ctx))
+        elif found.plan is not None:
             console.out("  " + t("models.fits", quant=found.plan.quant, ctx=found.plan.settings.ctx,
                                   speed=t(f"models.speed_{found.plan.speed_class}")))
         elif found.fits is False:

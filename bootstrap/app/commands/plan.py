@@ -22,7 +22,7 @@ from bootstrap.core.sizes import gib_text
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.detect.profile import detect
 from bootstrap.install import candidates
-from bootstrap.install.library import EMBED_CTX, as_embedding, is_embedding
+from bootstrap.install.library import is_embedding, plan_embedding
 from bootstrap.install.measure import recorded_rates
 from bootstrap.plan.context import check_range
 from bootstrap.plan.engine_variant import check_engine
@@ -84,10 +84,23 @@ def print_plan(plan: Plan) -> None:
     else:
         console.out(t("plan.memory", gpu=gib_text(est.gpu_total), gpu_budget=gib_text(plan.budget.gpu_bytes),
                        ram=gib_text(est.host_total), ram_budget=gib_text(plan.budget.ram_bytes)))
-    console.out("\n".join(describe_speed(plan.speed)))
+    console.out("\n".join(describe_speed(plan.speed, embedding=plan.role == "embedding",
+                                         last_measured=_last_measured(plan))))
     for warning in plan.warnings:
         console.warn(warning)
     console.out("llama-server -m " + plan.file + " " + " ".join(plan.args))
+
+
+def _last_measured(plan: Plan) -> tuple[float, str] | None:
+    """What this home's server measured at its last verify, when it runs the planned model and quant."""
+    from bootstrap.app.commands.install import last_measured
+    from bootstrap.core.errors import QwenKitError
+    from bootstrap.record.state import load_state
+
+    try:
+        return last_measured(load_state(resolve_home()), plan)
+    except QwenKitError:
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,12 +110,10 @@ def run(args: argparse.Namespace) -> int:
     candidates, fallbacks = candidates_for(args.model)
     extra = _catalog_args(args.model)
     if is_embedding(candidates[0].profile, extra):  # served beside a chat model, as ``install MODEL`` adds it
-        ctx = args.ctx or min(EMBED_CTX, candidates[0].profile.n_ctx_train or EMBED_CTX)
-        plan = choose(candidates, hardware, requested_ctx=ctx)
-        profile = next((c.profile for c in candidates if c.file == plan.file), candidates[0].profile)
-        plan = as_embedding(plan, profile, extra)
-    else:
-        plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks)
+        plan = plan_embedding(candidates, hardware, extra, requested_ctx=args.ctx)
+    else:  # no MODEL: what install would take, a model that answers in time before one that only fits
+        plan = choose(candidates, hardware, requested_ctx=args.ctx, fallbacks=fallbacks,
+                      usable_first=args.model is None)
     if args.json:
         console.emit_json(plan_to_json(plan))
     else:

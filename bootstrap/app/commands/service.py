@@ -1,4 +1,4 @@
-"""``qwenkit service install|start|stop|status|uninstall``: the register stage on what is installed in the home.
+"""``qwenkit service install|start|stop|restart|status|uninstall``: the register stage on what is installed in the home.
 
 Glue only: the home, the installed ``LaunchSpec`` (from ``bootstrap.record.state``), the manager (the recorded one, else
 this machine's best), then one action and a localized result. ``install`` also starts the server.
@@ -7,9 +7,10 @@ this machine's best), then one action and a localized result. ``install`` also s
 its PID and the start stops (docs/field-failures.md, failure mode 8). It then waits, up to ``START_WAIT_S``, until
 ``/health`` answers 200 (the elapsed time shown while the model loads) and the socket is this home's server; a
 server still loading at the bound is said with the time waited (exit 6: not ready yet, and scripts must not go on
-as if it were). ``status`` is one plain sentence (and ``--json`` for scripts): who runs the server, whether it
-answers, and whether it starts by itself. Exit 2 when nothing is installed, 6 when the manager refuses, the server
-cannot start, is not ready in time, or a stranger holds the port.
+as if it were). ``restart`` stops the server (whatever runs it) and starts it the same way. ``stop`` says whether
+there was anything to stop. ``status`` is one plain sentence (and ``--json`` for scripts): who runs the server,
+whether it answers, and whether it starts by itself. Exit 2 when nothing is installed, 6 when the manager refuses,
+the server cannot start, is not ready in time, or a stranger holds the port.
 """
 
 from __future__ import annotations
@@ -148,17 +149,20 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
     manager = choose_manager(this_system(), home, admin=is_admin(), probe=probe, runner=runner, winsw=winsw,
                              health_url=f"{spec.base_url}/health" if spec else None)
     action = args.action
-    if action in ("install", "start"):
+    if action in ("install", "start", "restart"):
         if spec is None:
             raise _nothing_installed(home)
         if action == "install":
             install_service(manager, spec)
             console.out(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
+        if action == "restart":  # a manager's start of a running server may leave it as it is: stop it first
+            manager.stop()
         render_again(spec, home, manager)  # what starts is what this install renders (register/rendered_check.py)
         _start(manager, spec, wait_s=wait_s)
     elif action == "stop":
+        running = manager.status().active or (spec is not None and port_holder(spec).ours)
         manager.stop()
-        console.out(t("service.stopped", manager=manager_label(manager.name)))
+        console.out(t("service.stopped" if running else "service.was_stopped", manager=manager_label(manager.name)))
     elif action == "status":
         if spec is None and recorded_manager(home) is None:
             raise _nothing_installed(home)

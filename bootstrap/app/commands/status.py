@@ -13,19 +13,22 @@ the user has its address, which is what they asked for; scripts that pipe the ou
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
+from bootstrap.app.check_table import display_width
 from bootstrap.core import console
 from bootstrap.core.console import out, t, warn
 from bootstrap.core.errors import ExitCode
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.sizes import human_size
-from bootstrap.install.status import ServerFigures, StatusReport, collect
+from bootstrap.install.status import ModelStatus, ServerFigures, StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
 from bootstrap.register.server_identity import foreign_hint
 from bootstrap.verify.chat import thinking_lines
-from bootstrap.verify.speed_check import speed_lines
+from bootstrap.verify.speed_check import measured_when, speed_lines
 from bootstrap.verify.web_page import check_web_page, open_web_ui, web_page_lines
 
 
@@ -56,21 +59,19 @@ def _print(report: StatusReport) -> None:
     out(t("status.title", home=report.home.root))
     out(t("status.line_model", model=state.model_id, quant=state.quant))
     if len(report.models) > 1:  # several models behind the endpoint: each, what it is for, and loaded or not
-        out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max))
-        for m in report.models:
-            mark = t("status.model_default") if m.default else ""
-            state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded") else "-"
-            out(f"    {m.name}  {t('library.role_' + m.role)}  {m.quant}  {state_word}{mark}")
+        out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max, default=spec.alias))
+        for line in model_table(report.models):
+            out("    " + line)
     out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
     out(t("status.line_endpoint", endpoint=spec.client_openai_url))
     out(t("status.line_key", path=spec.api_key_file))
-    if report.service is not None:
-        out(t("status.line_service", detail=report.service.get("detail", "")))
+    if report.service is not None:  # in the words ``service status`` uses
+        out(t("status.line_service", detail=service_words(report.service)))
     out(t("status.line_scripts", script=report.start_script))
     for worker in report.workers:
         out(t("rpc.status_worker_up" if worker.answers else "rpc.status_worker_down", endpoint=worker.endpoint))
-    if report.server is not None:
-        for line in figure_lines(report.server):
+    if report.server is not None:  # several models: each one's context is in the table above
+        for line in figure_lines(report.server, context=len(report.models) <= 1):
             out(line)
     out(t("status.line_logs", path=report.home.logs_dir))
     if report.web_page is not None:
@@ -80,9 +81,11 @@ def _print(report: StatusReport) -> None:
         out(line)
     # A measurement is about a server that answers: above a stopped one's error it would be stale news.
     speed, slow = speed_lines(state.speed) if state.speed is not None and report.healthy else ([], [])
-    for line in speed:
+    if speed and state.speed is not None:  # figures of the install's moment, said as such (issue 41): a slow one
+        out(t("status.speed_then", when=measured_when(state.speed)))  # is part of them, not a warning of now
+    for line in [*speed, *("  " + warning for warning in slow)]:
         out(line)
-    for warning in [*report.warnings, *slow]:
+    for warning in report.warnings:  # a slow measurement was the install's warning: not repeated as news
         warn(warning)
     for note in _fallback_notes(state):
         warn(note)
@@ -100,10 +103,35 @@ def _print(report: StatusReport) -> None:
                       t("status.hint_unhealthy", script=report.start_script, logs=report.home.logs_dir))
 
 
-def figure_lines(figures: ServerFigures) -> list[str]:
-    """Context and slots, memory in use against the plan, and uptime: the lines of a healthy server."""
+def service_words(service: dict[str, Any]) -> str:
+    """The manager's view as ``service status`` says it: runs under which manager (or not running), and whether it
+    starts by itself at boot (the server's own PID is on the "running" line)."""
+    from bootstrap.register.base import manager_label
+
+    boot = t("status.boot_on" if service.get("enabled") else "status.boot_off")
+    key = "status.service_runs" if service.get("active") else "status.service_stopped"
+    return t(key, manager=manager_label(str(service.get("manager", "?"))), boot=boot)
+
+
+def model_table(models: Sequence[ModelStatus]) -> list[str]:
+    """The installed models as aligned columns under a heading (name, what it is for, quant, tokens per request,
+    loaded or not), the default marked; widths by display columns, so Chinese words line up too."""
+    rows = [[t("status.col_name"), t("status.col_kind"), t("status.col_quant"), t("status.col_ctx"),
+             t("status.col_state")]]
+    for m in models:
+        state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded") else "-"
+        rows.append([m.name, t(f"status.kind_{m.kind}"), m.quant, "-" if m.ctx is None else f"{m.ctx:,}",
+                     state_word + (t("status.model_default") if m.default else "")])
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell + " " * (widths[i] - display_width(cell)) for i, cell in enumerate(row)).rstrip()
+            for row in rows]
+
+
+def figure_lines(figures: ServerFigures, *, context: bool = True) -> list[str]:
+    """Context and slots (``context``: one model's), memory in use against the plan, and uptime: the lines of a
+    healthy server."""
     lines = []
-    if figures.ctx is not None and figures.slots is not None:
+    if context and figures.ctx is not None and figures.slots is not None:
         lines.append(t("status.line_context", ctx=f"{figures.ctx:,}", slots=figures.slots))
     if figures.rss_bytes is not None:
         swap = t("status.memory_swap", swap=human_size(figures.swap_bytes)) if figures.swap_bytes else ""

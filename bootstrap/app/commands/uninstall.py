@@ -1,4 +1,5 @@
-"""``qwenkit uninstall [--keep-models] [--yes]``: stop the service and delete what the installer put in the home.
+"""``qwenkit uninstall [--keep-models] [--yes] [--home DIR] [--json]``: stop the service and delete what the installer
+put in the home.
 
 What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.py``; this command asks first
 (default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed. A home that is also
@@ -14,7 +15,7 @@ import argparse
 
 from bootstrap.agents.launch import take_back_all
 from bootstrap.core import console
-from bootstrap.core.console import join_items, t
+from bootstrap.core.console import join_items, join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     home = resolve_home(getattr(args, "home", None))
     keep_models = bool(getattr(args, "keep_models", False))
     team = home.root.is_dir() and teardown.present(home)
+    if getattr(args, "json", False):
+        return _run_json(home, keep_models, bool(getattr(args, "yes", False)), team, probe, runner)
     if not home.root.is_dir() or not (is_ours(home) or team):
         console.out(t("uninstall.nothing", home=home.root))
         if home.root.is_dir() and our_entries(home, keep_models=False):
@@ -69,6 +72,30 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
     _report_home(home, tidy_home(home, removal))
     if removal is not None:
         console.out_ok(t("uninstall.done"))
+    return 0
+
+
+def _run_json(home: Home, keep_models: bool, assume_yes: bool, team: bool, probe: HostProbe | None,
+              runner: Runner) -> int:
+    """``--json``: no question (``--yes`` is required), one document on stdout: what went, the bytes freed, what
+    waits for this program to exit (Windows), whether a team room was taken down and whether the home itself is
+    gone; exit 6 as without it."""
+    if not assume_yes:
+        raise UsageError(t("uninstall.err_need_yes"), t("uninstall.hint_need_yes"))
+    if team:
+        teardown.remove(home)
+    removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner) \
+        if home.root.is_dir() and is_ours(home) else None
+    left = tidy_home(home, removal) if home.root.is_dir() else HomeLeft(False, ())
+    console.emit_json({"home": str(home.root), "uninstalled": removal is not None, "team_removed": team,
+                       "removed": [] if removal is None else list(removal.removed),
+                       "freed_bytes": 0 if removal is None else removal.freed,
+                       "deferred": [] if removal is None else list(removal.deferred),
+                       "failed": 0 if removal is None else removal.failed,
+                       "home_removed": left.removed, "kept": list(left.foreign)})
+    if removal is not None and removal.failed:
+        raise UninstallIncomplete(t("uninstall.err_incomplete", count=removal.failed, home=home.root),
+                                  t("uninstall.hint_incomplete"))
     return 0
 
 
@@ -105,10 +132,10 @@ def _confirm(home: Home, keep_models: bool, assume_yes: bool) -> bool:
 def _report(home: Home, removal: Removal, keep_models: bool) -> None:
     """What went, the bytes freed, the models kept; exit 6 when some entry could not be deleted."""
     if removal.removed:
-        console.out(t("uninstall.removed", home=home.root, entries=", ".join(removal.removed)))
+        console.out(t("uninstall.removed", home=home.root, entries=join_names(removal.removed)))
     console.out(t("uninstall.freed", size=human_size(removal.freed), count=f"{removal.freed:,}"))
     if removal.deferred:
-        console.out(t("uninstall.deferred", entries=", ".join(removal.deferred)))
+        console.out(t("uninstall.deferred", entries=join_names(removal.deferred)))
     if keep_models and home.models_dir.exists():
         console.out(t("uninstall.models_kept", path=home.models_dir, size=human_size(tree_size(home.models_dir))))
     if removal.failed:
@@ -119,6 +146,6 @@ def _report(home: Home, removal: Removal, keep_models: bool) -> None:
 def _report_home(home: Home, left: HomeLeft) -> None:
     """The home itself: gone, or kept for entries that are not ours (kept models were reported with their path)."""
     if left.foreign:
-        console.out(t("uninstall.home_kept", home=home.root, entries=", ".join(left.foreign)))
+        console.out(t("uninstall.home_kept", home=home.root, entries=join_names(left.foreign)))
     if left.removed:
         console.out(t("uninstall.home_removed", home=home.root))

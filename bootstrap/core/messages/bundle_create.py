@@ -7,7 +7,7 @@ from __future__ import annotations
 MESSAGES: dict[str, dict[str, str]] = {
     "bcreate.resolving": {
         "en": "Bundling {models} for {platforms}: resolving files...",
-        "zh": "正在打包 {models}（平台：{platforms}）：解析文件…",
+        "zh": "正在打包 {models}（平台：{platforms}）：解析文件……",
     },
     "bcreate.err_out": {
         "en": "{path} is a file, not a folder",
@@ -49,7 +49,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bcreate.checking": {
         "en": "Checking {path}...",
-        "zh": "正在校验 {path}…",
+        "zh": "正在校验 {path}……",
     },
     "bcreate.linked": {
         "en": "{path}: linked from {source} (no download)",
@@ -57,7 +57,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bcreate.copying": {
         "en": "{path}: copying from {source}...",
-        "zh": "{path}：正在从 {source} 复制…",
+        "zh": "{path}：正在从 {source} 复制……",
     },
     "bcreate.err_no_bytes": {
         "en": "no source holds {path}",
@@ -81,7 +81,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bcreate.wheels": {
         "en": "Python packages for {folder}, Python {python}...",
-        "zh": "正在准备 Python 包：{folder}，Python {python}…",
+        "zh": "正在准备 Python 包：{folder}，Python {python}……",
     },
     "bcreate.wheels_markers": {
         "en": "the packages for {folder}, Python {python} may be incomplete (dependencies kept changing)",
@@ -107,7 +107,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "bcreate.pip_venv": {
         "en": "Making a temporary pip environment with {python}...",
-        "zh": "正在用 {python} 创建临时 pip 环境…",
+        "zh": "正在用 {python} 创建临时 pip 环境……",
     },
     "bcreate.err_no_kit": {
         "en": "the QwenClientKit wheel for the bundle could not be found or built",

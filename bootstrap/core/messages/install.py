@@ -159,6 +159,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Upgraded in place in {home}; the old files were removed.",
         "zh": "已在 {home} 中就地升级；旧文件已删除。",
     },
+    "install.done_upgraded_nothing_removed": {
+        "en": "Upgraded in place in {home}; no old file needed removing.",
+        "zh": "已在 {home} 中就地升级；没有需要删除的旧文件。",
+    },
+    "install.done_switched": {
+        "en": "{model} is the default model in {home} now; {old} stays installed beside it (nothing was removed: "
+              "switching back downloads nothing).",
+        "zh": "{model} 现在是 {home} 的默认模型；{old} 仍安装在旁边（未删除任何文件：切换回去无需下载）。",
+    },
+    "install.done_relaunched": {
+        "en": "Restarted with the new settings in {home}; nothing was downloaded or removed.",
+        "zh": "已在 {home} 中按新设置重新启动；没有下载或删除任何文件。",
+    },
     "install.done_verified": {
         "en": "Every file checked and the server verified again in {home}; nothing needed an update.",
         "zh": "已重新校验 {home} 中的所有文件并再次验证服务；无需更新。",

@@ -23,6 +23,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{path} was not written by QwenClientKit's installer, so it was left alone; typing qwenkit runs {runs}",
         "zh": "{path} 不是 QwenClientKit 安装程序写入的，因此保持不变；输入 qwenkit 运行的是 {runs}",
     },
+    "path.kit_command_home": {
+        "en": "qwenkit comes from {tool} ({path}) and looks in the default place: reach this install with "
+              "'qwenkit --home {home} ...' or QWENKIT_HOME={home}",
+        "zh": "qwenkit 由 {tool} 安装（{path}），默认查找标准位置：请用 'qwenkit --home {home} ...' 或 "
+              "QWENKIT_HOME={home} 访问本次安装",
+    },
+    "path.remove_with_tool": {
+        "en": "The qwenkit command ({path}) came with {tool} and stays; remove it with: {command}",
+        "zh": "qwenkit 命令（{path}）是通过 {tool} 安装的，仍然保留；如需删除请运行：{command}",
+    },
     "path.skipped": {
         "en": "qwenkit was not put on your PATH: {reason}",
         "zh": "未将 qwenkit 加入 PATH：{reason}",

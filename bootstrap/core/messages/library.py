@@ -20,13 +20,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the engine already installed ({variant}), which every model of this home shares",
         "zh": "使用已安装的推理引擎（{variant}），本安装目录中的所有模型共用它",
     },
-    "library.role_chat": {"en": "chat", "zh": "对话"},
-    "library.role_embedding": {"en": "embeddings", "zh": "向量嵌入"},
     "library.confirm": {
-        "en": "Add {name} ({role}) beside the installed models: {file}, {size} GiB; about {ram} GiB of RAM when "
-              "loaded; all models together {together} GiB of {total} GiB",
-        "zh": "在已安装的模型旁添加 {name}（{role}）：{file}，{size} GiB；加载后约占 {ram} GiB 内存；"
-              "所有模型合计 {together} GiB（本机共 {total} GiB）",
+        "en": "Add {name} ({role}) beside the installed models: {file}, {size}; about {ram} of RAM when loaded; all "
+              "models together {together} of {total}",
+        "zh": "在已安装的模型旁添加 {name}（{role}）：{file}，{size}；加载后约占 {ram} 内存；"
+              "所有模型合计 {together}（本机共 {total}）",
     },
     "library.not_together": {
         "en": "not every model fits in memory at once: at most {n} of {count} stay loaded, the least recently used "
@@ -39,16 +37,42 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已是最新：{name} 已安装，服务地址 {url}",
     },
     "library.added": {
-        "en": "Added {name}: {count} models served at {url}; requests choose one by \"model\": \"{name}\"",
-        "zh": "已添加 {name}：{count} 个模型在 {url} 提供服务；请求中用 \"model\": \"{name}\" 选择它",
+        "en": "Added {name}: {count} models served at {url}. A request chooses one with \"model\": \"{name}\"; "
+              "a request that names no model still goes to {default}, as before.",
+        "zh": "已添加 {name}：{count} 个模型在 {url} 提供服务。请求中用 \"model\": \"{name}\" 选择它；"
+              "未指定模型的请求仍由 {default} 处理，与之前相同。",
+    },
+    "library.try_embeddings": {
+        "en": "Embeddings from {name} (the key is read from its file):",
+        "zh": "用 {name} 生成向量（密钥从其文件读取）：",
+    },
+    "library.try_rag": {
+        "en": "A RAG example that uses {name} and {default}: {command}",
+        "zh": "使用 {name} 和 {default} 的 RAG 示例：{command}",
     },
     "library.upgraded": {
         "en": "Upgraded {name}: {count} models served at {url}",
         "zh": "已升级 {name}：{count} 个模型在 {url} 提供服务",
     },
     "library.removed": {
-        "en": "Removed {name}; {freed} GiB freed",
-        "zh": "已删除 {name}；释放了 {freed} GiB",
+        "en": "Removed {name}: {freed} freed; {count} models left behind the endpoint.",
+        "zh": "已删除 {name}：释放了 {freed}；服务地址后还有 {count} 个模型。",
+    },
+    "remove.confirm": {
+        "en": "Remove {name} and delete its files ({size})? [y/N]",
+        "zh": "要删除 {name} 及其文件（{size}）吗？[y/N]",
+    },
+    "remove.cancelled": {
+        "en": "Cancelled; nothing was removed.",
+        "zh": "已取消；没有删除任何内容。",
+    },
+    "remove.err_need_yes": {
+        "en": "there is no terminal to confirm the removal in",
+        "zh": "没有可用于确认删除的终端",
+    },
+    "remove.hint_need_yes": {
+        "en": "Add --yes to remove it without a question: qwenkit remove {name} --yes",
+        "zh": "加上 --yes 即可不经询问直接删除：qwenkit remove {name} --yes。",
     },
     "library.rolling_back": {
         "en": "the server did not answer for every model: starting it again as it was",
@@ -133,10 +157,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "模型 {name} 未返回向量",
     },
     "status.line_models": {
-        "en": "models     {count} behind the endpoint, up to {loaded} loaded at once; requests choose by \"model\"",
-        "zh": "全部模型   服务地址后共 {count} 个，最多同时加载 {loaded} 个；请求用 \"model\" 选择",
+        "en": "models     {count} behind the endpoint, up to {loaded} loaded at once; a request chooses one with "
+              "\"model\" (none named: {default})",
+        "zh": "模型列表   共 {count} 个模型使用同一服务地址，最多同时加载 {loaded} 个；请求用 \"model\" 选择"
+              "（未指定时为 {default}）",
     },
-    "status.model_default": {"en": "  (default)", "zh": "（默认）"},
+    "status.col_name": {"en": "name", "zh": "名称"},
+    "status.col_kind": {"en": "for", "zh": "用途"},
+    "status.col_quant": {"en": "quant", "zh": "量化"},
+    "status.col_ctx": {"en": "tokens/request", "zh": "每请求 token"},
+    "status.col_state": {"en": "state", "zh": "状态"},
+    "status.kind_chat": {"en": "chat", "zh": "对话"},
+    "status.kind_embedding": {"en": "embeddings", "zh": "向量嵌入"},
+    "status.kind_vision": {"en": "chat + images", "zh": "对话 + 图像"},
+    "status.model_default": {"en": " (default)", "zh": "（默认）"},
     "status.model_loaded": {"en": "loaded", "zh": "已加载"},
     "status.model_loading": {"en": "loading", "zh": "加载中"},
     "status.model_unloaded": {"en": "not loaded", "zh": "未加载"},
@@ -152,6 +186,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "请先安装一个对话模型（qwenkit install），再运行 qwenkit install {name}。",
     },
     "plan.topic_embeddings": {"en": "embeddings", "zh": "向量嵌入"},
+    "library.reason_embed_ctx": {
+        "en": "context {ctx} tokens: the longest input one embedding takes (Qwen3-Embedding's card serves 8,192); "
+              "its KV cache takes {kv} MiB.",
+        "zh": "上下文 {ctx} token：单次向量嵌入可接受的最长输入（Qwen3-Embedding 模型卡为 8192）；"
+              "其 KV 缓存占 {kv} MiB。",
+    },
     "library.reason_embeddings": {
         "en": "an embedding model ({pooling} pooling): served at /v1/embeddings beside a chat model "
               "(qwenkit install MODEL), no prompt cache, batch {batch} / micro-batch {ubatch}",

@@ -11,6 +11,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "keep printing what the server writes, until Ctrl-C",
         "zh": "持续输出服务器写入的内容，直到按下 Ctrl-C",
     },
+    "arg.logs_model": {
+        "en": "only the lines of this model (several models: its name as 'qwenkit status' lists it)",
+        "zh": "只显示该模型的日志行（多个模型时：即 'qwenkit status' 列出的名称）",
+    },
     "arg.logs_lines": {
         "en": "how many of the last lines to print (default 50)",
         "zh": "输出最后多少行（默认 50）",
@@ -23,6 +27,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     "logs.hint_none": {
         "en": "The server writes it once it starts: 'qwenkit service start' (or 'qwenkit logs -f' to wait for it).",
         "zh": "服务器启动后才会写入日志：运行 'qwenkit service start'（或用 'qwenkit logs -f' 等待它出现）。",
+    },
+    "logs.err_nothing_installed": {
+        "en": "nothing is installed in {home}, so there is no server log",
+        "zh": "{home} 中没有安装任何内容，因此没有服务器日志",
+    },
+    "logs.hint_nothing_installed": {
+        "en": "Run 'qwenkit install' (or give the install folder with --home).",
+        "zh": "请运行 'qwenkit install'（或用 --home 指定安装目录）。",
     },
     "logs.waiting": {
         "en": "no server log yet at {path}; waiting for the server to write one (Ctrl-C to stop)",

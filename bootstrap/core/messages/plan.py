@@ -135,6 +135,22 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "vision projector on the GPU: there is room left.",
         "zh": "视觉投影器放在 GPU：显存还有余量。",
     },
+    "plan.why_mmproj_no_gpu": {
+        "en": "vision projector in RAM with the model: no usable GPU.",
+        "zh": "视觉投影器与模型一起放在内存中：没有可用的 GPU。",
+    },
+    "plan.why_usable": {
+        "en": "{chosen}, not {preferred}: {preferred} fits this machine but answers slowly here, about {slow_tps} "
+              "tokens/s with prompts read at about {slow_prompt} tokens/s, so a {tokens}-token prompt and a "
+              "{answer}-token answer take about {slow_time}; {chosen} does that in about {time} ({tps} tokens/s, "
+              "prompts {prompt} tokens/s). For {preferred} anyway: qwenkit install {preferred_id}",
+        "zh": "{chosen}，而不是 {preferred}：{preferred} 能装进本机，但在此回答很慢，约 {slow_tps} token/秒，"
+              "读入提示词约 {slow_prompt} token/秒，读完 {tokens} token 的提示词并写出 {answer} token 的回答约需 "
+              "{slow_time}；{chosen} 约需 {time}（{tps} token/秒，读入提示词 {prompt} token/秒）。仍要安装 "
+              "{preferred}：qwenkit install {preferred_id}",
+    },
+    "plan.duration_m": {"en": "{m} min {s} s", "zh": "{m} 分 {s} 秒"},
+    "plan.duration_s": {"en": "{s} s", "zh": "{s} 秒"},
     "plan.why_mmproj_cpu": {
         "en": "vision projector on the CPU: the GPU memory is worth more to the language model.",
         "zh": "视觉投影器放在 CPU：显存优先留给语言模型。",
@@ -205,6 +221,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Here: {quant} with {ctx} tokens of context, {speed}.",
         "zh": "本机：{quant}，上下文 {ctx} token，{speed}。",
     },
+    "models.fits_embedding": {
+        "en": "Here: {quant}, inputs of up to {ctx} tokens (served beside a chat model).",
+        "zh": "本机：{quant}，单次输入最多 {ctx} token（在对话模型旁提供服务）。",
+    },
     "models.speed_gpu": {"en": "fast (all on the GPU)", "zh": "快（全部在 GPU 上）"},
     "models.speed_hybrid": {"en": "medium (GPU and CPU)", "zh": "中等（GPU 与 CPU 混合）"},
     "models.speed_cpu": {"en": "slow (CPU only)", "zh": "较慢（仅 CPU）"},
@@ -246,10 +266,28 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "预计内存占用：显存 {gpu} / 可用 {gpu_budget} GiB，内存 {ram} / 可用 {ram_budget} GiB。",
     },
     "plan.speed_tps": {
-        "en": "Speed: ~{tps} tokens/s ({low}-{high}) for short prompts ({fill} tokens of context); prompts are "
-              "read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}).",
-        "zh": "速度：短提示词约 {tps} token/秒（{low}–{high}，上下文 {fill} token）；读入提示词约 {prompt} token/秒"
-              "（{prompt_low}–{prompt_high}）。",
+        "en": "Speed: an estimate of about {tps} tokens/s, likely {low}-{high}, for short prompts ({fill} tokens of "
+              "context); prompts are read at about {prompt} tokens/s ({prompt_low}-{prompt_high}). Other programs "
+              "using this machine can make it several times slower.",
+        "zh": "速度：估算短提示词约 {tps} token/秒，大致在 {low}–{high} 之间（上下文 {fill} token）；读入提示词约 "
+              "{prompt} token/秒（{prompt_low}–{prompt_high}）。本机上其他程序的负载可能让它慢好几倍。",
+    },
+    "plan.speed_last_measured": {
+        "en": "The last install measured {decode} tokens/s here ({when}), with the load the machine had then.",
+        "zh": "上次安装时在本机实测为 {decode} token/秒（{when}），反映的是当时的负载。",
+    },
+    "plan.hint_models": {
+        "en": "'qwenkit models' lists them with what fits this machine; a file of a hub works too: hf:OWNER/REPO/FILE.",
+        "zh": "'qwenkit models' 会列出这些模型及本机能运行哪些；也可以直接指定模型仓库中的文件：hf:OWNER/REPO/FILE。",
+    },
+    "plan.hint_quant": {
+        "en": "'qwenkit models' lists the quants of {model} with their sizes.",
+        "zh": "'qwenkit models' 会列出 {model} 的量化版本及其大小。",
+    },
+    "plan.speed_embed": {
+        "en": "Speed: input is read at ~{prompt} tokens/s ({prompt_low}-{prompt_high}); an embedding model "
+              "generates no text.",
+        "zh": "速度：读入输入约 {prompt} token/秒（{prompt_low}–{prompt_high}）；向量嵌入模型不生成文本。",
     },
     "plan.speed_default_ram": {
         "en": "RAM bandwidth not measured on that machine: assumed {memory} (the probe would read about {gbps} GB/s); "

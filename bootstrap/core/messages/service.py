@@ -32,6 +32,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Server stopped ({manager}).",
         "zh": "服务器已停止（{manager}）。",
     },
+    "service.was_stopped": {
+        "en": "The server was not running ({manager}): nothing to stop.",
+        "zh": "服务器本来就没有运行（{manager}）：无需停止。",
+    },
+    "status.service_runs": {
+        "en": "runs under {manager}; {boot}",
+        "zh": "运行方式：{manager}；{boot}",
+    },
+    "status.service_stopped": {
+        "en": "not running ({manager}); {boot}",
+        "zh": "未运行（{manager}）；{boot}",
+    },
+    "status.boot_on": {"en": "starts by itself at boot or logon", "zh": "开机或登录时自动启动"},
+    "status.boot_off": {"en": "does not start by itself at boot", "zh": "不会开机自启"},
     "service.uninstalled": {
         "en": "Service removed ({manager}).",
         "zh": "服务已移除（{manager}）。",
@@ -39,6 +53,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "health.down_refused": {"en": "connection refused: nothing listens there", "zh": "连接被拒绝：该地址无程序监听"},
     "health.down_silent": {"en": "no answer within {seconds} s", "zh": "{seconds} 秒内无响应"},
     "service.detail_pid": {"en": "pid {pid}", "zh": "进程 {pid}"},
+    "service.detail_pid_health": {"en": "pid {pid}, /health {health}", "zh": "进程 {pid}，/health {health}"},
     "service.detail_not_running": {"en": "not running", "zh": "未运行"},
     # A manager's name as shown where it has a Chinese one (the others keep their own names): the script is not a
     # service.

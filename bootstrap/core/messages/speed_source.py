@@ -21,9 +21,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "正在用推理引擎实测本机速度（最多 {seconds} 秒）……",
     },
     "speed_source.measured": {
-        "en": "Measured in {seconds} s: ~{tps} tokens/s predicted from this machine (the published-run estimate "
-              "was ~{before}).",
-        "zh": "实测用时 {seconds} 秒：按本机实测预计约 {tps} token/秒（按公开测试结果估算约 {before}）。",
+        "en": "Measured in {seconds} s: about {tps} tokens/s expected here, likely {low}-{high} (the published-run "
+              "estimate was about {before}); the speed measured after the install is the one to go by.",
+        "zh": "实测用时 {seconds} 秒：预计本机约 {tps} token/秒，大致在 {low}–{high} 之间（按公开测试结果估算约 "
+              "{before}）；请以安装后的实测速度为准。",
+    },
+    "speed_source.busy": {
+        "en": "Other programs kept {percent}% of the CPU busy while it measured: the expected speed may be several "
+              "times too low.",
+        "zh": "实测期间其他程序占用了 {percent}% 的 CPU：预计速度可能低了好几倍。",
     },
     "speed_source.not_measured": {
         "en": "Could not measure this machine's speed (log: {log}); the estimate from published runs stays.",

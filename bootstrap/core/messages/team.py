@@ -435,7 +435,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.install_rpc": {
         "en": "IP:PORT[,IP:PORT...]: RPC workers ('qwenkit team worker-start' on each) whose memory this PC uses for "
               "a model it cannot hold alone; 'none' drops them",
-        "zh": "IP:端口[,IP:端口…]：RPC 工作节点的地址（各自先启动工作节点），本机借用其内存运行单机放不下的模型；"
+        "zh": "IP:端口[,IP:端口……]：RPC 工作节点的地址（各自先启动工作节点），本机借用其内存运行单机放不下的模型；"
               "写 'none' 表示不再使用",
     },
     "rpc.fresh_changed": {"en": "RPC workers change from {old} to {new}", "zh": "RPC 工作节点由 {old} 改为 {new}"},
@@ -513,7 +513,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "arg.plan_rpc": {
         "en": "IP:PORT[,IP:PORT...]: also count these RPC workers' memory, as 'install --rpc' would "
               "(asked through this PC's installed engine)",
-        "zh": "IP:端口[,IP:端口…]：同时计入这些 RPC 工作节点的内存，与“install --rpc”的算法相同"
+        "zh": "IP:端口[,IP:端口……]：同时计入这些 RPC 工作节点的内存，与“install --rpc”的算法相同"
               "（通过本机已安装的推理引擎询问）",
     },
     "rpc.plan_title": {

@@ -78,16 +78,21 @@ MESSAGES: dict[str, dict[str, str]] = {
     "verify.no_answer": {"en": "no answer", "zh": "无响应"},
     "verify.loading_started": {
         "en": "Waiting for the server at {url} to load the model (this can take minutes)...",
-        "zh": "正在等待 {url} 上的服务加载模型（可能需要几分钟）…",
+        "zh": "正在等待 {url} 上的服务加载模型（可能需要几分钟）……",
     },
-    "verify.loading": {"en": "loading the model... {seconds} s", "zh": "正在加载模型… {seconds} 秒"},
+    "verify.loading": {"en": "loading the model... {seconds} s", "zh": "正在加载模型…… {seconds} 秒"},
     "verify.loading_detail": {
         "en": "loading the model... {seconds} s ({detail})",
-        "zh": "正在加载模型… {seconds} 秒（{detail}）",
+        "zh": "正在加载模型…… {seconds} 秒（{detail}）",
     },
     "verify.err_no_key_check": {
         "en": "the server accepts requests without the API key (status {status})",
         "zh": "服务在没有 API 密钥时仍接受请求（状态码 {status}）",
+    },
+    "verify.err_no_key_file": {
+        "en": "the server was not started with this install's API key file (--api-key-file): it would answer "
+              "requests without the key",
+        "zh": "服务启动时没有使用本安装的 API 密钥文件（--api-key-file）：它会接受不带密钥的请求",
     },
     "verify.hint_no_key_check": {
         "en": "Start it with --api-key-file pointing at the key file; rerun the install to rewrite the start script.",
@@ -154,7 +159,17 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "zh": "  生成速度     实测每秒 {measured} 个 token，{predicted}"},
     "speed.prompt": {"en": "  prompt       measured {measured} tokens/s ({tokens}-token prompt), {predicted}",
                      "zh": "  提示词处理   实测每秒 {measured} 个 token（{tokens} 个 token 的提示词），{predicted}"},
-    "speed.predicted": {"en": "predicted ~{value} ({low}-{high})", "zh": "预测约 {value}（{low}～{high}）"},
+    "speed.predicted": {"en": "estimated about {value} ({low}-{high})", "zh": "估算约 {value}（{low}–{high}）"},
+    "speed.far_above": {
+        "en": "  note         {factor} times the estimate: the machine was busier while it was estimated; go by "
+              "the measured figure (other programs' load moves it too)",
+        "zh": "  说明         实测是估算的 {factor} 倍：估算时本机更繁忙；请以实测值为准（其他程序的负载也会影响它）",
+    },
+    "speed.when_unknown": {"en": "the last install", "zh": "上次安装"},
+    "status.speed_then": {
+        "en": "speed      as measured at {when} (the machine's load then; 'qwenkit install --verify' measures anew):",
+        "zh": "速度       {when} 时的实测值（反映当时的负载；'qwenkit install --verify' 会重新测量）：",
+    },
     "speed.no_prediction": {"en": "no prediction", "zh": "无预测值"},
     "speed.spec_ab": {
         "en": "  speculative  {flags}: on {on} tokens/s (acceptance {acceptance}), off {off} tokens/s: {kept}",
