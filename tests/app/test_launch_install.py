@@ -99,6 +99,20 @@ def gateway_args(bed: InstallBed) -> tuple[str, ...]:
     return "--endpoint", f"http://127.0.0.1:{port}", "--key-file", str(bed.home.api_key_file)
 
 
+MY_CODEX = '# mine\nmodel = "gpt-5.5"\n'
+
+
+def codex_configured(bed: InstallBed, tmp_path: Path) -> tuple[Path, Path]:
+    """A user whose Codex config holds ``MY_CODEX``, after ``launch codex --config`` for this install named as a
+    gateway: the user's home folder and the config file."""
+    user = tmp_path / "user"
+    config = user / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(MY_CODEX, encoding="utf-8")
+    assert launch(bed, user, "codex", "--config", "--yes", *gateway_args(bed)).returncode == 0
+    return user, config
+
+
 def test_launch_aider_config_is_refused_as_usage_not_a_bug(bed: InstallBed, tmp_path: Path) -> None:
     """Aider has no config file the kit edits: ``--config`` says so with the way that works (was exit 1
     "Internal error: NotImplementedError")."""
@@ -168,23 +182,18 @@ def test_launch_restore_forgets_settings_the_user_removed_by_hand(bed: InstallBe
                                                                   lang: str) -> None:
     """A ``--restore`` that meets a changed span names the client in its hint; once the user has removed the kit's
     settings by hand, as that hint says, ``--restore`` forgets them (was exit 2 for ever)."""
-    user = tmp_path / "user"
-    config = user / ".codex" / "config.toml"
-    config.parent.mkdir(parents=True)
-    mine = '# mine\nmodel = "gpt-5.5"\n'
-    config.write_text(mine, encoding="utf-8")
-    assert launch(bed, user, "codex", "--config", "--yes", *gateway_args(bed)).returncode == 0
+    user, config = codex_configured(bed, tmp_path)
     config.write_text(config.read_text(encoding="utf-8").replace('wire_api = "responses"', 'wire_api = "chat"'),
                       encoding="utf-8")
     changed = launch(bed, user, "codex", "--restore", lang=lang)
     assert changed.returncode == 2, changed.stderr
     _, hint = error_and_hint(changed) if lang == "en" else ("", changed.stderr.strip().splitlines()[-1])
     assert "'qwenkit launch codex --restore'" in hint
-    config.write_text(mine, encoding="utf-8")  # the user takes the kit's settings out by hand
+    config.write_text(MY_CODEX, encoding="utf-8")  # the user takes the kit's settings out by hand
     forgot = launch(bed, user, "codex", "--restore", lang=lang)
     assert forgot.returncode == 0, forgot.stderr
     assert str(config) in forgot.stdout
-    assert config.read_text(encoding="utf-8") == mine
+    assert config.read_text(encoding="utf-8") == MY_CODEX
     again = launch(bed, user, "codex", "--restore")
     assert again.returncode == 0 and "Nothing to take back" in again.stdout
 
@@ -211,15 +220,10 @@ def test_uninstall_takes_back_what_launch_config_wrote(make_bed: Callable[..., I
     model = write_model("llama", tmp_path / "model" / MODEL_FILE, dtype="q8_0", n_layer=12, n_ctx=32768)
     bed = make_bed(model=model, server_args=SERVER_ARGS)
     assert bed.install("--no-venv", "--port", str(free_port())).returncode == 0
-    user = tmp_path / "user"
-    config = user / ".codex" / "config.toml"
-    config.parent.mkdir(parents=True)
-    mine = '# mine\nmodel = "gpt-5.5"\n'
-    config.write_text(mine, encoding="utf-8")
-    assert launch(bed, user, "codex", "--config", "--yes", *gateway_args(bed)).returncode == 0
+    user, config = codex_configured(bed, tmp_path)
     assert "[model_providers.qwenkit]" in config.read_text(encoding="utf-8")
     proc = bed.run("uninstall", "--yes", env=bed.env(HOME=str(user)))
     assert proc.returncode == 0, proc.stderr
-    assert config.read_text(encoding="utf-8") == mine
+    assert config.read_text(encoding="utf-8") == MY_CODEX
     assert str(config) in proc.stdout
     assert not bed.home.root.exists(), sorted(p.name for p in bed.home.root.iterdir())
