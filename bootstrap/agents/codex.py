@@ -11,8 +11,9 @@ must not be one of its built-in providers (openai, ollama, lmstudio), whose base
 ``--config`` writes them into ``~/.codex/config.toml`` (``CODEX_HOME`` moves the folder), after which Codex still
 reads the key from ``QWENKIT_API_KEY``: ``--config`` prints how to set it from the key file in each shell.
 
-- ``model_context_window``: the real window (without it Codex falls back to generic metadata for a model it does
-  not know);
+- ``model_context_window``: the real window. Codex 0.171 still says "Model metadata for `NAME` not found.
+  Defaulting to fallback metadata" for a model it does not know (its own catalog has no local models); the window
+  is what that fallback would get wrong;
 - ``web_search = "disabled"``: its hosted web-search tool needs OpenAI's service;
 - ``check_for_update_on_startup = false``, ``analytics.enabled = false``, ``feedback.enabled = false``: no traffic
   to its makers (config-reference; ``[analytics]`` "When false, disables analytics").
