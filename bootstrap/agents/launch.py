@@ -199,19 +199,21 @@ def take_back_all(home: Home) -> None:
     """Before an uninstall: what ``--config`` wrote for every client taken back, since the record goes with the home
     and the clients would keep pointing at a server that is gone (Claude Code's settings with its key). A file that
     cannot be given back is named, with what to do by hand, and the uninstall goes on."""
+    def said(exc: QwenKitError) -> None:
+        console.warn(exc.message)
+        if exc.hint:
+            console.info(exc.hint)
+
     try:
         names = written.recorded_clients(home)
     except QwenKitError as exc:
         names = ()
-        console.warn(exc.message)
-        console.info(exc.hint or "")
+        said(exc)
     for name in names:
         try:
             restore(home, LaunchRequest(name))
         except QwenKitError as exc:
-            console.warn(exc.message)
-            if exc.hint:
-                console.info(exc.hint)
+            said(exc)
 
 
 def restore(home: Home, request: LaunchRequest) -> int:
