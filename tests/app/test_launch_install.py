@@ -213,13 +213,14 @@ def test_launch_codex_config_for_a_gateway_says_how_to_set_the_users_key(bed: In
 
 
 def test_uninstall_takes_back_what_launch_config_wrote(make_bed: Callable[..., InstallBed], tmp_path: Path) -> None:
-    """``qwenkit uninstall`` after ``launch codex --config``: the user's Codex config is given back byte for byte
-    (no client is left pointed at a server that is gone), and ``<home>/agents`` (the record of the edits) goes with
-    the home (was: the config kept the kit's provider, and the home stayed, "it still holds files that are not
-    QwenClientKit's: agents")."""
-    model = write_model("llama", tmp_path / "model" / MODEL_FILE, dtype="q8_0", n_layer=12, n_ctx=32768)
-    bed = make_bed(model=model, server_args=SERVER_ARGS)
+    """``qwenkit uninstall`` of a Qwen install after ``launch codex --config``: the user's Codex config is given back
+    byte for byte (no client is left pointed at a server that is gone), and ``<home>/agents`` (the record of the
+    edits) and ``<home>/chat-templates`` (the kit's template for the model) go with the home (was: the config kept
+    the kit's provider, and the home stayed, "it still holds files that are not QwenClientKit's: agents,
+    chat-templates")."""
+    bed = make_bed(qwen=True, server_args=SERVER_ARGS)
     assert bed.install("--no-venv", "--port", str(free_port())).returncode == 0
+    assert any(bed.home.chat_templates_dir.iterdir())
     user, config = codex_configured(bed, tmp_path)
     assert "[model_providers.qwenkit]" in config.read_text(encoding="utf-8")
     proc = bed.run("uninstall", "--yes", env=bed.env(HOME=str(user)))
