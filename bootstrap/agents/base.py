@@ -30,7 +30,7 @@ class ConfigPlan:
     skeleton: str  # the text the kit starts from when there is no file yet
     text: str
     edits: tuple[Edit, ...]
-    notes: tuple[str, ...] = ()  # message keys printed after writing (what the user still does: a variable to set)
+    key_in_env: bool = False  # the client then reads the key from QWENKIT_API_KEY, which the user sets
 
 
 def edited(base: str, *batches: list[Edit]) -> tuple[str, tuple[Edit, ...]]:
@@ -52,11 +52,14 @@ class AgentClient:
     programs: tuple[str, ...] = ()  # command names on PATH
     package = ""  # the npm or PyPI package
     installer = "npm"  # "npm" or "pip"
+    python = ""  # pip: the newest Python version the package installs on
     npm_bin = ""  # the package's bin file (what npm's Windows shim runs)
     headless: tuple[str, ...] = ()  # the arguments that run one prompt and exit (for the docs and --print)
     first_request_tokens = 0  # its first request, measured on the test bed (docs/agents.md)
     measured_version = ""  # the client version those tokens were measured with
     user_tunable: frozenset[str] = frozenset()  # variables the user's own environment may set instead of the kit
+    configurable = True  # it has a config file ``--config`` edits (``config_path``, ``config_plan``)
+    uses_tools = True  # its requests carry tools: on a model that cannot take them, every request fails
     unset: tuple[str, ...] = ()  # variables removed from the client's environment (they would override ours)
 
     def min_ctx(self) -> int:
@@ -67,13 +70,18 @@ class AgentClient:
         """Variables the client is started with (the key among them where the client reads it from one)."""
         return {}
 
-    def args(self, target: Target, files: Path) -> list[str]:
-        """Arguments before the user's own (settings on the command line; never the key). ``files``: a folder in
-        the home where the client may be given a file the kit writes (no secret in it)."""
+    def args(self, target: Target, files: Path, told: Mapping[str, str] | None = None) -> list[str]:
+        """Arguments before the user's own (settings on the command line; never the key). ``files``: an owner-only
+        folder in the home where the client may be given a file the kit writes; ``told``: the environment the client
+        is started with (``env``'s variables as they are given, a user's own output cap kept)."""
         return []
 
+    def run_files(self, files: Path) -> tuple[Path, ...]:
+        """Files ``args`` wrote for this run alone, removed when the client has ended."""
+        return ()
+
     def config_path(self, env: Mapping[str, str], user_home: Path) -> Path:
-        """The client's own user config file."""
+        """The client's own user config file (only where ``configurable``)."""
         raise NotImplementedError
 
     def config_plan(self, text: str | None, target: Target, path: Path) -> ConfigPlan:
@@ -81,10 +89,12 @@ class AgentClient:
         raise NotImplementedError
 
     def install_lines(self, system: str) -> list[str]:
-        """The command lines that install it on ``system`` (for the missing-client message and the docs)."""
+        """The command lines that install it on ``system``, the usual one first (for the missing-client message and
+        the docs). A Python program goes into a venv of its own with pipx or uv: ``pip install --user`` is refused
+        by the system Python of Debian 12, Ubuntu 23.04 and later (PEP 668 "externally-managed-environment"), and
+        the newest Python may be newer than the program allows (``python``), which uv fetches."""
         if self.installer == "pip":
-            py = "py -m pip" if system == "Windows" else "python3 -m pip"
-            return [f"{py} install --user {self.package}"]
+            return [f"pipx install {self.package}", f"uv tool install --python {self.python} {self.package}"]
         return [f"npm install -g {self.package}"]
 
     def context_tokens(self, target: Target) -> int | None:

@@ -9,10 +9,11 @@ must not be one of its built-in providers (openai, ollama, lmstudio), whose base
 
 ``launch`` gives every setting as ``-c key=value`` overrides (values are TOML) and the key in ``QWENKIT_API_KEY``;
 ``--config`` writes them into ``~/.codex/config.toml`` (``CODEX_HOME`` moves the folder), after which Codex still
-reads the key from ``QWENKIT_API_KEY``: the printed notes say how to set it from the key file in each shell.
+reads the key from ``QWENKIT_API_KEY``: ``--config`` prints how to set it from the key file in each shell.
 
-- ``model_context_window``: the real window (without it Codex falls back to generic metadata for a model it does
-  not know);
+- ``model_context_window``: the real window. Codex 0.171 still says "Model metadata for `NAME` not found.
+  Defaulting to fallback metadata" for a model it does not know (its own catalog has no local models); the window
+  is what that fallback would get wrong;
 - ``web_search = "disabled"``: its hosted web-search tool needs OpenAI's service;
 - ``check_for_update_on_startup = false``, ``analytics.enabled = false``, ``feedback.enabled = false``: no traffic
   to its makers (config-reference; ``[analytics]`` "When false, disables analytics").
@@ -57,7 +58,7 @@ class Codex(AgentClient):
         values.update({"web_search": "disabled", "check_for_update_on_startup": False})
         return values
 
-    def args(self, target: Target, files: Path) -> list[str]:
+    def args(self, target: Target, files: Path, told: Mapping[str, str] | None = None) -> list[str]:
         settings: dict[str, Any] = {**self.root_settings(target), f"model_providers.{PROVIDER}": self.provider(target),
                                     "analytics.enabled": False, "feedback.enabled": False}
         out = []
@@ -77,7 +78,7 @@ class Codex(AgentClient):
                 tables[table] = {"enabled": False}
         base = text or ""
         new, edits = edited(base, plan_edits(base, self.root_settings(target), tables, MARKER.format(client=self.name)))
-        return ConfigPlan(path, "", new, edits, notes=("launch.codex_key_note",))
+        return ConfigPlan(path, "", new, edits, key_in_env=True)
 
 
 CLIENT = Codex()

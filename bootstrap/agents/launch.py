@@ -17,14 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bootstrap.agents import aider, claude_code, codex, opencode, written
+from bootstrap.agents import aider, claude_code, codex, opencode, recipes, written
 from bootstrap.agents.base import AgentClient
 from bootstrap.agents.needs import ContextCheck, check_context
 from bootstrap.agents.programs import Program, find_program
 from bootstrap.agents.readiness import tools_refusal
 from bootstrap.agents.target import Target, endpoint_key, endpoint_target, install_target, served
 from bootstrap.core import console, settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import QwenKitError, ServerError, UnsupportedMachine, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.prompts import ask_yes_no, stdin_is_terminal
@@ -49,7 +49,7 @@ class LaunchRequest:
 def client_named(name: str) -> AgentClient:
     client = CLIENTS.get(name)
     if client is None:
-        raise UsageError(t("launch.err_client", name=name, clients=", ".join(CLIENTS)), t("launch.hint_print"))
+        raise UsageError(t("launch.err_client", name=name, clients=join_names(CLIENTS)), t("launch.hint_print"))
     return client
 
 
@@ -70,10 +70,11 @@ def find_client(client: AgentClient, env: Mapping[str, str] | None = None, syste
     found = find_program(client.programs, client.package, client.npm_bin, search_path=settings.search_path(env),
                          system=system, pathext=env.get("PATHEXT", ""))
     if found is None:
-        lines = "; ".join(client.install_lines(system))
+        first, *others = client.install_lines(system)
         raise UnsupportedMachine(t("launch.err_missing", title=client.title, program=client.programs[0]),
-                                 t(f"launch.hint_missing_{client.installer}", lines=lines,
-                                   package=client.package))
+                                 t(f"launch.hint_missing_{client.installer}", lines=first,
+                                   other=others[0] if others else "", package=client.package,
+                                   python=client.python))
     return found
 
 
@@ -94,8 +95,9 @@ def child_env(client: AgentClient, target: Target, base: Mapping[str, str]) -> d
 
 
 def _check_ready(client: AgentClient, target: Target, home: Home) -> ContextCheck:
-    """Tools first (a model that cannot call them gives every agent request a 500), then the context."""
-    refusal = tools_refusal(home, target) if target.via == "install" else None
+    """Tools first (a model that cannot call them gives every request of a client that sends tools a 500), then
+    the context."""
+    refusal = tools_refusal(home, target) if target.via == "install" and client.uses_tools else None
     if refusal is not None:
         raise UsageError(t("launch.err_no_tools", title=client.title, model=target.model, reason=refusal),
                          t("launch.hint_no_tools"))
@@ -127,24 +129,24 @@ def run_client(argv: Sequence[str], env: Mapping[str, str]) -> int:
             continue
 
 
-def files_dir(home: Home) -> Path:
-    """Where the kit keeps files it gives a client (no secrets): ``<home>/agents``."""
-    return home.root / "agents"
-
-
 def launch(home: Home, request: LaunchRequest) -> int:
     """Start the client against the target and return its exit code."""
     client = client_named(request.client)
     program = find_client(client)
     target = served(target_for(home, request))
     _check_ready(client, target, home)
-    folder = files_dir(home)
-    argv = [*program.argv, *client.args(target, folder), *request.args]
-    if any(target.key in word for word in argv):  # a process list shows arguments to every user of the machine
-        raise QwenKitError(t("launch.err_key_in_argv"))
-    ctx = target.ctx if target.ctx is not None else "?"
-    console.info(t("launch.starting", title=client.title, url=target.base_url, model=target.model, ctx=ctx))
-    return run_client(argv, child_env(client, target, os.environ))
+    folder = written.private_dir(home)
+    env = child_env(client, target, os.environ)
+    try:
+        argv = [*program.argv, *client.args(target, folder, env), *request.args]
+        if any(target.key in word for word in argv):  # a process list shows arguments to every user of the machine
+            raise QwenKitError(t("launch.err_key_in_argv"))
+        ctx = target.ctx if target.ctx is not None else "?"
+        console.info(t("launch.starting", title=client.title, url=target.base_url, model=target.model, ctx=ctx))
+        return run_client(argv, env)
+    finally:
+        for path in client.run_files(folder):
+            path.unlink(missing_ok=True)
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -157,24 +159,25 @@ def _confirm(question: str, yes: bool) -> bool:
 
 def configure(home: Home, request: LaunchRequest) -> int:
     """``--config``: write the client's own config file (what ``launch`` would tell it), recorded for
-    ``--restore``."""
+    ``--restore``; refused where ``launch`` would refuse to start the client."""
     client = client_named(request.client)
+    if not client.configurable:
+        raise UsageError(t("launch.err_no_config", title=client.title),
+                         t("launch.hint_no_config", client=client.name))
     target = target_for(home, request)
     try:
         target = served(target)
     except ServerError as exc:
         if target.via != "install":
             raise
-        console.warn(t("launch.warn_config_offline", reason=exc.message))
+        console.warn(t("launch.warn_config_offline", reason=exc.message))  # the server's own words: no repeat
+    _check_ready(client, target, home)  # a config the client would fail with is not written either
     path = written.real_path(client.config_path(os.environ, Path.home()))
     if written.recorded(home, client.name) is not None:  # a second --config replaces the first
         written.restore(home, client.name)
-    before = written.read_config(path)
+    before = written.read_config(path, client.name)
     try:
         plan = client.config_plan(before, target, path)
-    except NotImplementedError:
-        raise UsageError(t("launch.err_no_config", title=client.title),
-                         t("launch.hint_no_config", client=client.name)) from None
     except ValueError as exc:  # the file is not one the kit can edit safely: nothing written
         raise UsageError(t("launch.err_config_shape", path=path, reason=str(exc)),
                          t("launch.hint_config_shape", client=client.name)) from None
@@ -186,17 +189,41 @@ def configure(home: Home, request: LaunchRequest) -> int:
         return 0
     written.write(home, client.name, plan, before)
     console.out(t("launch.config_written", title=client.title, path=path, client=client.name))
-    for note in plan.notes:
-        console.out(t(note, env=settings.API_KEY_ENV, key_file=target.key_file or "-"))
+    if plan.key_in_env:  # the install's key file, or the one the user named with --endpoint
+        key_file = target.key_file or (Path(request.key_file).absolute() if request.key_file else None)
+        console.out(recipes.key_note(client.title, client.programs[0], key_file))
     return 0
+
+
+def take_back_all(home: Home) -> None:
+    """Before an uninstall: what ``--config`` wrote for every client taken back, since the record goes with the home
+    and the clients would keep pointing at a server that is gone (Claude Code's settings with its key). A file that
+    cannot be given back is named, with what to do by hand, and the uninstall goes on."""
+    def said(exc: QwenKitError) -> None:
+        console.warn(exc.message)
+        if exc.hint:
+            console.info(exc.hint)
+
+    try:
+        names = written.recorded_clients(home)
+    except QwenKitError as exc:
+        names = ()
+        said(exc)
+    for name in names:
+        try:
+            restore(home, LaunchRequest(name))
+        except QwenKitError as exc:
+            said(exc)
 
 
 def restore(home: Home, request: LaunchRequest) -> int:
     """``--restore``: take back what ``--config`` wrote for the client."""
     client = client_named(request.client)
-    entry = written.restore(home, client.name)
-    if entry is None:
+    done = written.restore(home, client.name)
+    if done is None:
         console.out(t("launch.restore_nothing", title=client.title))
+    elif done.undone:
+        console.out(t("launch.restored", title=client.title, path=done.entry.path))
     else:
-        console.out(t("launch.restored", title=client.title, path=entry.path))
+        console.out(t("launch.restore_forgot", title=client.title, path=done.entry.path))
     return 0

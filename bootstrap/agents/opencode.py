@@ -27,6 +27,7 @@ from bootstrap.agents.base import AgentClient, ConfigPlan, edited, output_cap
 from bootstrap.agents.json_text import set_members
 from bootstrap.agents.target import Target
 from bootstrap.agents.text_edits import apply
+from bootstrap.core.settings import API_KEY_ENV
 
 PROVIDER = "qwenkit"
 DEFAULT_OUTPUT = 32000
@@ -45,9 +46,14 @@ class OpenCode(AgentClient):
     measured_version = "1.18.33"
 
     def _key_value(self, target: Target) -> str:
-        """The key as the config names it: the install's key file, or (a team gateway's user key, given to
-        ``launch`` in the environment) the key itself, which then lives only in the client's environment."""
-        return f"{{file:{target.key_file}}}" if target.key_file is not None else target.key
+        """The key as ``launch`` names it: the install's key file, or (a team gateway's user key, given to ``launch``
+        in the environment) the key itself, which then lives only in the client's environment."""
+        return self.config_key(target) if target.key_file is not None else target.key
+
+    def config_key(self, target: Target) -> str:
+        """The key as a config file names it (``--config``, ``--print``): the install's key file, or the variable
+        the user sets to their own key; never the key."""
+        return f"{{file:{target.key_file}}}" if target.key_file is not None else f"{{env:{API_KEY_ENV}}}"
 
     def settings(self, target: Target, api_key: str) -> dict[str, Any]:
         limit: dict[str, int] = {"output": output_cap(target.ctx, DEFAULT_OUTPUT)}
@@ -75,15 +81,13 @@ class OpenCode(AgentClient):
 
     def config_plan(self, text: str | None, target: Target, path: Path) -> ConfigPlan:
         skeleton = '{\n  "$schema": "https://opencode.ai/config.json"\n}\n'
-        api_key = self._key_value(target) if target.key_file is not None else "{env:QWENKIT_API_KEY}"
-        settings = self.settings(target, api_key)
+        settings = self.settings(target, self.config_key(target))
         provider = settings.pop("provider")
         base = text if text is not None else skeleton
         first = set_members(base, ("provider",), provider)
         middle = apply(base, first)
         new, edits = edited(base, first, set_members(middle, (), settings))
-        return ConfigPlan(path, skeleton, new, edits,
-                          notes=() if target.key_file else ("launch.opencode_key_note",))
+        return ConfigPlan(path, skeleton, new, edits, key_in_env=target.key_file is None)
 
 
 CLIENT = OpenCode()

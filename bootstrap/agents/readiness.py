@@ -1,10 +1,11 @@
 """Whether the installed model can take an agent's requests at all: the install's tool-call proof.
 
-Every request a coding agent sends carries tools. The install's verify stage sends one tool-call request to each
-model and records the outcome in ``state.json`` (``verify/tools_check.py``, ``record.state.load_tools_check``):
-a model without a chat template (served ``--no-jinja``), a template that describes no tools, a server that refuses
-the request or a model that answers without the call would give the client an error on every request (or an agent
-that never acts), so ``launch`` refuses with that reason instead of starting it. A proof that could not be made
+Every request Claude Code, Codex and OpenCode send carries tools (``AgentClient.uses_tools``; Aider sends none).
+The install's verify stage sends one tool-call request to each model and records the outcome in ``state.json``
+(``verify/tools_check.py``, ``record.state.load_tools_check``): a model without a chat template (served
+``--no-jinja``), a template that describes no tools, a server that refuses the request or a model that answers
+without the call would give such a client an error on every request (or an agent that never acts), so ``launch``
+refuses with that reason instead of starting it. A proof that could not be made
 because the server did not answer then says nothing about the model: the client is started (and the server check
 before it has just seen the server answer). A record from before the proof existed is not known either way.
 """

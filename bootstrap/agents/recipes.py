@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bootstrap.agents import aider, claude_code, codex, opencode
 from bootstrap.agents.base import output_cap
 from bootstrap.agents.target import Target, served
 from bootstrap.agents.toml_text import value_text
-from bootstrap.core.console import label, t
+from bootstrap.core.console import join_names, label, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.settings import API_KEY_ENV
 from bootstrap.core.templating import render_template
@@ -44,16 +45,24 @@ def _rows(*rows: tuple[str, object]) -> list[str]:
     return [f"  {label(key)}{value}" for key, value in rows]
 
 
-def _env_block(variables: list[tuple[str, str]], key_var: str, target: Target, command: list[str]) -> str:
+def _env_block(variables: list[tuple[str, str]], key_var: str, key_file: Path | None, command: list[str]) -> str:
     return render_template("recipes/env.txt.j2", variables=variables, key_var=key_var,
-                           key_file=None if target.key_file is None else str(target.key_file), command=command,
-                           labels=_labels())
+                           key_file=None if key_file is None else str(key_file), command=command, labels=_labels())
+
+
+def key_note(title: str, program: str, key_file: Path | None) -> str:
+    """After ``--config`` of a client that reads the key from ``QWENKIT_API_KEY``: the lines that set it from
+    ``key_file`` in each shell (quoted as the recipes are), or that the user sets it to their own key."""
+    if key_file is None:
+        return t("launch.key_note_own", title=title, env=API_KEY_ENV, program=program)
+    return "\n".join([t("launch.key_note", title=title, env=API_KEY_ENV, program=program), "",
+                      _env_block([], API_KEY_ENV, key_file, [program])])
 
 
 def _env_recipe(title: str, env: dict[str, str], key_var: str, target: Target, command: list[str]) -> list[str]:
     """A client told by variables: each shell's lines (the key read from its file), then how to set one's own key."""
     variables = [(k, v) for k, v in env.items() if k != key_var]
-    lines = [t("launch.r_head_env", title=title), "", _env_block(variables, key_var, target, command)]
+    lines = [t("launch.r_head_env", title=title), "", _env_block(variables, key_var, target.key_file, command)]
     if target.key_file is None:
         lines.append(t("launch.r_key_var", var=key_var))
     return lines
@@ -74,17 +83,16 @@ def _codex(target: Target) -> list[str]:
     lines = [t("launch.r_head_file", title=client.title, path=path), ""]
     lines.append(render_template("recipes/codex.toml.j2", root=root, tables=tables))
     lines.append(t("launch.r_then_env", var=API_KEY_ENV))
-    lines.append(_env_block([], API_KEY_ENV, target, ["codex"]))
+    lines.append(_env_block([], API_KEY_ENV, target.key_file, ["codex"]))
     lines.append(t("launch.r_or_launch", client="codex"))
     return lines
 
 
 def _opencode(target: Target) -> list[str]:
     client = opencode.CLIENT
-    api_key = f"{{file:{target.key_file}}}" if target.key_file is not None else f"{{env:{API_KEY_ENV}}}"
     path = "~/.config/opencode/opencode.json (Windows: %USERPROFILE%\\.config\\opencode\\opencode.json)"
     lines = [t("launch.r_head_file", title=client.title, path=path), ""]
-    lines.append(json.dumps(client.settings(target, api_key), ensure_ascii=False, indent=2))
+    lines.append(json.dumps(client.settings(target, client.config_key(target)), ensure_ascii=False, indent=2))
     lines.append("")
     if target.key_file is None:
         lines.append(t("launch.r_key_var", var=API_KEY_ENV))
@@ -94,13 +102,10 @@ def _opencode(target: Target) -> list[str]:
 
 def _aider(target: Target) -> list[str]:
     client = aider.CLIENT
-    command = ["aider", "--model", f"openai/{target.model}", "--no-check-update", "--analytics-disable"]
-    lines = _env_recipe(client.title, client.env(target), "OPENAI_API_KEY", target, command)
+    lines = _env_recipe(client.title, client.env(target), "AIDER_OPENAI_API_KEY", target,
+                        ["aider", *client.flags(target)])
     if target.ctx:
-        meta = {f"openai/{target.model}": {"max_input_tokens": target.ctx,
-                                           "max_output_tokens": output_cap(target.ctx, aider.DEFAULT_OUTPUT),
-                                           "litellm_provider": "openai", "mode": "chat"}}
-        lines += [t("launch.r_aider_meta"), json.dumps(meta, indent=2), ""]
+        lines += [t("launch.r_aider_meta"), json.dumps(client.metadata(target), indent=2), ""]
     lines.append(t("launch.r_or_launch_once", client="aider"))
     return lines
 
@@ -148,7 +153,8 @@ def _library(template: str, title: str, package: str) -> Callable[[Target], list
                                max_tokens=output_cap(target.ctx, DEFAULT_OUTPUT),
                                key_file=None if target.key_file is None else str(target.key_file),
                                key_var=API_KEY_ENV)
-        return [t("launch.r_head_lib", title=title, package=package), "", code, _ctx_text(target)]
+        return [t("launch.r_head_lib", title=title, package=package), "", code,
+                *_rows(("launch.r_context", _ctx_text(target)))]
     return lines
 
 
@@ -170,7 +176,7 @@ RECIPES: dict[str, Callable[[Target], list[str]]] = {
 def recipe_name(name: str) -> str:
     """``name`` when there is a recipe for it; else exit 2 naming the ones there are."""
     if name not in RECIPES:
-        raise UsageError(t("launch.err_print_name", name=name, names=", ".join(RECIPES)), t("hint.usage"))
+        raise UsageError(t("launch.err_print_name", name=name, names=join_names(RECIPES)), t("hint.usage"))
     return name
 
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import requests
 
 from bootstrap.core import settings
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.fs_errors import os_reason
 from bootstrap.core.home import Home
@@ -30,7 +30,7 @@ from bootstrap.core.input_checks import check_text
 from bootstrap.fetch.http_session import local_session
 from bootstrap.fetch.records import cause_text
 from bootstrap.place.api_key import read_api_key
-from bootstrap.plan.launch_spec import ctx_of
+from bootstrap.plan.launch_spec import request_ctx_of
 from bootstrap.record.state import InstallState, launch_spec, require_state
 
 TIMEOUT_S = 10.0
@@ -55,19 +55,6 @@ class Target:
         return f"{self.base_url}/v1"
 
 
-def slot_ctx(args: tuple[str, ...] | list[str]) -> int | None:
-    """The context of one slot these llama-server flags give: ``-c`` over ``-np`` slots, unless ``-kvu``."""
-    ctx = ctx_of(args)
-    flags = list(args)
-    slots = 1
-    for i, flag in enumerate(flags[:-1]):
-        if flag in ("-np", "--parallel") and flags[i + 1].isdigit():
-            slots = max(1, int(flags[i + 1]))
-    if ctx is None or "-kvu" in flags or "--kv-unified" in flags:
-        return ctx
-    return ctx // slots
-
-
 def _chat_models(state: InstallState) -> dict[str, tuple[str, ...]]:
     """Model name → its flags, for every chat model of the install (embedding models take no chat)."""
     names = {state.server.alias: state.server.args}
@@ -85,8 +72,8 @@ def install_target(home: Home, model: str | None) -> Target:
     models = _chat_models(state)
     name = model or spec.alias
     if name not in models:
-        raise UsageError(t("launch.err_model", model=name, models=", ".join(models)), t("launch.hint_model"))
-    return Target(spec.base_url, name, slot_ctx(models[name]), read_api_key(home), home.api_key_file, "install",
+        raise UsageError(t("launch.err_model", model=name, models=join_names(models)), t("launch.hint_model"))
+    return Target(spec.base_url, name, request_ctx_of(models[name]), read_api_key(home), home.api_key_file, "install",
                   tuple(models))
 
 
@@ -163,7 +150,7 @@ def served(target: Target) -> Target:
             ids = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict) and m.get("id")]
             model = target.model or (ids[0] if ids else "")
             if not model or (ids and model not in ids):
-                raise UsageError(t("launch.err_model", model=model or "-", models=", ".join(ids) or "-"),
+                raise UsageError(t("launch.err_model", model=model or "-", models=join_names(ids) or "-"),
                                  t("launch.hint_model"))
             props = _get(session, target, f"/props?model={model}" if len(ids) > 1 else "/props")
             ctx = _served_ctx(props.json()) if props.status_code == 200 else None

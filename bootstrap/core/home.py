@@ -131,6 +131,12 @@ class Home:
         return self.root / "team"
 
     @property
+    def agents_dir(self) -> Path:
+        """What ``qwenkit launch`` keeps: the record of the client configs ``--config`` edited, files it gives a
+        client (``bootstrap/agents/``)."""
+        return self.root / "agents"
+
+    @property
     def run_sh(self) -> Path:
         return self.root / "run_qwen.sh"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from bootstrap.core.console import language, t
+from bootstrap.core.console import join_names, t
 
 
 def did_you_mean(wanted: str, names: Iterable[str]) -> str | None:
@@ -15,5 +15,4 @@ def did_you_mean(wanted: str, names: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(wanted.lower(), list(by_lower), n=3, cutoff=0.6)
     if not close:
         return None
-    separator = "、" if language() == "zh" else ", "
-    return t("hint.did_you_mean", names=separator.join(f"'{by_lower[c]}'" for c in close))
+    return t("hint.did_you_mean", names=join_names(f"'{by_lower[c]}'" for c in close))

@@ -1,7 +1,8 @@
 """Uninstall: stop and remove the service, then delete what the installer put in the home.
 
 Deletes only the home's own entries (DESIGN.md §3: ``state.json``, ``engine/``, ``cache/``, ``venv/``, ``secrets/``,
-the start scripts, ``logs/``, ``service/``, ``run/``, ``app/``, and ``models/`` unless kept), and only in a folder
+the start scripts, ``logs/``, ``service/``, ``run/``, ``app/``, ``chat-templates/``, ``agents/`` — the command
+takes back what ``qwenkit launch --config`` wrote first — and ``models/`` unless kept), and only in a folder
 that carries our marker (``state.json`` or ``.lock``, ``is_ours``), so a ``QWENKIT_HOME`` pointed at the wrong folder
 cannot cost the user their own ``venv/`` or ``logs/``. Links are removed, never followed out of the home. Files the
 user put there stay, and then the home stays too (``tidy_home``). A service that cannot be removed is a warning: the
@@ -82,7 +83,8 @@ def our_entries(home: Home, keep_models: bool) -> list[Path]:
     """Our entries that exist, in deletion order: the record first (a half-done uninstall no longer looks installed),
     models last (the biggest, and the one ``keep_models`` spares)."""
     candidates = [*_our_files(home), home.services_dir, home.run_dir, home.engines_dir, home.venv_dir,
-                  home.app_dir, home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir]
+                  home.app_dir, home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir,
+                  home.chat_templates_dir, home.agents_dir]
     # A crash between write and rename (atomic_file) leaves ".<name>.<random>.tmp" next to our files.
     for path in _our_files(home):
         candidates += sorted(home.root.glob(f".{path.name}.*.tmp"))

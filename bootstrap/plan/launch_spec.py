@@ -137,26 +137,36 @@ def thinking_of(args: Sequence[str]) -> bool | None:
     return None
 
 
-def ctx_of(args: Sequence[str]) -> int | None:
-    """The context size these flags give llama-server (``-c`` / ``--ctx-size``; the last one wins, as in llama.cpp
-    ``common/arg.cpp``), or None when they set none."""
+def _last_number(args: Sequence[str], names: tuple[str, ...]) -> int | None:
+    """The value of the last of these flags given with a decimal number (llama.cpp ``common/arg.cpp`` reads the
+    arguments in order, so the last one wins), or None."""
     flags, found = list(args), None
     for i, flag in enumerate(flags[:-1]):
-        value = decimal_int(flags[i + 1]) if flag in ("-c", "--ctx-size") else None
+        value = decimal_int(flags[i + 1]) if flag in names else None
         if value is not None:
             found = value
     return found
 
 
+def ctx_of(args: Sequence[str]) -> int | None:
+    """The context size these flags give llama-server (``-c`` / ``--ctx-size``), or None when they set none."""
+    return _last_number(args, ("-c", "--ctx-size"))
+
+
+def parallel_of(args: Sequence[str]) -> int | None:
+    """The slot count these flags give llama-server (``-np`` / ``--parallel``), or None when they set none or a
+    value that is not a decimal number (``-1``, auto: the engine's own choice)."""
+    return _last_number(args, ("-np", "--parallel"))
+
+
 def request_ctx_of(args: Sequence[str]) -> int | None:
     """Tokens one request may use with these flags: the whole context when the slots share one KV pool
-    (``-kvu``) or there is one slot, else the context split between the ``-np`` slots (llama-server's
-    ``n_ctx_slot``); None when the flags set no context."""
+    (``-kvu``, or no ``-np``: llama-server's automatic 4 slots share one, ``tools/server/server.cpp``) or there is
+    one slot, else the context split between the ``-np`` slots (llama-server's ``n_ctx_slot``); None when the
+    flags set no context."""
     ctx = ctx_of(args)
-    flags = list(args)
-    slots = next((int(flags[i + 1]) for i, f in enumerate(flags[:-1])
-                  if f in ("-np", "--parallel") and flags[i + 1].isdigit()), 1)
-    if ctx is None or slots <= 1 or "-kvu" in flags or "--kv-unified" in flags:
+    slots = parallel_of(args) or 1
+    if ctx is None or slots <= 1 or "-kvu" in args or "--kv-unified" in args:
         return ctx
     return ctx // slots
 

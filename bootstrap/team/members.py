@@ -21,13 +21,12 @@ from urllib.parse import quote
 
 import requests
 
-from bootstrap.core.input_checks import decimal_int
 from bootstrap.fetch.http_session import local_session
+from bootstrap.plan.launch_spec import parallel_of
 from bootstrap.team.config import Member, ServedModel, check_model
 
 TIMEOUT_S = 3.0
 GATEWAY_HEADER = "X-Qwenkit-Team"  # every answer of a team gateway carries it (templates/team-nginx.conf.j2)
-_PARALLEL_FLAGS = ("-np", "--parallel")
 AUTO_PARALLEL = 4  # llama-server's slots without -np ("auto": tools/server/server.cpp sets n_parallel = 4)
 STATUSES = ("loaded", "loading", "unloaded", "sleeping", "downloading", "downloaded", "failed")
 _ABSOLUTE = re.compile(r"^(/|~|[A-Za-z]:[\\/]|\\\\)")
@@ -90,12 +89,8 @@ def _parallel(args: object) -> int | None:
     them or with ``-1`` (auto); None when there are no arguments to read."""
     if not isinstance(args, list):
         return None
-    words = [str(w) for w in args]
-    for flag in _PARALLEL_FLAGS:
-        if flag in words[:-1]:
-            value = decimal_int(words[words.index(flag) + 1])
-            return value if value is not None and value > 0 else AUTO_PARALLEL
-    return AUTO_PARALLEL
+    value = parallel_of([str(w) for w in args])
+    return value if value else AUTO_PARALLEL
 
 
 def _slot_count(reply: requests.Response) -> tuple[int | None, int | None]:

@@ -83,8 +83,11 @@ def test_launch_tells_aider_the_window_in_a_metadata_file(tmp_path: Path) -> Non
     meta = json.loads(Path(args[args.index("--model-metadata-file") + 1]).read_text())
     assert meta["openai/tiny-qwen"]["max_input_tokens"] == 32768
     assert args[args.index("--model") + 1] == "openai/tiny-qwen" and "--no-check-update" in args
+    assert "--no-analytics" in args and "--analytics-disable" not in args  # for this run, not for good
+    assert args[args.index("--set-env") + 1] == "OPENAI_BASE_URL=http://127.0.0.1:8080/v1"  # after its .env files
     env = child_env(client, _target(tmp_path), {"OPENAI_BASE_URL": "https://api.openai.com/v1"})
-    assert env["OPENAI_API_BASE"] == "http://127.0.0.1:8080/v1" and "OPENAI_BASE_URL" not in env
+    assert env["AIDER_OPENAI_API_BASE"] == "http://127.0.0.1:8080/v1" and "OPENAI_BASE_URL" not in env
+    assert env["AIDER_OPENAI_API_KEY"] == KEY
 
 
 USER_SETTINGS = '{\n  "theme": "dark",\n  "env": {\n    "FOO": "bar"\n  },\n  "permissions": {"allow": []}\n}\n'
@@ -99,7 +102,7 @@ def test_launch_config_claude_code_settings_owner_only_then_restored_byte_for_by
     path.parent.mkdir(parents=True)
     path.write_text(USER_SETTINGS, encoding="utf-8")
     path.chmod(0o644)
-    before = written.read_config(path)
+    before = written.read_config(path, "claude")
     plan = client.config_plan(before, _target(tmp_path), path)
     written.write(home, client.name, plan, before)
     doc = json.loads(path.read_text(encoding="utf-8"))
@@ -135,7 +138,7 @@ def test_launch_config_follows_a_symlinked_dotfile(tmp_path: Path) -> None:
     os.symlink(real, link)
     path = written.real_path(link)
     home = Home(tmp_path / "home")
-    before = written.read_config(path)
+    before = written.read_config(path, "claude")
     written.write(home, "claude", CLIENTS["claude"].config_plan(before, _target(tmp_path), path), before)
     assert link.is_symlink() and "ANTHROPIC_BASE_URL" in real.read_text()
     written.restore(home, "claude")

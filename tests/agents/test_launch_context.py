@@ -11,9 +11,10 @@ import pytest
 from bootstrap.agents.base import AGENT_CTX
 from bootstrap.agents.launch import CLIENTS
 from bootstrap.agents.needs import check_context, plan_verdict
-from bootstrap.agents.target import Target, slot_ctx
+from bootstrap.agents.target import Target
 from bootstrap.core.home import Home
 from bootstrap.detect.hardware import HardwareProfile, load_profile
+from bootstrap.plan.launch_spec import request_ctx_of
 from bootstrap.record.state import save_state
 from tests.support.install_records import file_record, install_state, place_engine
 from tests.support.qwen_chat_model import qwen_chat_model
@@ -85,10 +86,11 @@ def test_launch_verdict_for_a_context_beyond_the_trained_one(tmp_path: Path, tin
 
 
 def test_launch_slot_context_from_the_install_flags() -> None:
-    assert slot_ctx(("-c", "65536", "-np", "1")) == 65536
-    assert slot_ctx(("-c", "65536", "-np", "4")) == 16384  # each slot its share
-    assert slot_ctx(("-c", "65536", "-np", "4", "-kvu")) == 65536  # one cache the slots share
-    assert slot_ctx(("-t", "2",)) is None
+    assert request_ctx_of(("-c", "65536", "-np", "1")) == 65536
+    assert request_ctx_of(("-c", "65536", "-np", "4")) == 16384  # each slot its share
+    assert request_ctx_of(("-c", "65536", "-np", "4", "-kvu")) == 65536  # one cache the slots share
+    assert request_ctx_of(("-t", "2",)) is None
+    assert request_ctx_of(("-c", "8192", "-np", "²")) == 8192  # a look-alike digit is no slot count (was a ValueError)
 
 
 def test_launch_targets_a_chat_model_of_the_install(tmp_path: Path, tiny_qwen: Path) -> None:

@@ -72,9 +72,12 @@ def test_launch_names_the_missing_client_and_the_line_that_installs_it(lang: str
     assert "docs/agents.md" in (caught.value.hint or "")
 
 
-def test_launch_pip_clients_name_pip() -> None:
-    assert CLIENTS["aider"].install_lines("Windows") == ["py -m pip install --user aider-chat"]
-    assert CLIENTS["aider"].install_lines("Linux") == ["python3 -m pip install --user aider-chat"]
+def test_launch_pip_clients_get_a_venv_of_their_own() -> None:
+    """pipx (or uv, which fetches the Python aider-chat allows): never ``pip install --user``, which the system
+    Python of Debian 12 and Ubuntu 23.04+ refuses (PEP 668)."""
+    for system in ("Windows", "Linux", "Darwin"):
+        assert CLIENTS["aider"].install_lines(system) == ["pipx install aider-chat",
+                                                          "uv tool install --python 3.12 aider-chat"]
 
 
 def test_launch_print_quotes_values_for_each_shell(tmp_path: Path) -> None:

@@ -31,14 +31,22 @@ def one_error(proc: subprocess.CompletedProcess[str]) -> tuple[str, str]:
     return lines[-2], lines[-1]
 
 
-@pytest.mark.parametrize(("lang", "error", "hint"), [
-    ("en", "error: Claude Code is not installed here ('claude' is not on PATH)",
+@pytest.mark.parametrize(("lang", "client", "error", "hint"), [
+    ("en", "claude", "error: Claude Code is not installed here ('claude' is not on PATH)",
      "hint: Install it with Node.js: 'npm install -g @anthropic-ai/claude-code'"),
-    ("zh", "错误：本机未安装 Claude Code（PATH 中找不到 'claude'）",
+    ("zh", "claude", "错误：本机未安装 Claude Code（PATH 中找不到 'claude'）",
      "提示：请用 Node.js 安装：'npm install -g @anthropic-ai/claude-code'"),
+    # a venv of its own: 'pip install --user' is refused by Debian 12's and Ubuntu 24.04's Python (PEP 668)
+    ("en", "aider", "error: Aider is not installed here ('aider' is not on PATH)",
+     "hint: Install it into a venv of its own: 'pipx install aider-chat', or with Python newer than 3.12 "
+     "'uv tool install --python 3.12 aider-chat'"),
+    ("zh", "aider", "错误：本机未安装 Aider（PATH 中找不到 'aider'）",
+     "提示：请把它装进独立的虚拟环境：'pipx install aider-chat'；Python 高于 3.12 时用 "
+     "'uv tool install --python 3.12 aider-chat'"),
 ])
-def test_launch_missing_client_says_how_to_get_it(lang: str, error: str, hint: str, tmp_path: Path) -> None:
-    proc = run("claude", "--yes", "--", "-p", "hi", lang=lang, path=str(tmp_path), home=tmp_path / "home")
+def test_launch_missing_client_says_how_to_get_it(lang: str, client: str, error: str, hint: str,
+                                                   tmp_path: Path) -> None:
+    proc = run(client, "--yes", "--", "-p", "hi", lang=lang, path=str(tmp_path), home=tmp_path / "home")
     assert proc.returncode == 3
     first, second = one_error(proc)
     assert first == error and second.startswith(hint)
@@ -51,6 +59,15 @@ def test_launch_bad_usage_is_one_line_and_exit_2(argv: list[str], tmp_path: Path
     proc = run(*argv, home=tmp_path / "home")
     assert proc.returncode == 2, proc.stderr
     one_error(proc)
+
+
+@pytest.mark.parametrize(("argv", "listed"), [(["cursor"], "（可启动：claude、codex、opencode、aider）"),
+                                             (["--print", "notepad"], "（已知：claude、codex、opencode、aider、")])
+def test_launch_lists_names_with_the_chinese_enumeration_comma(argv: list[str], listed: str, tmp_path: Path) -> None:
+    """Names listed inside Chinese prose are separated by 、 (was the half-width ", ")."""
+    proc = run(*argv, lang="zh", home=tmp_path / "home")
+    assert proc.returncode == 2, proc.stderr
+    assert listed in one_error(proc)[0]
 
 
 def test_launch_restore_with_nothing_written(tmp_path: Path) -> None:
@@ -69,6 +86,14 @@ def test_launch_print_recipes(name: str, lang: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert KEY not in proc.stdout + proc.stderr
     assert url in proc.stdout and "qwen-test" in proc.stdout
+    if name in ("langchain", "llamaindex", "openai-agents"):  # a program to paste: nothing it does not use
+        code = proc.stdout.split("\n\n", 1)[1]
+        assert ("import os" in code) == ("os.environ" in code.replace("import os", ""))
+        assert ("from pathlib import Path" in code) == ("Path(" in code)
+        # the window labelled (was a bare "65536 tokens" after the program)
+        assert proc.stdout.splitlines()[-1].strip() in ("Context: not known now (the server did not say); ask "
+                                                        "'qwenkit status'", "上下文：暂不可知（服务器未提供）；可用 "
+                                                        "'qwenkit status' 查看")
     assert "QWENKIT_API_KEY" in proc.stdout or "OPENAI_API_KEY" in proc.stdout or "ANTHROPIC_AUTH_TOKEN" in \
         proc.stdout or "your own key" in proc.stdout or "你的密钥" in proc.stdout or "团队管理员" in proc.stdout
     if lang == "zh":

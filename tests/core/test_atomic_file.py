@@ -57,10 +57,11 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) ->
     assert path.read_bytes() == b"old" and leftovers(tmp_path) == []
 
 
-def test_a_missing_folder_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        write_atomic(tmp_path / "no-such-dir" / "f", b"x")
-    assert list(tmp_path.iterdir()) == []
+def test_a_missing_folder_is_made_and_holds_only_the_file(tmp_path: Path) -> None:
+    """A folder a user removed (``rm -r <home>/cache``) is made again by the next write, with no temp file left."""
+    write_atomic(tmp_path / "no-such-dir" / "f", b"x")
+    assert [p.name for p in (tmp_path / "no-such-dir").iterdir()] == ["f"]
+    assert (tmp_path / "no-such-dir" / "f").read_bytes() == b"x"
 
 
 @posix_only

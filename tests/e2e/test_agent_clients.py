@@ -189,11 +189,16 @@ def report(client: str, version: str, command: str, proc: subprocess.CompletedPr
 
 
 def launch(agent: AgentBed, client: str, *extra: str, env_extra: dict[str, str] | None = None,
-           keys: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], list[Exchange], list[str], float]:
-    """``qwenkit launch CLIENT --yes EXTRA -- HEADLESS`` in a fresh home folder for the client; the proxy's
+           keys: tuple[str, ...] = (), home_files: dict[str, str] | None = None
+           ) -> tuple[subprocess.CompletedProcess[str], list[Exchange], list[str], float]:
+    """``qwenkit launch CLIENT --yes EXTRA -- HEADLESS`` in a fresh home folder for the client (``home_files``: the
+    user's own files there, relative path → text; it is also the folder the client starts in); the proxy's
     exchanges during the run."""
     home = agent.root / f"{client}-home-{time.monotonic_ns()}"
     home.mkdir()
+    for relative, text in (home_files or {}).items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(text, encoding="utf-8")
     env = agent.env(home, client, **(env_extra or {}))
     argv = [sys.executable, "-m", "bootstrap", "launch", client, "--yes", *extra, "--", *HEADLESS[client]]
     before = len(agent.proxy.exchanges)
@@ -221,6 +226,36 @@ def test_launch_real_client(agent_bed: AgentBed, client: str) -> None:
     report(client, agent_clients.PINNED[client].version, qwenkit(argv), proc, exchanges, seconds)
     assert_answered(proc, exchanges)
     assert "Starting " in proc.stderr  # launch said what it started, against what
+
+
+# What a user's own files may say that a client reads over its environment: a dead server, another key, a tiny
+# window (as `qwenkit launch claude --config` of another install, or a Python project's .env, leaves them).
+ELSEWHERE = "http://127.0.0.1:9"
+THEIR_KEY = "sk-proj-their-own-openai-key"
+USER_FILES = {
+    "claude": {".claude/settings.json": json.dumps({"env": {
+        "ANTHROPIC_BASE_URL": ELSEWHERE, "ANTHROPIC_AUTH_TOKEN": THEIR_KEY, "ANTHROPIC_MODEL": "other-model",
+        "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "1024"}}, indent=2)},
+    "aider": {".env": f"OPENAI_API_KEY={THEIR_KEY}\nOPENAI_API_BASE={ELSEWHERE}/v1\nOPENAI_BASE_URL={ELSEWHERE}/v1\n"},
+}
+
+
+@pytest.mark.parametrize("client", sorted(USER_FILES))
+def test_launch_wins_over_what_the_users_own_files_tell_the_client(agent_bed: AgentBed, client: str) -> None:
+    """A client whose own files name another server, key or window (Claude Code's user settings ``env``, which it
+    applies over its environment; a ``.env`` in the folder Aider starts in, which it loads over its environment):
+    launch's settings still reach it, so it answers through the install with the install's key (was: Claude Code
+    "Prompt is too long" or requests to the other server, Aider "AuthenticationError"). Aider's own preference file
+    is not changed for good (``--analytics-disable`` disabled its analytics permanently)."""
+    proc, exchanges, argv, seconds = launch(agent_bed, client, home_files=USER_FILES[client])
+    report(f"{client} with the user's own settings", agent_clients.PINNED[client].version, qwenkit(argv), proc,
+           exchanges, seconds)
+    assert_answered(proc, exchanges)
+    if client == "aider":
+        assert "permanently disabled" not in proc.stdout
+        home = next(p for p in agent_bed.root.glob("aider-home-*") if (p / ".env").exists())
+        prefs = home / ".aider" / "analytics.json"
+        assert not prefs.exists() or not json.loads(prefs.read_text(encoding="utf-8")).get("permanently_disable")
 
 
 def test_launch_print_recipe_runs_the_openai_agents_sdk(agent_bed: AgentBed) -> None:
@@ -334,11 +369,14 @@ def test_launch_config_then_client_alone_then_restore(agent_bed: AgentBed, clien
     assert path.stat().st_mode & 0o777 == 0o644
 
 
-STAND_IN = '''import json, os, sys
+STAND_IN = '''import json, os, stat, sys
 cmdline = open("/proc/self/cmdline", "rb").read().decode().split("\\0")
 names = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_CONTEXT_TOKENS",
          "NO_PROXY")
-record = {"argv": sys.argv[1:], "cmdline": cmdline, "env": {n: os.environ.get(n) for n in names}}
+settings = json.load(open(sys.argv[2])) if sys.argv[1:2] == ["--settings"] else None
+mode = stat.S_IMODE(os.stat(sys.argv[2]).st_mode) if settings is not None else None
+record = {"argv": sys.argv[1:], "cmdline": cmdline, "env": {n: os.environ.get(n) for n in names},
+          "settings": settings, "mode": mode}
 with open(os.environ["STAND_IN_RECORD"], "w") as fh:
     json.dump(record, fh)
 sys.exit(7)
@@ -363,9 +401,13 @@ def test_launch_passes_args_and_exit_code_and_the_key_only_in_the_environment(ag
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 7, proc.stderr
     seen = json.loads(record.read_text())
-    assert seen["argv"] == words
+    assert seen["argv"][0] == "--settings" and seen["argv"][2:] == words
+    settings = Path(seen["argv"][1])  # the same variables, above the user's own settings files: gone after the run
+    assert settings.parent == agent_bed.bed.home.agents_dir and not settings.exists()
     assert not any(agent_bed.key in word for word in seen["cmdline"])
     assert seen["env"]["ANTHROPIC_AUTH_TOKEN"] == agent_bed.key and seen["env"]["ANTHROPIC_API_KEY"] is None
     assert seen["env"]["ANTHROPIC_BASE_URL"] == agent_bed.proxy.url
     assert seen["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "65536"
+    assert seen["mode"] == 0o600 and seen["settings"]["env"]["ANTHROPIC_BASE_URL"] == agent_bed.proxy.url
+    assert seen["settings"]["env"]["ANTHROPIC_AUTH_TOKEN"] == agent_bed.key
     assert "127.0.0.1" in seen["env"]["NO_PROXY"].split(",")

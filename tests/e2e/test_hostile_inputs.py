@@ -44,6 +44,7 @@ from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, catalog_text, serve_engine
 from tests.support.llama import free_port
+from tests.support.mounts import in_tmpfs
 from tests.support.tiny_gguf import write_model
 
 PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -159,22 +160,6 @@ def hardlinked_copy(src: Path, dest: Path) -> Path:
     """A copy of a bundle folder whose files are hard links (cheap; rewrite a file before changing it)."""
     shutil.copytree(src, dest, copy_function=os.link)
     return dest
-
-
-def can_mount() -> bool:
-    """Whether ``unshare -rm`` gives this test a mount namespace it may mount a tmpfs in."""
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"], capture_output=True,
-                           check=False) if shutil.which("unshare") else None
-    return probe is not None and probe.returncode == 0
-
-
-def in_tmpfs(mount_point: Path, options: str) -> tuple[str, ...]:
-    """A command prefix that runs the command with a fresh tmpfs (``options``) at ``mount_point``."""
-    if not can_mount():
-        pytest.skip("needs unshare -rm (a user and mount namespace) to mount a small tmpfs")
-    mount_point.mkdir(parents=True, exist_ok=True)
-    return ("unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o {options} tmpfs "$0" && shift && exec "$@"',
-            str(mount_point), "--")
 
 
 # ---- the table ---------------------------------------------------------------------------------------------------

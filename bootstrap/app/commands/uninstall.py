@@ -4,13 +4,16 @@ put in the home.
 What is deleted, and what never is, is decided in ``bootstrap/install/uninstall.py``; this command asks first
 (default No; ``--yes`` without a terminal) and reports what went and how many bytes were freed. A home that is also
 a team gateway or an RPC worker (``qwenkit team``) has its team room taken first (``bootstrap/team/teardown.py``:
-the gateway and the worker stopped, ``team/`` with every key deleted), so nothing the kit started outlives it.
+the gateway and the worker stopped, ``team/`` with every key deleted), so nothing the kit started outlives it; and
+what ``qwenkit launch --config`` wrote into the agents' own config files is taken back before its record goes with
+``agents/`` (``bootstrap/agents/launch.take_back_all``), so no agent is left pointed at a server that is gone.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from bootstrap.agents.launch import take_back_all
 from bootstrap.core import console
 from bootstrap.core.console import join_items, join_names, t
 from bootstrap.core.errors import UsageError
@@ -59,6 +62,8 @@ def run(args: argparse.Namespace, *, probe: HostProbe | None = None, runner: Run
         _report_home(home, tidy_home(home))
         console.out_ok(t("uninstall.done"))
         return 0
+    if home.agents_dir.is_dir():
+        take_back_all(home)
     removal = uninstall(home, keep_models, admin=is_admin(), probe=probe, runner=runner)
     if removal is None:
         console.out(t("uninstall.nothing", home=home.root))

@@ -67,12 +67,12 @@ MESSAGES: dict[str, dict[str, str]] = {
               "'npm install -g' 安装（见 docs/agents.md）。",
     },
     "launch.hint_missing_pip": {
-        "en": "Install it with Python: '{lines}' (in mainland China add -i https://pypi.tuna.tsinghua.edu.cn/simple). "
-              "Offline: 'pip download {package}' on a connected PC, copy the folder over and 'pip install "
-              "--no-index --find-links' it (docs/agents.md).",
-        "zh": "请用 Python 安装：'{lines}'（中国大陆可加 -i https://pypi.tuna.tsinghua.edu.cn/simple）。"
-              "离线机器：在联网电脑上执行 'pip download {package}'，把文件夹拷过来再用 "
-              "'pip install --no-index --find-links' 安装（见 docs/agents.md）。",
+        "en": "Install it into a venv of its own: '{lines}', or with Python newer than {python} '{other}' (in "
+              "mainland China add --index-url https://pypi.tuna.tsinghua.edu.cn/simple). Offline: 'pip download "
+              "{package}' with Python {python} on a connected PC, then a venv of its own (docs/agents.md).",
+        "zh": "请把它装进独立的虚拟环境：'{lines}'；Python 高于 {python} 时用 '{other}'（中国大陆可加 "
+              "--index-url https://pypi.tuna.tsinghua.edu.cn/simple）。离线机器：在联网电脑上用 Python {python} "
+              "执行 'pip download {package}'，再装进独立的虚拟环境（见 docs/agents.md）。",
     },
     "launch.err_model": {
         "en": "the model '{model}' is not served here (models: {models})",
@@ -212,8 +212,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.cancelled": {"en": "Cancelled; nothing was written.", "zh": "已取消，未写入任何内容。"},
     "launch.warn_config_offline": {
-        "en": "the server does not answer now ({reason}); writing the settings the install record gives",
-        "zh": "服务器目前没有响应（{reason}）；将按安装记录中的设置写入",
+        "en": "{reason}; writing the settings the install record gives",
+        "zh": "{reason}；将按安装记录中的设置写入",
     },
     "launch.err_no_config": {
         "en": "{title} has no config file qwenkit edits",
@@ -241,17 +241,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "已把 {title} 的设置写入 {path}（仅本人可读）。照常启动它即可；"
               "'qwenkit launch {client} --restore' 可撤销这些设置。",
     },
-    "launch.codex_key_note": {
-        "en": "Codex reads the key from {env}; set it in each shell before 'codex' (bash: export "
-              "{env}=\"$(cat '{key_file}')\"; PowerShell: $env:{env} = (Get-Content -Raw '{key_file}').Trim(); "
-              "cmd: set /p {env}=<\"{key_file}\").",
-        "zh": "Codex 从 {env} 读取密钥；请在运行 'codex' 前于当前终端设置它（bash：export "
-              "{env}=\"$(cat '{key_file}')\"；PowerShell：$env:{env} = (Get-Content -Raw '{key_file}').Trim()；"
-              "cmd：set /p {env}=<\"{key_file}\"）。",
+    "launch.key_note": {
+        "en": "{title} reads the key from {env}: set it in the shell you start '{program}' from:",
+        "zh": "{title} 从 {env} 读取密钥：请在启动 '{program}' 的终端中设置它：",
     },
-    "launch.opencode_key_note": {
-        "en": "OpenCode reads your key from {env}: set it before 'opencode'.",
-        "zh": "OpenCode 从 {env} 读取你的密钥：请在运行 'opencode' 前设置它。",
+    "launch.key_note_own": {
+        "en": "{title} reads your key from {env}: set it before '{program}'.",
+        "zh": "{title} 从 {env} 读取你的密钥：请在运行 '{program}' 前设置它。",
     },
     "launch.restore_nothing": {
         "en": "Nothing to take back: 'qwenkit launch --config' wrote nothing for {title} from this install.",
@@ -283,9 +279,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{path} 中 qwenkit 写入设置的位置已被改动；未撤销任何内容",
     },
     "launch.hint_restore_changed": {
-        "en": "Remove qwenkit's settings from that file by hand; then 'qwenkit launch CLIENT --restore' again "
+        "en": "Remove qwenkit's settings from that file by hand; then 'qwenkit launch {client} --restore' again "
               "forgets them.",
-        "zh": "请手动从该文件中删除 qwenkit 的设置，然后再次运行 'qwenkit launch 客户端 --restore'。",
+        "zh": "请手动从该文件中删除 qwenkit 的设置，然后再次运行 'qwenkit launch {client} --restore'，"
+              "它会清除这条记录。",
+    },
+    "launch.restore_forgot": {
+        "en": "Nothing qwenkit wrote for {title} is left in {path}; its record is forgotten.",
+        "zh": "{path} 中已没有 qwenkit 为 {title} 写入的内容；相应的记录已清除。",
+    },
+    "launch.hint_config_write": {
+        "en": "Make that folder writable for you, or add the settings by hand: 'qwenkit launch --print {client}' "
+              "shows them.",
+        "zh": "请让你能写入该文件夹，或手动添加设置：'qwenkit launch --print {client}' 会显示这些设置。",
     },
     "launch.r_bash": {"en": "bash / zsh (Linux, macOS)", "zh": "bash / zsh 终端（Linux、macOS）"},
     "launch.r_powershell": {"en": "PowerShell (Windows)", "zh": "PowerShell 终端（Windows）"},
