@@ -42,6 +42,7 @@ from bootstrap.place.working_engine import WorkingEngine, place_working_engine, 
 from bootstrap.plan import engine_flags
 from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
 from bootstrap.plan.planner import Plan
+from bootstrap.plan.prompt_cache import cache_root
 from bootstrap.record.build import build_state
 from bootstrap.record.failure_record import clear_failure
 from bootstrap.record.state import (
@@ -53,6 +54,7 @@ from bootstrap.record.state import (
     save_state,
 )
 from bootstrap.register import managers
+from bootstrap.register.prompt_cache import write_budget
 from bootstrap.render.start_scripts import StartScripts
 from bootstrap.tune.fit import TuneResult, tune
 from bootstrap.verify.chat import VerifyReport, print_report
@@ -145,6 +147,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     how = SwitchOver(port_explicit=options.port_explicit, verify_timeout=options.verify_timeout,
                      replan=options.replan, args_for=lambda smaller: _flags(smaller, options, placed.working),
                      predicted=_predicted(plan, options), measure=options.measure_speed)
+    write_budget(cache_root(home.root), plan.prompt_cache_disk_mib)  # what every later save of this home keeps to
     serving = switch_over(home, plan, spec, files, manager, how, previous)
     manager = serving.manager  # the start script where the service manager ran nothing
     if serving.retried is not None:  # the smaller plan runs as planned: llama.cpp's fit was for the first one
@@ -209,7 +212,7 @@ def _place(home: Home, plan: Plan, files: Sequence[PlacedFile], hardware: Hardwa
     untuned = LaunchSpec(home=home.root, system=hardware.os.system, engine_dir=installed.dir,
                          server=installed.server, model=model.path, mmproj=None if mmproj is None else mmproj.path,
                          args=(), alias=options.alias or plan.model_id, api_key_file=key_file, host=options.host,
-                         port=options.port)
+                         port=options.port, model_sha256=model.sha256)
     library, _ = _library(previous, options)
     embed_model = next((m.name for m in library if m.role == "embedding"), None)
     venv = _venv(home, hardware, options, untuned, embed_model) if options.venv else None

@@ -24,6 +24,7 @@ from bootstrap.place.api_key import exposed, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec, request_ctx_of
 from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, model_kind, require_state, resolve_in_home
+from bootstrap.register import prompt_cache
 from bootstrap.register.server_health import Health, check_health, server_props
 from bootstrap.register.server_identity import uptime_s
 from bootstrap.verify.rpc_workers import WorkerReach, endpoints_in, reach
@@ -81,6 +82,7 @@ class StatusReport:
     server: ServerFigures | None = None  # the running server's figures, only while it is healthy
     models: tuple[ModelStatus, ...] = ()  # every installed model, the default first
     workers: tuple[WorkerReach, ...] = ()  # the RPC workers the server was started with (``install --rpc``)
+    prompt_cache: dict[str, Any] | None = None  # the saved slots (register/prompt_cache.summary; None: router mode)
 
     @property
     def healthy(self) -> bool:
@@ -122,6 +124,7 @@ class StatusReport:
             "models": [m.to_json() for m in self.models],
             "models_max": self.spec.models_max if self.spec.router else 1,
             "rpc_workers": [asdict(w) for w in self.workers],
+            "prompt_cache": self.prompt_cache,
         }
 
 
@@ -149,7 +152,7 @@ def collect(home: Home) -> StatusReport:
     figures = _figures(state, spec, health, key) if not problems and key else None
     models = _models(state, spec, key if not problems else None)
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home), page, figures, models, workers)
+                        load_failure(home), page, figures, models, workers, prompt_cache.summary(spec.prompt_cache_dir))
 
 
 def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[ModelStatus, ...]:

@@ -30,7 +30,7 @@ from bootstrap.place.engine_failure import NOT_STARTED, OUT_OF_MEMORY, EngineFai
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.record.state import InstallState, SwitchRecord, launch_spec, relative_to_home
-from bootstrap.register import managers
+from bootstrap.register import managers, prompt_cache
 from bootstrap.register.base import manager_label, port_busy
 from bootstrap.register.server_identity import require_ours
 from bootstrap.render.start_scripts import StartScripts, render_start_scripts
@@ -76,6 +76,8 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
                 how: SwitchOver, previous: InstallState | None) -> Serving:
     """Stop the old server, swap the changed files, start and verify the new server; on any failure (or Ctrl-C) put
     the previous install back and raise."""
+    if previous is not None:  # the prompt cache, saved while the old server still answers (docs/prompt-cache.md)
+        _save_cache(home, previous)
     stopping = time.monotonic()
     _stop_previous(home, manager)
     checkpoint("old-stopped")
@@ -107,7 +109,20 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
     switch = None if previous is None else SwitchRecord(round(healthy - stopping, 2), round(healthy - started, 2))
+    prompt_cache.restore_after_start(spec, read_api_key(home))  # before the switch-over is declared done
     return Serving(plan, spec, report, scripts, journal, retried, switch, manager, checked.check)
+
+
+def _save_cache(home: Home, previous: InstallState) -> None:
+    """The old server's slots saved in its own folder before it stops; only when this home's server answers on
+    its port (``require_ours``: the key goes nowhere else). A failure here never stops an upgrade."""
+    try:
+        spec = launch_spec(previous, home)
+        if not require_ours(spec).ours:
+            return
+    except QwenKitError:
+        return
+    prompt_cache.save_before_stop(spec, read_api_key(home))
 
 
 def _script_instead(home: Home, service: managers.ServiceManager, failed: EngineFailed) -> managers.ServiceManager:

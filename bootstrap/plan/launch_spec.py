@@ -17,6 +17,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import PRESET_NAME
 from bootstrap.core.input_checks import check_text, decimal_int
+from bootstrap.plan import prompt_cache
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
@@ -214,6 +215,7 @@ class LaunchSpec:
     # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
     # None: the model's own template serves.
     chat_template: Path | None = None
+    model_sha256: str = ""  # the model file's, for the prompt cache's key ("" : no prompt cache on disk)
 
     @property
     def router(self) -> bool:
@@ -294,9 +296,20 @@ class LaunchSpec:
         out += list(self.args)
         if self.chat_template is not None:
             out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
+        if self.prompt_cache_dir is not None:
+            out += ["--slot-save-path", self.home_file_arg(self.prompt_cache_dir)]
         out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
                 "--api-key-file", self.key_file_arg()]
         return out
+
+    @property
+    def prompt_cache_dir(self) -> Path | None:
+        """Where this server's slots are saved across restarts (``plan/prompt_cache.py``): a folder keyed by the
+        model file's SHA-256, the engine build and the chat template. None in router mode (each model is a child
+        of its own; not kept) or without the model's hash."""
+        if self.router or not self.model_sha256:
+            return None
+        return prompt_cache.cache_dir(self.home, self.model_sha256, self.engine_dir.name, self.chat_template)
 
     def home_file_arg(self, path: Path) -> str:
         """A file llama-server opens with ``std::ifstream`` on its UTF-8 argument (``--api-key-file``,

@@ -20,7 +20,7 @@ from bootstrap.core.errors import UnsupportedMachine
 from bootstrap.core.sizes import GIB, gib_text, rate_text
 from bootstrap.detect.hardware import GpuInfo, HardwareProfile
 from bootstrap.detect.probes.cpu import plan_threads
-from bootstrap.plan import context, engine_flags
+from bootstrap.plan import context, engine_flags, prompt_cache
 from bootstrap.plan.engine_variant import VariantChoice, choose_variant
 from bootstrap.plan.memory import (
     LaunchSettings,
@@ -155,6 +155,7 @@ class Plan:
     fallback_from: str | None = None
     role: str = "chat"  # "embedding": served with --embeddings beside a chat model (install/library.as_embedding)
     slower: str | None = None  # the catalog's first choice, which fits but answers too slowly here (``choose``)
+    prompt_cache_disk_mib: int = 0  # saved slots on disk, all together (plan/prompt_cache.py; 0: none saved)
 
 
 CPU_VARIANTS = frozenset({"win-cpu", "ubuntu-x64", "macos-x64"})
@@ -687,6 +688,9 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
                                                  budget.rpc_endpoints), engine_build)
     reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None,
                        asked_ctx, speed)
+    disk_mib = prompt_cache.disk_budget_mib(hardware.disk.free_bytes, candidate.size)
+    reasons.append(Reason("prompt_cache_disk", f"{disk_mib} MiB",
+                          t("prompt_cache.why_disk", mib=disk_mib) if disk_mib else t("prompt_cache.why_disk_off")))
     warnings = list(variant.warnings)
     if fallback_from:
         reasons.insert(0, Reason("model", candidate.model_id,
@@ -697,7 +701,7 @@ def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: Hardwa
         model_id=candidate.model_id, title=candidate.title, quant=candidate.quant, file=candidate.file,
         file_size=candidate.size, variant=variant, settings=settings, estimate=est, budget=budget,
         args=flags.kept, dropped_flags=flags.dropped, reasons=tuple(reasons), warnings=tuple(warnings),
-        speed_class=_speed_class(candidate.profile, settings),
+        speed_class=_speed_class(candidate.profile, settings), prompt_cache_disk_mib=disk_mib,
         speed=speed, fallback_from=fallback_from,
     )
 
@@ -736,6 +740,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "reasons": [{"topic": r.topic, "value": r.value, "text": r.text} for r in plan.reasons],
         "warnings": list(plan.warnings),
         "speed_class": plan.speed_class,
+        "prompt_cache_disk_mib": plan.prompt_cache_disk_mib,
         "speed": plan.speed.to_json(),
         "role": plan.role,
     }

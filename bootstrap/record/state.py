@@ -418,7 +418,7 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
         others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
-        chat_template=template_file(home, state.server.chat_template),
+        chat_template=template_file(home, state.server.chat_template), model_sha256=model.sha256,
     )
 
 

@@ -49,6 +49,7 @@ from bootstrap.core.log_files import MAX_BYTES, RotatingLog
 from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, end_as, kill_tree
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import SUPERVISOR_PREFIX
+from bootstrap.register import prompt_cache
 from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
 from bootstrap.render.model_preset import first_model
 
@@ -56,6 +57,7 @@ RESTART_DELAYS_S = (1, 2, 4, 8, 16, 30)
 STEADY_S = 60  # a server that ran this long before ending restarts after the first delay again
 PROBE_INTERVAL_S = 60.0
 PROBE_DEADLINE_S = 60.0
+CACHE_SAVE_INTERVAL_S = 300.0  # the prompt cache's periodic save (what a reboot or a stall restart finds)
 HEALTH_TIMEOUT_S = 5.0
 
 
@@ -67,12 +69,15 @@ class Watch:
     key_file: Path
     probe_interval: float = PROBE_INTERVAL_S
     probe_deadline: float = PROBE_DEADLINE_S
+    cache_save_interval: float = CACHE_SAVE_INTERVAL_S
 
     @classmethod
     def from_env(cls, key_file: Path, env: Mapping[str, str] = os.environ) -> Watch:
-        """``QWENKIT_PROBE_INTERVAL`` / ``QWENKIT_PROBE_DEADLINE`` (seconds) shorten the watch for tests."""
+        """``QWENKIT_PROBE_INTERVAL`` / ``QWENKIT_PROBE_DEADLINE`` / ``QWENKIT_CACHE_SAVE_INTERVAL`` (seconds) shorten
+        the watch for tests."""
         return cls(key_file, _seconds(env, "QWENKIT_PROBE_INTERVAL", PROBE_INTERVAL_S),
-                   _seconds(env, "QWENKIT_PROBE_DEADLINE", PROBE_DEADLINE_S))
+                   _seconds(env, "QWENKIT_PROBE_DEADLINE", PROBE_DEADLINE_S),
+                   _seconds(env, "QWENKIT_CACHE_SAVE_INTERVAL", CACHE_SAVE_INTERVAL_S))
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
@@ -146,7 +151,9 @@ class Supervisor:
         pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
         pump.start()
         served = False
-        next_probe = 0.0
+        next_probe = next_save = 0.0
+        cache: prompt_cache.Server | None = None
+        saved: dict[int, tuple[Any, ...]] = {}
         with local_session() as session:
             while child.poll() is None:
                 if self._stopping.wait(0.5):
@@ -157,13 +164,18 @@ class Supervisor:
                     served = bool(self._url) and self._healthy(session)
                     if served:  # the server's own PID (on Windows cmd.exe's child), as tasklist and status show it
                         self.note(f"llama-server (PID {server_pid}) serves at {self._url}; watching it")
+                        cache = self._restore_cache(session, server_pid)
                     next_probe = self.clock() + self.watch.probe_interval
+                    next_save = self.clock() + self.watch.cache_save_interval
                 elif self.clock() >= next_probe:
                     if self._stalled(session):
                         self.note(f"llama-server stalled: no answer to a one-token chat within "
                                   f"{self.watch.probe_deadline:g} s and no slot moving; restarting it")
                         self._end(child)
                     next_probe = self.clock() + self.watch.probe_interval
+                elif cache is not None and self.clock() >= next_save:
+                    prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note, saved)
+                    next_save = self.clock() + self.watch.cache_save_interval
         if child.poll() is None:
             self._end(child)
         pump.join(timeout=5)
@@ -184,6 +196,19 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 child.kill()
             child.wait()
+
+    def _restore_cache(self, session: requests.Session, server_pid: int) -> prompt_cache.Server | None:
+        """The server's slot-save folder (``--slot-save-path`` in its command line), its saved slots put back; None
+        when it has none (router mode, an older install)."""
+        try:
+            folder = prompt_cache.folder_of(psutil.Process(server_pid).cmdline(), self.cwd)
+        except psutil.Error:
+            return None
+        if folder is None:
+            return None
+        server = prompt_cache.Server(self._url, self._key(), folder)
+        prompt_cache.restore(session, server, self.note)
+        return server
 
     # -- the checks ------------------------------------------------------------------------------------------
     def _key(self) -> str:

@@ -124,6 +124,12 @@ def _messages(which: Which) -> dict[str, str]:
     return texts
 
 
+def _made_folders(spec: LaunchSpec) -> list[Path]:
+    """Folders the script makes before starting: llama-server refuses to start when ``--slot-save-path`` is not a
+    directory (llama.cpp ``common/arg.cpp``), and a user may have deleted the prompt cache."""
+    return [] if spec.prompt_cache_dir is None else [spec.prompt_cache_dir]
+
+
 def render_text(spec: LaunchSpec, which: Which) -> str:
     """The text of ``run_qwen.sh`` (``"sh"``) or ``run_qwen.bat`` (``"bat"``) for ``spec``, with ``\\n`` endings."""
     common = {"version": __version__, "base_url": spec.base_url, "system": spec.system, "router": spec.router,
@@ -133,12 +139,13 @@ def render_text(spec: LaunchSpec, which: Which) -> str:
     if which == "sh":
         return render_template(SH_TEMPLATE, server=program, engine_dir=str(spec.engine_dir),
                                home=str(spec.home), checks=[str(p) for p in _checked_files(spec)], lines=lines,
-                               **common)
+                               folders=[str(p) for p in _made_folders(spec)], **common)
     if which == "bat":
         home = str(spec.home)
         return render_template(BAT_TEMPLATE, folder=None if bat_names_home(home) else home,
                                server=_bat_word(program, home),
                                checks=[_bat_word(p, home) for p in _checked_files(spec)],
+                               folders=[_bat_word(p, home) for p in _made_folders(spec)],
                                lines=[[_bat_word(w, home) for w in line] for line in lines], **common)
     raise ValueError(f"unknown start script kind: {which!r}")
 

@@ -27,9 +27,11 @@ from bootstrap.core.errors import ExitCode, ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
 from bootstrap.detect.privileges import is_admin
+from bootstrap.place.api_key import read_api_key
 from bootstrap.place.engine_failure import EngineFailed
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
+from bootstrap.register import prompt_cache
 from bootstrap.register.base import Runner, ServiceStatus, manager_label
 from bootstrap.register.managers import (
     FallbackManager,
@@ -93,8 +95,15 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
         raise ServerError(t("service.still_loading", manager=label, seconds=int(time.monotonic() - started)),
                           t("service.hint_still_loading")) from exc
     require_ours(spec)  # what answered is this home's server, not a program that took the port meanwhile
+    prompt_cache.restore_after_start(spec, read_api_key(manager.home))  # before the user is told it is ready
     console.out(t("service.ready", manager=label, seconds=f"{time.monotonic() - started:.1f}",
                    url=spec.client_openai_url))
+
+
+def _save_cache(spec: LaunchSpec, manager: ServiceManager) -> None:
+    """The prompt cache saved before a stop, only from this home's own server (the key goes nowhere else)."""
+    if port_holder(spec).ours:
+        prompt_cache.save_before_stop(spec, read_api_key(manager.home))
 
 
 def _say_status(status: ServiceStatus, spec: LaunchSpec | None, holder: PortHolder | None) -> tuple[str, str | None]:
@@ -156,11 +165,14 @@ def run(args: argparse.Namespace, *, load_spec: SpecLoader = load_installed_spec
             install_service(manager, spec)
             console.out(t("service.installed", manager=manager_label(manager.name), path=_shown_path(manager)))
         if action == "restart":  # a manager's start of a running server may leave it as it is: stop it first
+            _save_cache(spec, manager)
             manager.stop()
         render_again(spec, home, manager)  # what starts is what this install renders (register/rendered_check.py)
         _start(manager, spec, wait_s=wait_s)
     elif action == "stop":
         running = manager.status().active or (spec is not None and port_holder(spec).ours)
+        if running and spec is not None:
+            _save_cache(spec, manager)
         manager.stop()
         console.out(t("service.stopped" if running else "service.was_stopped", manager=manager_label(manager.name)))
     elif action == "status":

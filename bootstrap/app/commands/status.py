@@ -22,7 +22,7 @@ from bootstrap.core import console
 from bootstrap.core.console import out, t, warn
 from bootstrap.core.errors import ExitCode
 from bootstrap.core.home import Home, resolve_home
-from bootstrap.core.sizes import human_size
+from bootstrap.core.sizes import MIB, human_size
 from bootstrap.install.status import ModelStatus, ServerFigures, StatusReport, collect
 from bootstrap.record.failure_record import load_failure
 from bootstrap.record.state import InstallState, load_state, require_state
@@ -30,6 +30,15 @@ from bootstrap.register.server_identity import foreign_hint
 from bootstrap.verify.chat import thinking_lines
 from bootstrap.verify.speed_check import measured_when, speed_lines
 from bootstrap.verify.web_page import check_web_page, open_web_ui, web_page_lines
+
+
+def cache_line(cache: dict[str, Any]) -> str:
+    """One line for the prompt cache on disk (docs/prompt-cache.md)."""
+    budget = cache["budget_bytes"] // MIB
+    if not cache["files"]:
+        return t("prompt_cache.status_empty", budget=budget)
+    return t("prompt_cache.status_line", files=cache["files"], tokens=cache["tokens"],
+             mib=f"{cache['bytes'] / MIB:.1f}", budget=budget, age=duration_text(cache["newest_age_s"]))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +83,8 @@ def _print(report: StatusReport) -> None:
         for line in figure_lines(report.server, context=len(report.models) <= 1):
             out(line)
     out(t("status.line_logs", path=report.home.logs_dir))
+    if report.prompt_cache is not None:
+        out(cache_line(report.prompt_cache))
     if report.web_page is not None:
         for line in web_page_lines(report.web_page, str(spec.api_key_file)):
             out(line)

@@ -1,0 +1,313 @@
+"""The prompt cache across restarts: save a server's slots before it stops, restore them when it starts again.
+
+llama-server saves and restores a slot itself (``--slot-save-path``, ``POST /slots/{id}?action=save|restore``), but
+a restored slot of a hybrid (Qwen3.5/3.6) or sliding-window model is only reused when the tokens it holds are a
+strict prefix of the next request (docs/prompt-cache.md: ``update_slots`` cannot cut a recurrent state back, and a
+slot file carries no context checkpoint). A slot after an answer holds the answer's tokens too, so before saving
+the kit *trims* it: one ``/completion`` of the slot's own tokens up to the marker that opens the last assistant
+turn (``n_predict`` 0: the server reads at most a micro-batch from its in-memory checkpoints), then the save. The
+saved prefix is what the agent's next request starts with.
+
+Files live in the folder the server was started with (``plan/prompt_cache.py``: keyed by model, engine build and
+template), as ``slot<id>.slot``; a save goes to a temporary name first and is renamed when whole. Whatever is
+wrong with a file (cut short, another format, refused by the server) is one line through ``note`` and the file is
+skipped: a bad cache never stops a start. The disk budget is the plan's (``budget.json`` beside the folders):
+folders of other keys go first, then the oldest files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bootstrap.core.atomic_file import write_atomic
+from bootstrap.core.sizes import MIB
+from bootstrap.fetch.http_session import local_session
+from bootstrap.plan.launch_spec import LaunchSpec
+from bootstrap.plan.prompt_cache import BUDGET_FILE
+from bootstrap.register import slot_files
+
+Note = Callable[[str], None]
+TIMEOUT_S = 120.0  # a trim reads at most a micro-batch; a save or restore is disk speed
+TRIM_TIMEOUT_S = 600.0
+TEMP_SUFFIX = ".saving"  # a save in progress; never restored, removed by the next save
+MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running llama-server with a slot-save folder: where it answers, its key, that folder."""
+
+    url: str
+    key: str
+    folder: Path
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+
+@dataclass(frozen=True)
+class Done:
+    """One slot saved or restored: its id and how many tokens it holds."""
+
+    slot: int
+    tokens: int
+
+
+# -- the budget ----------------------------------------------------------------------------------------------------
+def write_budget(root: Path, mib: int) -> None:
+    """The plan's budget for every saved slot of this home together (``0``: nothing is saved)."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_atomic(root / BUDGET_FILE, f'{{"mib": {int(mib)}}}\n'.encode(), mode=0o600)
+
+
+def budget_bytes(root: Path) -> int:
+    """The budget the plan wrote; 0 (nothing saved) when there is none or it does not read."""
+    try:
+        doc = json.loads((root / BUDGET_FILE).read_bytes()[:4096])
+    except (OSError, ValueError):
+        return 0
+    mib = doc.get("mib") if isinstance(doc, dict) else None
+    return mib * MIB if isinstance(mib, int) and mib > 0 else 0
+
+
+def prune(root: Path, keep: Path, budget: int) -> list[Path]:
+    """Hold the cache under ``budget`` bytes: other keys' folders go (no server of this home can use them), then
+    this folder's oldest files. The files removed."""
+    removed: list[Path] = []
+    with contextlib.suppress(OSError):
+        for folder in root.iterdir():
+            if folder.is_dir() and folder != keep:
+                for path in folder.iterdir():
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                        removed.append(path)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+    files, bad = slot_files.listed(keep)
+    for path, _why in bad:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    files.sort(key=lambda f: f.mtime)
+    total = sum(f.size for f in files)
+    while files and total > budget:
+        oldest = files.pop(0)
+        with contextlib.suppress(OSError):
+            oldest.path.unlink()
+            removed.append(oldest.path)
+        total -= oldest.size
+    return removed
+
+
+# -- talking to the server -----------------------------------------------------------------------------------------
+def _post(session: requests.Session, server: Server, path: str, body: dict[str, Any],
+          timeout: float = TIMEOUT_S) -> requests.Response:
+    return session.post(server.url + path, json=body, headers=server.headers(), timeout=timeout)
+
+
+def _slots(session: requests.Session, server: Server) -> list[dict[str, Any]]:
+    resp = session.get(server.url + "/slots", headers=server.headers(), timeout=TIMEOUT_S)
+    data = resp.json() if resp.status_code == 200 else None
+    return [s for s in data if isinstance(s, dict) and isinstance(s.get("id"), int)] if isinstance(data, list) else []
+
+
+def turn_marker(session: requests.Session, server: Server) -> tuple[int, ...]:
+    """The first tokens after a user message in this server's chat template (the end of the user turn and the
+    start of the assistant's), from its own ``/apply-template`` and ``/tokenize``; () when they cannot be read."""
+    try:
+        resp = _post(session, server, "/apply-template", {"messages": [{"role": "user", "content": "Q"}]})
+        text = resp.json().get("prompt", "") if resp.status_code == 200 else ""
+        if "Q" not in text:
+            return ()
+        suffix = text[text.rindex("Q") + 1:]
+        resp = _post(session, server, "/tokenize", {"content": suffix, "parse_special": True})
+        tokens = resp.json().get("tokens", []) if resp.status_code == 200 else []
+    except (requests.RequestException, ValueError, AttributeError):
+        return ()
+    marker = tuple(t for t in tokens[:MARKER_LEN] if isinstance(t, int))
+    return marker if len(marker) >= 2 else ()
+
+
+def trim_point(tokens: tuple[int, ...], marker: tuple[int, ...]) -> int:
+    """How many of ``tokens`` to keep: up to and including the last ``marker`` (the opening of the last assistant
+    turn), or all of them when there is none (a dense model reuses any prefix; a hybrid one then reads again)."""
+    n = len(marker)
+    if n:
+        for start in range(len(tokens) - n, -1, -1):
+            if tokens[start:start + n] == marker:
+                return start + n
+    return len(tokens)
+
+
+def save(session: requests.Session, server: Server, budget: int, note: Note,
+         seen: dict[int, tuple[Any, ...]] | None = None) -> list[Done]:
+    """Save every idle slot that holds a prompt (and changed since ``seen`` recorded it), trimmed; then hold the
+    budget (0: nothing is saved, and what was saved goes). Never raises for the server's or the disk's sake: each
+    failure is one ``note``."""
+    done: list[Done] = []
+    try:
+        if budget <= 0:
+            raise _NoBudget
+        slots = _slots(session, server)
+        marker = turn_marker(session, server) if slots else ()
+        for slot in slots:
+            result = _save_one(session, server, slot, marker, note, seen)
+            if result is not None:
+                done.append(result)
+    except _NoBudget:
+        pass
+    except requests.RequestException as exc:
+        note(f"prompt cache: not saved: {type(exc).__name__}")
+    for path in prune(server.folder.parent, server.folder, budget):
+        note(f"prompt cache: removed {path.parent.name}/{path.name} (over the budget or another model's)")
+    return done
+
+
+class _NoBudget(Exception):
+    """The plan gave the cache no disk: save nothing."""
+
+
+def _signature(slot: dict[str, Any]) -> tuple[Any, ...]:
+    return (slot.get("id_task"), slot.get("n_prompt_tokens"))
+
+
+def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], marker: tuple[int, ...], note: Note,
+              seen: dict[int, tuple[Any, ...]] | None) -> Done | None:
+    sid = int(slot["id"])
+    if slot.get("is_processing") or not slot.get("n_prompt_tokens"):
+        return None
+    if seen is not None and seen.get(sid) == _signature(slot):
+        return None
+    final = server.folder / slot_files.file_name(sid)
+    temp = final.with_name(final.name + TEMP_SUFFIX)
+    try:
+        if _post(session, server, f"/slots/{sid}?action=save", {"filename": temp.name}).status_code != 200:
+            note(f"prompt cache: slot {sid} not saved: the server refused")
+            return None
+        tokens = slot_files.read_tokens(temp)
+        keep = trim_point(tokens, marker)
+        if 0 < keep < len(tokens):
+            body = {"prompt": list(tokens[:keep]), "n_predict": 0, "cache_prompt": True, "id_slot": sid}
+            if _post(session, server, "/completion", body, TRIM_TIMEOUT_S).status_code != 200 or _post(
+                    session, server, f"/slots/{sid}?action=save", {"filename": temp.name}).status_code != 200:
+                note(f"prompt cache: slot {sid} not saved: the trim was refused")
+                return None
+            tokens = slot_files.read_tokens(temp)
+        os.replace(temp, final)
+    except (slot_files.BadSlotFile, OSError) as exc:
+        note(f"prompt cache: slot {sid} not saved: {exc}")
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+    if seen is not None:
+        now = next((s for s in _slots(session, server) if s.get("id") == sid), slot)
+        seen[sid] = _signature(now)
+    return Done(sid, len(tokens))
+
+
+def restore(session: requests.Session, server: Server, note: Note) -> list[Done]:
+    """Put every saved slot of this folder back into the server's slot of the same id. A file that does not read,
+    names a slot the server does not have, or that the server refuses (another cache type, a smaller context) is
+    one ``note`` and skipped; the server keeps serving."""
+    files, bad = slot_files.listed(server.folder)
+    for path, why in bad:
+        note(f"prompt cache: {path.name} ignored: {why}")
+    if not files:
+        return []
+    done: list[Done] = []
+    try:
+        ids = {int(s["id"]) for s in _slots(session, server)}
+        for f in files:
+            if f.slot not in ids:
+                note(f"prompt cache: {f.path.name} ignored: the server has no slot {f.slot}")
+                continue
+            resp = _post(session, server, f"/slots/{f.slot}?action=restore", {"filename": f.path.name})
+            if resp.status_code != 200:
+                note(f"prompt cache: {f.path.name} ignored: {_error_text(resp)}")
+                continue
+            done.append(Done(f.slot, len(f.tokens)))
+            note(f"prompt cache: slot {f.slot} restored ({len(f.tokens)} tokens, {f.size / MIB:.1f} MiB)")
+    except requests.RequestException as exc:
+        note(f"prompt cache: not restored: {type(exc).__name__}")
+    return done
+
+
+def _error_text(resp: requests.Response) -> str:
+    try:
+        message = resp.json().get("error", {}).get("message", "")
+    except (ValueError, AttributeError):
+        message = ""
+    return f"the server said {resp.status_code}" + (f": {str(message)[:200]}" if message else "")
+
+
+# -- the folder a running server saves into ------------------------------------------------------------------------
+def folder_of(argv: list[str], cwd: Path) -> Path | None:
+    """``--slot-save-path``'s folder in a server's command line (relative to ``cwd`` where it is relative, as the
+    Windows start script passes it), or None."""
+    for i, word in enumerate(argv[:-1]):
+        if word == "--slot-save-path":
+            path = Path(argv[i + 1])
+            return path if path.is_absolute() else cwd / path
+    return None
+
+
+# -- the kit's own stops and starts (``service``, an upgrade's switch-over) -----------------------------------------
+LOG_NAME = "prompt-cache.log"  # in <home>/logs: what the kit's own saves and restores did
+
+
+def kit_note(spec: LaunchSpec) -> Note:
+    """A note that appends a time-stamped line to ``<home>/logs/prompt-cache.log``."""
+    def note(text: str) -> None:
+        with contextlib.suppress(OSError):
+            logs = spec.home / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            with (logs / LOG_NAME).open("a", encoding="utf-8") as f:
+                f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + f"qwenkit: {text}\n")
+    return note
+
+
+def _server(spec: LaunchSpec, key: str) -> Server | None:
+    folder = spec.prompt_cache_dir
+    return None if folder is None else Server(spec.base_url, key, folder)
+
+
+def save_before_stop(spec: LaunchSpec, key: str) -> list[Done]:
+    """Before the kit stops this home's server: save its slots (nothing when it does not answer or has no folder)."""
+    server = _server(spec, key)
+    if server is None or not server.folder.is_dir():
+        return []
+    with local_session() as session:
+        return save(session, server, budget_bytes(server.folder.parent), kit_note(spec))
+
+
+def restore_after_start(spec: LaunchSpec, key: str) -> list[Done]:
+    """After the kit started this home's server and it answers: put its saved slots back."""
+    server = _server(spec, key)
+    if server is None:
+        return []
+    with local_session() as session:
+        return restore(session, server, kit_note(spec))
+
+
+def summary(folder: Path | None) -> dict[str, Any] | None:
+    """What ``status`` says of the cache: saved slots, their tokens and bytes, the newest one's age, the budget
+    (None: this server keeps none, router mode)."""
+    if folder is None:
+        return None
+    files, _bad = slot_files.listed(folder)
+    now = time.time()
+    return {"folder": str(folder), "files": len(files), "tokens": sum(len(f.tokens) for f in files),
+            "bytes": sum(f.size for f in files), "budget_bytes": budget_bytes(folder.parent),
+            "newest_age_s": round(min((f.age_s(now) for f in files), default=0.0), 1) if files else None,
+            "slots": [{"slot": f.slot, "tokens": len(f.tokens), "bytes": f.size, "age_s": round(f.age_s(now), 1)}
+                      for f in files]}
