@@ -32,7 +32,6 @@ from tests.support.install_bed import QWEN_MODEL_FILE, QWEN_MODEL_REPO, InstallB
 from tests.support.llama import free_port
 from tests.support.qwen_chat_model import qwen_chat_model
 
-
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
 SAVE_INTERVAL_S = "3"  # the supervisor's periodic save, short for the tests (300 s in the product)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 MESSAGES: dict[str, dict[str, str]] = {
+    "plan.topic_prompt_cache_disk": {"en": "prompt_cache_disk", "zh": "磁盘提示缓存"},
     "prompt_cache.why_disk": {
         "en": "prompt cache on disk up to {mib} MiB: the server's slots are saved before a stop and put back after a "
               "start, so an agent's long prompt is not read again after a restart, an upgrade or a reboot.",

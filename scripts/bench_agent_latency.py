@@ -1,0 +1,244 @@
+"""An agent's long prefix after each kind of restart: first-token time and tokens read / reused (docs/prompt-cache.md).
+
+Prints ONE JSON line. The request is the real Claude Code's recorded first request (tests/data/agent_prefix,
+``/v1/messages``, streamed as the client streams it); the first-token time is the time to the answer's first event
+(``message_start``, sent once the prompt is read), and tokens read / reused are the server's own figures in it
+(``usage.input_tokens``, ``usage.cache_read_input_tokens``).
+
+``qwen35moe`` (the tiny hybrid-recurrent Qwen chat model, ~12.9k tokens of prefix): installed by the real CLI
+(``--no-service``: the kit's supervisor runs it), then cold, warm, after ``service stop`` + ``service start``, after
+the supervisor restarts a killed server, after an upgrade's switch-over (``install --ctx``: same model, engine and
+template). BEFORE, side by side in the same run, with the same command line the install renders, run directly: a
+restart with nothing restored, and a restart with the slot saved and restored as upstream documents it
+(``POST /slots/0?action=save|restore``).
+
+``gemma3`` (Gemma 3 270M, sliding-window attention): run directly with the install's kind of flags. Its prefix is the
+recorded request's system prompt cut to ``--gemma-chars`` characters and no tools (a full read of 12k tokens takes
+minutes on two busy cores). Restarts: nothing restored, upstream's restore, the kit's trimmed save + restore, and
+upstream's restore with ``--swa-full``.
+
+``*_ratio`` keys: first-token time over warm, per restart kind (goal ≤ 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bootstrap.core.home import Home  # noqa: E402
+from bootstrap.fetch.http_session import local_session  # noqa: E402
+from bootstrap.place.api_key import read_api_key  # noqa: E402
+from bootstrap.record.state import launch_spec, load_state  # noqa: E402
+from bootstrap.register import prompt_cache  # noqa: E402
+from tests.support import testbed  # noqa: E402
+from tests.support.agent_prefix import load_claude_first_request  # noqa: E402
+from tests.support.hub import LoopbackHub  # noqa: E402
+from tests.support.install_bed import (  # noqa: E402
+    QWEN_MODEL_FILE,
+    QWEN_MODEL_REPO,
+    InstallBed,
+    qwen_catalog_text,
+    serve_engine,
+)
+from tests.support.llama import end_process, free_port  # noqa: E402
+from tests.support.qwen_chat_model import qwen_chat_model  # noqa: E402
+
+SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
+
+
+def ask(url: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Stream the request; the time to ``message_start`` (the prompt read) and the server's usage in it."""
+    start = time.monotonic()
+    with requests.post(f"{url}/v1/messages", json={**body, "stream": True}, stream=True, timeout=1800,
+                       headers={"Authorization": f"Bearer {key}"}) as resp:
+        resp.raise_for_status()
+        for line in resp.iter_lines():
+            if line.startswith(b"data: ") and b'"message_start"' in line:
+                first = time.monotonic() - start
+                usage = json.loads(line[6:])["message"]["usage"]
+                for _ in resp.iter_lines():  # the rest of the answer, as a client reads it
+                    pass
+                return {"s": round(first, 3), "read": usage["input_tokens"],
+                        "reused": usage.get("cache_read_input_tokens", 0)}
+    raise RuntimeError("no message_start in the answer")
+
+
+@contextmanager
+def direct(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The install's llama-server command line on another port, run directly (the BEFORE column)."""
+    argv = list(argv)
+    argv[argv.index("--port") + 1] = str(port)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"llama-server ended: {proc.returncode}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        end_process(proc)
+
+
+def slot_action(url: str, key: str, action: str, filename: str) -> None:
+    resp = requests.post(f"{url}/slots/0?action={action}", json={"filename": filename}, timeout=600,
+                         headers={"Authorization": f"Bearer {key}"})
+    resp.raise_for_status()
+
+
+def ratios(out: dict[str, Any], prefix: str, warm: float, kinds: list[str]) -> None:
+    for kind in kinds:
+        out[f"{prefix}{kind}_ratio"] = round(out[f"{prefix}{kind}"]["s"] / warm, 2)
+
+
+def bench_qwen(work: Path) -> dict[str, Any]:
+    body = load_claude_first_request()
+    out: dict[str, Any] = {}
+    with LoopbackHub(work / "hub") as hub:
+        revision = hub.create_repo(QWEN_MODEL_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
+        engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
+        bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
+                         extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": "3"})
+        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
+        port = free_port()
+        proc = bed.install("--port", str(port), "--no-venv", timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-3000:])
+        try:
+            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
+            spec = launch_spec(load_state(bed.home), bed.home)
+            out["qwen35moe_prefix_tokens"] = None
+            out["qwen35moe_cold"] = ask(url, key, body)
+            out["qwen35moe_prefix_tokens"] = out["qwen35moe_cold"]["read"]
+            out["qwen35moe_warm"] = ask(url, key, body)
+            # AFTER (the kit): stop + start
+            bed.run("service", "stop")
+            bed.run("service", "start")
+            out["qwen35moe_stop_start"] = ask(url, key, body)
+            # the supervisor's restart of a killed server (what the periodic save kept)
+            time.sleep(4)
+            server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
+                          and str(bed.home.root) in " ".join(p.info["cmdline"] or []))
+            log = bed.home.logs_dir / "server.log"
+            restored = log.read_text(errors="replace").count("prompt cache: slot 0 restored")
+            os.kill(server.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 180
+            while log.read_text(errors="replace").count("prompt cache: slot 0 restored") <= restored:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the supervisor did not restore")
+                time.sleep(0.5)
+            out["qwen35moe_supervisor_restart"] = ask(url, key, body)
+            # an upgrade's switch-over that keeps model, engine and template
+            proc = bed.install("--port", str(port), "--no-venv", "--ctx", "24576", timeout=1800)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-3000:])
+            out["qwen35moe_upgrade"] = ask(url, key, body)
+            ratios(out, "qwen35moe_", out["qwen35moe_warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
+            # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
+            bed.run("service", "stop")
+            spec = launch_spec(load_state(bed.home), bed.home)
+            argv, inner = spec.argv(), free_port()
+            with direct(argv, inner, bed.home.root) as direct_url:
+                ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+                slot_action(direct_url, key, "save", "upstream.bin")
+            with direct(argv, inner, bed.home.root) as direct_url:
+                out["qwen35moe_before_restart_nothing_restored"] = ask(direct_url, key, body)
+            with direct(argv, inner, bed.home.root) as direct_url:
+                slot_action(direct_url, key, "restore", "upstream.bin")
+                out["qwen35moe_before_restart_upstream_restore"] = ask(direct_url, key, body)
+            (spec.prompt_cache_dir / "upstream.bin").unlink(missing_ok=True)  # type: ignore[operator]
+            ratios(out, "qwen35moe_before_restart_", out["qwen35moe_warm"]["s"],
+                   ["nothing_restored", "upstream_restore"])
+        finally:
+            bed.run("service", "stop")
+    return out
+
+
+def gemma_body(chars: int) -> dict[str, Any]:
+    """The recorded request's system prompt cut to ``chars`` characters, no tools, its user message kept."""
+    body = load_claude_first_request()
+    system = body["system"]
+    text = "\n".join(b.get("text", "") for b in system) if isinstance(system, list) else str(system)
+    return {"model": body["model"], "max_tokens": 4, "system": text[:chars], "messages": body["messages"][:1]}
+
+
+def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
+    body = gemma_body(chars)
+    server = str(testbed.engine_dir() / "llama-server")
+    folder = work / "gemma-slots"
+    folder.mkdir()
+    base = [server, "-m", str(testbed.gemma_model()), "-c", "8192", "-np", "1", "-t", "2", "--jinja",
+            "--slot-save-path", str(folder), "--host", "127.0.0.1", "--port", "0"]
+    port, key, out = free_port(), "", {}
+    with direct(base, port, work) as url:
+        out["gemma3_cold"] = ask(url, key, body)
+        out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
+        out["gemma3_warm"] = ask(url, key, body)
+        slot_action(url, key, "save", "upstream.bin")
+        with local_session() as session:
+            prompt_cache.save(session, prompt_cache.Server(url, key, folder), 1 << 30, lambda _text: None)
+    with direct(base, port, work) as url:
+        out["gemma3_before_restart_nothing_restored"] = ask(url, key, body)
+    with direct(base, port, work) as url:
+        slot_action(url, key, "restore", "upstream.bin")
+        out["gemma3_before_restart_upstream_restore"] = ask(url, key, body)
+    with direct(base, port, work) as url, local_session() as session:
+        prompt_cache.restore(session, prompt_cache.Server(url, key, folder), lambda _text: None)
+        out["gemma3_kit_trimmed_restore"] = ask(url, key, body)
+    full = [*base, "--swa-full"]
+    with direct(full, port, work) as url:
+        ask(url, key, body)
+        out["gemma3_swa_full_warm"] = ask(url, key, body)
+        slot_action(url, key, "save", "swa-full.bin")
+    with direct(full, port, work) as url:
+        slot_action(url, key, "restore", "swa-full.bin")
+        out["gemma3_swa_full_upstream_restore"] = ask(url, key, body)
+    ratios(out, "gemma3_before_restart_", out["gemma3_warm"]["s"], ["nothing_restored", "upstream_restore"])
+    ratios(out, "gemma3_", out["gemma3_warm"]["s"], ["kit_trimmed_restore"])
+    out["gemma3_swa_full_upstream_restore_ratio"] = round(
+        out["gemma3_swa_full_upstream_restore"]["s"] / out["gemma3_swa_full_warm"]["s"], 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gemma-chars", type=int, default=6000, help="Gemma's prefix: system prompt characters")
+    parser.add_argument("--skip-gemma", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-agent-latency-") as tmp:
+        work = Path(tmp)
+        result: dict[str, Any] = {"bench": "agent_latency", "cpu_count": os.cpu_count()}
+        (work / "qwen").mkdir()
+        result.update(bench_qwen(work / "qwen"))
+        if not args.skip_gemma:
+            (work / "gemma").mkdir()
+            result["gemma3_prefix_chars"] = args.gemma_chars
+            result.update(bench_gemma(work / "gemma", args.gemma_chars))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
