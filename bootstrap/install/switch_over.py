@@ -109,7 +109,7 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
     except (QwenKitError, KeyboardInterrupt) as exc:  # Ctrl-C during the switch-over also brings the old one back
         _roll_back(home, previous, moves, manager, exc, how.verify_timeout)
     switch = None if previous is None else SwitchRecord(round(healthy - stopping, 2), round(healthy - started, 2))
-    prompt_cache.restore_after_start(spec, read_api_key(home))  # before the switch-over is declared done
+    prompt_cache.restore_after_start(spec)  # before the switch-over is declared done
     return Serving(plan, spec, report, scripts, journal, retried, switch, manager, checked.check)
 
 
@@ -122,7 +122,7 @@ def _save_cache(home: Home, previous: InstallState) -> None:
             return
     except QwenKitError:
         return
-    prompt_cache.save_before_stop(spec, read_api_key(home))
+    prompt_cache.save_before_stop(spec)
 
 
 def _script_instead(home: Home, service: managers.ServiceManager, failed: EngineFailed) -> managers.ServiceManager:

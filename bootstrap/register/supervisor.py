@@ -164,7 +164,7 @@ class Supervisor:
                     served = bool(self._url) and self._healthy(session)
                     if served:  # the server's own PID (on Windows cmd.exe's child), as tasklist and status show it
                         self.note(f"llama-server (PID {server_pid}) serves at {self._url}; watching it")
-                        cache = self._restore_cache(session, server_pid)
+                        cache = self._restore_cache(session, server_pid, restore=self.restarts > 0)
                     next_probe = self.clock() + self.watch.probe_interval
                     next_save = self.clock() + self.watch.cache_save_interval
                 elif self.clock() >= next_probe:
@@ -197,9 +197,12 @@ class Supervisor:
                 child.kill()
             child.wait()
 
-    def _restore_cache(self, session: requests.Session, server_pid: int) -> prompt_cache.Server | None:
-        """The server's slot-save folder (``--slot-save-path`` in its command line), its saved slots put back; None
-        when it has none (router mode, an older install)."""
+    def _restore_cache(self, session: requests.Session, server_pid: int, *,
+                       restore: bool) -> prompt_cache.Server | None:
+        """The server's slot-save folder (``--slot-save-path`` in its command line), and with ``restore`` its saved
+        slots put back: on the supervisor's own restarts. The first start of its life was asked for by the kit
+        (``service start``, an install), which restores once the server answers: two restores racing would put the
+        slot back after the agent's first request (docs/prompt-cache.md). None when it has none (router mode)."""
         try:
             folder = prompt_cache.folder_of(psutil.Process(server_pid).cmdline(), self.cwd)
         except psutil.Error:
@@ -207,7 +210,8 @@ class Supervisor:
         if folder is None:
             return None
         server = prompt_cache.Server(self._url, self._key(), folder)
-        prompt_cache.restore(session, server, self.note)
+        if restore:
+            prompt_cache.restore(session, server, self.note)
         return server
 
     # -- the checks ------------------------------------------------------------------------------------------

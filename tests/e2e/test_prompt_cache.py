@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -65,8 +66,17 @@ class CacheBed:
         usage = resp.json()["usage"]
         return {"read": usage["input_tokens"], "reused": usage.get("cache_read_input_tokens", 0)}
 
+    def server_pid(self) -> int:
+        """The home's llama-server process (the supervisor's child)."""
+        return next(p.pid for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
+                    and str(self.home.root) in " ".join(p.info["cmdline"] or []))
+
     def server_log(self) -> str:
         return (self.home.logs_dir / "server.log").read_text(encoding="utf-8", errors="replace")
+
+    def long_reads(self) -> int:
+        """How many times a server of this home read 10,000 tokens or more of a prompt (its own timing lines)."""
+        return len(re.findall(r"prompt eval time = +[\d.]+ ms / +\d{5,} tokens", self.server_log()))
 
     def kit_log(self) -> str:
         path = self.home.logs_dir / "prompt-cache.log"
@@ -124,6 +134,12 @@ def test_prompt_cache_used_after_stop_and_start(cache_bed: CacheBed) -> None:
     after = cache_bed.ask()
     assert after["reused"] > 10_000 and after["read"] < 100, after
     assert "prompt cache: slot 0 restored" in cache_bed.kit_log()
+    # the stop after a restore keeps the saved prefix as it is: no trim that reads the whole prefix again (a
+    # restored slot has no checkpoint to trim from)
+    long_reads = cache_bed.long_reads()
+    cache_bed.run("service", "restart")
+    assert cache_bed.long_reads() == long_reads
+    assert cache_bed.ask()["reused"] > 10_000
 
 
 def test_prompt_cache_used_after_supervisor_restart(cache_bed: CacheBed) -> None:
@@ -133,10 +149,8 @@ def test_prompt_cache_used_after_supervisor_restart(cache_bed: CacheBed) -> None
     folder = cache_bed.folder
     before = (folder / slot_files.file_name(0)).stat().st_mtime
     _wait_for(lambda: (folder / slot_files.file_name(0)).stat().st_mtime > before, 60, "the periodic save")
-    server = next(p for p in psutil.process_iter(["name", "cmdline"])
-                  if p.info["name"] == "llama-server" and str(cache_bed.home.root) in " ".join(p.info["cmdline"] or []))
     restored_before = cache_bed.server_log().count("prompt cache: slot 0 restored")
-    os.kill(server.pid, signal.SIGKILL)
+    os.kill(cache_bed.server_pid(), signal.SIGKILL)
     _wait_for(lambda: cache_bed.server_log().count("prompt cache: slot 0 restored") > restored_before, 120,
               "the supervisor's restart and restore")
     after = cache_bed.ask()
@@ -147,8 +161,11 @@ def test_prompt_cache_used_after_upgrade_switch_over(cache_bed: CacheBed) -> Non
     """An upgrade that keeps model, engine and template (here: a new context) keeps the cache; its new server is
     restored before the install says it is done."""
     cache_bed.ask()
+    old = cache_bed.server_pid()
     proc = cache_bed.bed.install("--port", str(cache_bed.port), "--no-venv", "--ctx", "24576", timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert cache_bed.server_pid() != old  # a new server answers
+    assert "24576" in psutil.Process(cache_bed.server_pid()).cmdline()
     after = cache_bed.ask()
     assert after["reused"] > 10_000 and after["read"] < 100, after
 

@@ -27,7 +27,6 @@ from bootstrap.core.errors import ExitCode, ServerError, UsageError
 from bootstrap.core.home import Home, resolve_home
 from bootstrap.core.processes import run_command
 from bootstrap.detect.privileges import is_admin
-from bootstrap.place.api_key import read_api_key
 from bootstrap.place.engine_failure import EngineFailed
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.record.state import launch_spec, load_state
@@ -95,15 +94,15 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
         raise ServerError(t("service.still_loading", manager=label, seconds=int(time.monotonic() - started)),
                           t("service.hint_still_loading")) from exc
     require_ours(spec)  # what answered is this home's server, not a program that took the port meanwhile
-    prompt_cache.restore_after_start(spec, read_api_key(manager.home))  # before the user is told it is ready
+    prompt_cache.restore_after_start(spec)  # before the user is told it is ready
     console.out(t("service.ready", manager=label, seconds=f"{time.monotonic() - started:.1f}",
                    url=spec.client_openai_url))
 
 
 def _save_cache(spec: LaunchSpec, manager: ServiceManager) -> None:
     """The prompt cache saved before a stop, only from this home's own server (the key goes nowhere else)."""
-    if port_holder(spec).ours:
-        prompt_cache.save_before_stop(spec, read_api_key(manager.home))
+    if spec.prompt_cache_dir is not None and port_holder(spec).ours:
+        prompt_cache.save_before_stop(spec)
 
 
 def _say_status(status: ServiceStatus, spec: LaunchSpec | None, holder: PortHolder | None) -> tuple[str, str | None]:
