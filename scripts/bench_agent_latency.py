@@ -133,7 +133,8 @@ def bench_qwen(work: Path) -> dict[str, Any]:
             out["qwen35moe_prefix_tokens"] = None
             out["qwen35moe_cold"] = ask(url, key, body)
             out["qwen35moe_prefix_tokens"] = out["qwen35moe_cold"]["read"]
-            out["qwen35moe_warm"] = ask(url, key, body)
+            warm = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])
+            out["qwen35moe_warm"] = warm[1]  # the median of three
             # AFTER (the kit): stop + start
             bed.run("service", "stop")
             bed.run("service", "start")
@@ -196,7 +197,7 @@ def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
     with direct(base, port, work) as url:
         out["gemma3_cold"] = ask(url, key, body)
         out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
-        out["gemma3_warm"] = ask(url, key, body)
+        out["gemma3_warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
         slot_action(url, key, "save", "upstream.bin")
         with local_session() as session:
             prompt_cache.save(session, prompt_cache.Server(url, key, folder), 1 << 30, lambda _text: None)

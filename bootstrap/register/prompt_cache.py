@@ -260,15 +260,13 @@ def restore(session: requests.Session, server: Server, note: Note) -> list[Done]
 
 
 def _warm_up(session: requests.Session, server: Server) -> None:
-    """Requests that touch no slot before the restore: a new llama-server's first chat costs about a second more
-    than the next (measured on the test bed: 0.75-1.6 s for a 30-token prompt, then 0.02 s) unless any request came
-    first (a ``/tokenize`` or ``/apply-template`` before it: 0.02 s), and that second would otherwise fall on the
-    agent's first request. A chat would do it too, but it would take a slot, and with one slot it would push the
-    restored prefix out again."""
-    body = {"messages": [{"role": "user", "content": "ping"}]}
+    """A one-token chat before the restore: a new llama-server's first request costs more than the next (its first
+    decode; measured on the test bed: 0.75-1.6 s for a 30-token prompt, then 0.02 s), which would otherwise fall on
+    the agent's first request. It runs before the restore, which overwrites its slot. (Only one restore per start:
+    a second restorer's warm-up would push the restored prefix out of a one-slot server.)"""
+    body = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
     with contextlib.suppress(requests.RequestException):
-        _post(session, server, "/apply-template", body)
-        _post(session, server, "/tokenize", {"content": "ping"})
+        _post(session, server, "/v1/chat/completions", body)
 
 
 def _error_text(resp: requests.Response) -> str:
