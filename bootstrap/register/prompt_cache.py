@@ -41,7 +41,8 @@ from bootstrap.register import slot_files
 Note = Callable[[str], None]
 TIMEOUT_S = 120.0  # a trim reads at most a micro-batch; a save or restore is disk speed
 TRIM_TIMEOUT_S = 600.0
-TEMP_SUFFIX = ".saving"  # a save in progress; never restored, removed by the next save
+TEMP_SUFFIX = ".saving"  # a save in progress (slot<id>.slot.<pid>.saving); never restored
+STALE_TEMP_S = 3600.0  # a temporary file this old is a killed save's: the next prune removes it
 MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
 
 
@@ -95,6 +96,11 @@ def prune(root: Path, keep: Path, budget: int) -> list[Path]:
                         removed.append(path)
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+    with contextlib.suppress(OSError):
+        for temp in keep.glob(f"*{TEMP_SUFFIX}"):  # a save killed half-way
+            if time.time() - temp.stat().st_mtime > STALE_TEMP_S:
+                temp.unlink()
+                removed.append(temp)
     files, bad = slot_files.listed(keep)
     for path, _why in bad:
         with contextlib.suppress(OSError):
@@ -191,7 +197,7 @@ def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], m
     if seen is not None and seen.get(sid) == _signature(slot):
         return None
     final = server.folder / slot_files.file_name(sid)
-    temp = final.with_name(final.name + TEMP_SUFFIX)
+    temp = final.with_name(f"{final.name}.{os.getpid()}{TEMP_SUFFIX}")  # the supervisor and the kit may both save
     try:
         if _post(session, server, f"/slots/{sid}?action=save", {"filename": temp.name}).status_code != 200:
             note(f"prompt cache: slot {sid} not saved: the server refused")

@@ -190,17 +190,18 @@ def test_prompt_cache_of_another_key_is_never_used_and_the_budget_holds(cache_be
     them leaves) is not restored, and the next save removes it; a budget smaller than a file keeps none."""
     folder = cache_bed.folder
     good = folder / slot_files.file_name(0)
+    cache_bed.run("service", "stop")  # saves: the file is whole
     assert good.exists()
     stale = folder.parent / cache_key("0" * 64, folder.name, "")
     stale.mkdir()
     (stale / good.name).write_bytes(good.read_bytes())
     good.unlink()
-    cache_bed.run("service", "restart")
+    cache_bed.run("service", "start")
     after = cache_bed.ask()
     assert after["reused"] == 0, after  # the other key's file was not used
     cache_bed.run("service", "restart")  # saved before the stop: the other key's folder goes
     assert not stale.exists()
-    assert good.exists()
+    assert good.exists(), cache_bed.kit_log()[-2000:]
     assert good.stat().st_size > 1 << 20  # ~2 MB for the recorded prefix on the tiny model
     (folder.parent / BUDGET_FILE).write_text(json.dumps({"mib": 1}), encoding="utf-8")
     cache_bed.run("service", "restart")
