@@ -43,6 +43,7 @@ TIMEOUT_S = 120.0  # a trim reads at most a micro-batch; a save or restore is di
 TRIM_TIMEOUT_S = 600.0
 TEMP_SUFFIX = ".saving"  # a save in progress (slot<id>.slot.<pid>.saving); never restored
 STALE_TEMP_S = 3600.0  # a temporary file this old is a killed save's: the next prune removes it
+MIN_TOKENS = 1024  # shorter prefixes are read again in moments; saving them would replace an agent's long one
 MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
 
 
@@ -192,8 +193,8 @@ def _signature(slot: dict[str, Any]) -> tuple[Any, ...]:
 def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], marker: tuple[int, ...], note: Note,
               seen: dict[int, tuple[Any, ...]] | None) -> Done | None:
     sid = int(slot["id"])
-    if slot.get("is_processing") or not slot.get("n_prompt_tokens"):
-        return None
+    if slot.get("is_processing") or int(slot.get("n_prompt_tokens") or 0) < MIN_TOKENS:
+        return None  # a short prompt (a health probe, a one-line chat) never replaces a saved long prefix
     if seen is not None and seen.get(sid) == _signature(slot):
         return None
     final = server.folder / slot_files.file_name(sid)
@@ -204,6 +205,8 @@ def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], m
             return None
         tokens = slot_files.read_tokens(temp)
         keep = trim_point(tokens, marker)
+        if keep < MIN_TOKENS:
+            return None
         if _already_saved(final, tokens[:keep]):  # the same prefix: the trim would read it all again
             final.touch()
             return Done(sid, keep)

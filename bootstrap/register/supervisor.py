@@ -57,7 +57,9 @@ RESTART_DELAYS_S = (1, 2, 4, 8, 16, 30)
 STEADY_S = 60  # a server that ran this long before ending restarts after the first delay again
 PROBE_INTERVAL_S = 60.0
 PROBE_DEADLINE_S = 60.0
-CACHE_SAVE_INTERVAL_S = 300.0  # the prompt cache's periodic save (what a reboot or a stall restart finds)
+# The prompt cache's periodic save (what a reboot or a stall restart finds), also run just before a stall probe is
+# due: the probe's one-token chat takes a slot, and on a one-slot server it would push an unsaved prefix out.
+CACHE_SAVE_INTERVAL_S = 60.0
 HEALTH_TIMEOUT_S = 5.0
 
 
@@ -168,6 +170,10 @@ class Supervisor:
                     next_probe = self.clock() + self.watch.probe_interval
                     next_save = self.clock() + self.watch.cache_save_interval
                 elif self.clock() >= next_probe:
+                    if cache is not None and self.clock() >= next_save:  # first: the probe's chat takes a slot
+                        prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note,
+                                          saved)
+                        next_save = self.clock() + self.watch.cache_save_interval
                     if self._stalled(session):
                         self.note(f"llama-server stalled: no answer to a one-token chat within "
                                   f"{self.watch.probe_deadline:g} s and no slot moving; restarting it")

@@ -17,7 +17,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "prompt_cache.status_line": {
         "en": "Prompt cache: {files} saved slot(s), {tokens} tokens, {mib} MiB of {budget} MiB, newest {age} old",
         "zh": "提示缓存：已保存 {files} 个并发槽，共 {tokens} 个 token，占用 {mib} MiB（上限 {budget} MiB），"
-              "最新的保存于 {age} 前",
+              "最新一次保存距今 {age}",
     },
     "prompt_cache.status_empty": {
         "en": "Prompt cache: nothing saved yet (up to {budget} MiB on disk)",
