@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from bootstrap.catalog.model_ref import installed_name
 from bootstrap.core import settings
 from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
@@ -70,7 +71,7 @@ def install_target(home: Home, model: str | None) -> Target:
     state = require_state(home)
     spec = launch_spec(state, home)
     models = _chat_models(state)
-    name = model or spec.alias
+    name = installed_name(model, tuple(models)) if model else spec.alias
     if name not in models:
         raise UsageError(t("launch.err_model", model=name, models=join_names(models)), t("launch.hint_model"))
     return Target(spec.base_url, name, request_ctx_of(models[name]), read_api_key(home), home.api_key_file, "install",

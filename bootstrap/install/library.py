@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
+from bootstrap.catalog.model_ref import CatalogRef, Wanted, installed_name, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core.console import info, join_names, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
@@ -87,7 +87,11 @@ def names_default(state: InstallState, text: str) -> bool:
     recorded = state.request.model if state.request is not None else None
     if recorded is None:
         return True  # a record from before requests were kept: the pipeline decides, as before
-    asked, had = parse_model_ref(text), parse_model_ref(recorded)
+    asked = parse_model_ref(text)
+    try:
+        had = parse_model_ref(recorded)
+    except UsageError:  # recorded for a model this catalog no longer has: only its very text names it
+        return text == recorded
     if isinstance(asked, CatalogRef) and isinstance(had, CatalogRef):
         return asked.model_id == had.model_id
     if isinstance(asked, HubFileRef) and isinstance(had, HubFileRef):
@@ -343,6 +347,7 @@ def removable(home: Home, name: str) -> tuple[InstallState, LibraryModel]:
     from bootstrap.core.suggest import did_you_mean
 
     state = require_state(home)
+    name = installed_name(name, [state.server.alias, *(m.name for m in state.library)])
     if name == state.server.alias:
         raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
     entry = next((m for m in state.library if m.name == name), None)
@@ -363,6 +368,7 @@ def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> Lib
     """``qwenkit remove NAME``: the model leaves the endpoint, then its files go (those no other model uses)."""
     with home_lock(home, "install"):
         state, entry = removable(home, name)
+        name = entry.name
         library = tuple(m for m in state.library if m.name != name)
         planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in library)]
         total = _ram_total()
