@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("--host", required=True)
     front.add_argument("--port", type=int, required=True)
     front.add_argument("--model", required=True)
+    front.add_argument("--system-prompts")
     front.add_argument("router", nargs=argparse.REMAINDER)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
@@ -221,6 +222,16 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.install_rpc"))
     install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
     install.add_argument("--default", action="store_true", help=t("arg.install_default"))
+    _add_preset_options(install)
+
+
+def _add_preset_options(install: argparse.ArgumentParser) -> None:
+    """A model's preset (``plan/presets.py``, docs/presets.md): values are text here, checked there (one line)."""
+    install.add_argument("--system", metavar="TEXT", help=t("arg.system"))
+    for name in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty"):
+        install.add_argument("--" + name.replace("_", "-"), dest=name, metavar="X", help=t(f"arg.{name}"))
+    install.add_argument("--preset", metavar="FILE", help=t("arg.preset"))
+    install.add_argument("--clear-preset", action="store_true", help=t("arg.clear_preset"))
 
 
 def _add_status(sub: Subcommands) -> None:

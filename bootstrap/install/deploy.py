@@ -51,6 +51,7 @@ from bootstrap.record.state import (
     preset_models,
     resolve_in_home,
     save_state,
+    system_prompts,
 )
 from bootstrap.register import managers
 from bootstrap.render.start_scripts import StartScripts
@@ -134,11 +135,13 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     template = place_chat_template(home, _model(files).bytes_at)
     spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
     library, models_max = _library(previous, options)
-    if library:  # the other installed models are served beside it (router mode, behind the kit's front)
+    prompts = system_prompts(spec.alias, options.request.preset if options.request is not None else None)
+    if library or prompts:  # other models beside it (router mode), a system prompt: behind the kit's front
         from bootstrap.register.shell_command import kit_command
 
-        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max,
-                       kit=kit_command(home, hardware.os.system))
+        spec = replace(spec, kit=kit_command(home, hardware.os.system), system_prompts=prompts)
+    if library:
+        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max)
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)

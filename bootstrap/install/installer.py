@@ -37,6 +37,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
 from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT
+from bootstrap.plan.presets import Preset
 from bootstrap.record.state import InstallState, LibraryModel, RequestRecord, launch_spec, load_state
 
 # The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
@@ -75,6 +76,8 @@ class InstallRequest:
     ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
     make_default: bool = False  # install --default MODEL: MODEL becomes the default, the old one is kept beside it
     rpc: tuple[str, ...] | None = None  # install --rpc: RPC workers' endpoints; None: as recorded; (): none
+    preset: Preset | None = None  # install --system/--temperature/…/--preset: over the recorded one (plan/presets)
+    clear_preset: bool = False  # install --clear-preset: the recorded preset is forgotten first
 
 
 CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
@@ -178,12 +181,13 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     if request.rpc is None:  # and --rpc
         request = replace(request, rpc=previous.request.rpc if previous and previous.request else ())
     rpc = request.rpc or ()
+    request = replace(request, preset=_kept_preset(request, previous, wanted))
     switch = _default_switch(previous, wanted) if request.make_default else None
     fetch_previous = previous if switch is None else switch.fetch_previous
     reasons: tuple[str, ...] = ()
     relaunch = False  # only how the server starts changes: no network check, no speed measurement
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc, request.preset)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -297,6 +301,17 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     else:
         kind = "verified"  # --verify (or another host/port) with the same files and engine
     return InstallOutcome(kind, result.state, result, previous=previous)
+
+
+def _kept_preset(request: InstallRequest, previous: InstallState | None, wanted: Wanted) -> Preset | None:
+    """The default model's preset after this run: the options given over the recorded one (unless
+    ``--clear-preset``, or MODEL is another model than the recorded default); None when nothing is left."""
+    recorded = previous.request.preset if previous is not None and previous.request is not None else None
+    if request.clear_preset or (previous is not None and previous.request is not None
+                                and previous.request.model.partition(":")[0] != wanted.text.partition(":")[0]):
+        recorded = None
+    preset = recorded if request.preset is None else request.preset.over(recorded)
+    return None if preset is None or preset.empty else preset
 
 
 @dataclass(frozen=True)
@@ -594,11 +609,16 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         from bootstrap.plan.engine_flags import with_overrides
 
         extra = tuple(with_overrides(list(extra), ["-c", str(request.ctx)]))
+    if request.preset is not None:  # the user's sampling wins over the catalog's (plan/presets.py)
+        from bootstrap.plan.engine_flags import with_overrides
+
+        extra = tuple(with_overrides(list(extra), request.preset.flags()))
     return DeployOptions(
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or ()),
+        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or (),
+                              request.preset),
     )
 
 

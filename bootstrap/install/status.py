@@ -22,6 +22,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_modes import world_writable
 from bootstrap.place.api_key import exposed, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec, request_ctx_of
+from bootstrap.plan.presets import Preset
 from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, model_kind, require_state, resolve_in_home
 from bootstrap.register.server_health import Health, check_health, server_props
@@ -90,6 +91,11 @@ class StatusReport:
     def start_script(self) -> str:
         return str(self.home.start_script(self.state.system))
 
+    @property
+    def preset(self) -> Preset | None:
+        """The default model's preset (``install --system/--temperature/…``), None without one."""
+        return self.state.request.preset if self.state.request is not None else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "home": str(self.home.root),
@@ -109,6 +115,7 @@ class StatusReport:
                        "selftest_s": self.state.engine.selftest_s},
             "args": list(self.spec.args),
             "thinking": self.spec.thinking,  # the server's default; null: the chat template decides
+            "preset": self.preset.to_json() if self.preset is not None else None,  # plan/presets.py
             "retried": self.state.server.retried,
             # measured vs predicted at the last verify (null: recorded before it existed)
             "speed": None if self.state.speed is None else self.state.speed.to_json(),

@@ -15,7 +15,7 @@ from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
-from bootstrap.core.home import PRESET_NAME
+from bootstrap.core.home import PRESET_NAME, SYSTEM_PROMPTS_NAME
 from bootstrap.core.input_checks import check_text, decimal_int
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
@@ -214,6 +214,14 @@ class LaunchSpec:
     # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
     # None: the model's own template serves.
     chat_template: Path | None = None
+    # Model name → its system prompt (plan/presets.py): the kit's front adds it to a chat request that has none,
+    # read from ``system_prompts_file`` (JSON: any character survives); with any, the front runs for one model too.
+    system_prompts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def system_prompts_file(self) -> Path:
+        """The system prompts the front reads, beside the start scripts."""
+        return self.home / SYSTEM_PROMPTS_NAME
 
     @property
     def router(self) -> bool:
@@ -230,8 +238,9 @@ class LaunchSpec:
         to every child server through the environment (see ``CHILD_KEY_ENV``); before the kit's front, a frozen
         kit's own reset (a one-file PyInstaller program started under another, the supervisor, would otherwise take
         itself for that one's worker: PyInstaller 6.10+ ``PYINSTALLER_RESET_ENVIRONMENT``)."""
-        if not self.router:
+        if not self.router and not self.fronted:
             return {}
+        # before one model's server, the front reads the key from there too (register/router_front.py)
         return {CHILD_KEY_ENV: self.key_file_arg(), **({FROZEN_RESET_ENV: "1"} if self.fronted else {})}
 
     @property
@@ -275,9 +284,10 @@ class LaunchSpec:
 
     @property
     def fronted(self) -> bool:
-        """Router mode with the kit's front on the install's address (``register/router_front.py``): requests that
-        name no model go to the default one, and the model list shows no command lines."""
-        return self.router and bool(self.kit)
+        """The kit's front on the install's address (``register/router_front.py``): in router mode requests that
+        name no model go to the default one and the model list shows no command lines; with a system prompt (one
+        model too) a chat request without one gets it."""
+        return bool(self.kit) and (self.router or bool(self.system_prompts))
 
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them. In router mode
@@ -294,8 +304,8 @@ class LaunchSpec:
         out += list(self.args)
         if self.chat_template is not None:
             out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
-        out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
-                "--api-key-file", self.key_file_arg()]
+        address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
+        out += ["--alias", self.alias, *address, "--api-key-file", self.key_file_arg()]
         return out
 
     def home_file_arg(self, path: Path) -> str:
@@ -324,7 +334,8 @@ class LaunchSpec:
 
     def front_args(self) -> list[str]:
         """The front's words before the router's command (``qwenkit front``): its address and the default."""
-        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, "--"]
+        prompts = ["--system-prompts", str(self.system_prompts_file)] if self.system_prompts else []
+        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, *prompts, "--"]
 
     def argv(self) -> list[str]:
         """The whole command as a list (never a string: no shell, no quoting): llama-server, or in router mode

@@ -23,6 +23,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.core.private_address import check_rpc_endpoints
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
+from bootstrap.plan.presets import Preset, preset_from_json
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.verify.speed_records import SpeedCheck, check_from_json
 from bootstrap.verify.tools_record import ToolsCheck, tools_from_json
@@ -139,6 +140,7 @@ class RequestRecord:
     thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
     ctx: int | None = None  # install --ctx N; None: the plan's choice
     rpc: tuple[str, ...] = ()  # install --rpc IP:PORT,…: the RPC workers this head lends memory from
+    preset: Preset | None = None  # install --system/--temperature/…: the default model's preset (plan/presets.py)
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ class InstallState:
         doc["server"]["tools"] = None if self.server.tools is None else self.server.tools.to_json()
         for entry, model in zip(doc["library"], self.library, strict=True):
             entry["tools"] = None if model.tools is None else model.tools.to_json()
+        if self.request is not None:  # only the values set (plan/presets.py)
+            doc["request"]["preset"] = None if self.request.preset is None else self.request.preset.to_json()
         return {"schema": doc.pop("schema"), **doc}
 
     def tools(self, name: str | None = None) -> ToolsCheck | None:
@@ -359,7 +363,8 @@ def state_from_json(doc: Any) -> InstallState:
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
                                                                    request.opt_flag("thinking"),
                                                                    request.opt_integer("ctx", minimum=1),
-                                                                   _read_rpc(request)),
+                                                                   _read_rpc(request),
+                                                                   preset_from_json(request.doc.get("preset"))),
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),
@@ -408,7 +413,8 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
     kit: tuple[str, ...] = ()
-    if state.library:  # several models: the kit's front runs before the router (register/router_front.py)
+    prompts = system_prompts(state.server.alias, state.request.preset if state.request is not None else None)
+    if state.library or prompts:  # several models, a system prompt: the kit's front (register/router_front.py)
         from bootstrap.register.shell_command import kit_command
 
         kit = kit_command(home, state.system)
@@ -418,8 +424,13 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
         others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
-        chat_template=template_file(home, state.server.chat_template),
+        chat_template=template_file(home, state.server.chat_template), system_prompts=prompts,
     )
+
+
+def system_prompts(alias: str, preset: Preset | None) -> tuple[tuple[str, str], ...]:
+    """The models' system prompts the front adds (``plan/presets.py``): the default model's, when it has one."""
+    return ((alias, preset.system),) if preset is not None and preset.system else ()
 
 
 def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:

@@ -56,7 +56,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,7 @@ CLIENT_TIMEOUT_S = 600.0  # a client that sends or reads nothing for this long i
 BLOCK = 64 << 10
 ROUTER_OWN = frozenset({"/models", "/models/load", "/models/unload"})  # there "model" names what to act on
 MODEL_LISTS = frozenset({"/models", "/v1/models"})
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})  # where a model's system prompt is added
 GET_BY_QUERY = frozenset({"/slots", "/metrics", "/lora-adapters"})  # the router picks the child by ?model=
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "content-length", "host", "expect"})
@@ -92,6 +93,38 @@ def name_default(body: bytes, default: str) -> bytes | None:
         return None
     doc["model"] = default
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def with_system(body: bytes, prompts: Mapping[str, str], default: str) -> bytes | None:
+    """A chat request's ``body`` with its model's system prompt first (``plan/presets.py``), when the model has one
+    and the request holds no ``system`` or ``developer`` message of its own (the request's own always wins); None
+    when it needs nothing."""
+    if not prompts:
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return None
+    model = doc["model"] if isinstance(doc.get("model"), str) and doc["model"] else default
+    text = prompts.get(model)
+    messages = doc["messages"]
+    if not text or any(isinstance(m, dict) and m.get("role") in ("system", "developer") for m in messages):
+        return None
+    doc["messages"] = [{"role": "system", "content": text}, *messages]
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def read_system_prompts(path: Path) -> dict[str, str]:
+    """The system prompts file the start script names (model name → text); ``ValueError`` when it is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise ValueError(f"{path} is not a table of model names and texts")
+    return doc
 
 
 def query_with_default(target: str, default: str) -> str:
@@ -145,9 +178,11 @@ class _Front(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = os.name != "nt"  # POSIX: a port in TIME_WAIT may be bound again; Windows: would share it
 
-    def __init__(self, address: tuple[str, int], family: int, default: str, upstream: int, key: str) -> None:
+    def __init__(self, address: tuple[str, int], family: int, default: str, upstream: int, key: str,
+                 prompts: Mapping[str, str] | None = None) -> None:
         self.address_family = family
         self.default_model, self.upstream_port, self.key = default, upstream, key
+        self.system_prompts: Mapping[str, str] = prompts or {}
         super().__init__(address, _Handler, bind_and_activate=False)
         if family == socket.AF_INET6 and address[0] == "::":
             with contextlib.suppress(OSError):  # "::" takes IPv4 too, as llama-server's own bind does
@@ -228,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
                 stream_length = length
         if body and path not in ROUTER_OWN:
             body = name_default(body, self.server.default_model) or body
+        if body and path in CHAT_PATHS:
+            body = with_system(body, self.server.system_prompts, self.server.default_model) or body
         upstream = http.client.HTTPConnection(CHILD_HOST, self.server.upstream_port)
         try:
             try:
@@ -325,13 +362,20 @@ def _read_key(env: dict[str, str] | os._Environ[str]) -> str:
         return ""
 
 
-def run_front(host: str, port: int, default_model: str, argv: Sequence[str]) -> int:
+def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
+              system_prompts: Path | None = None) -> int:
     """Listen on ``host:port``, start the router (``argv`` plus its own 127.0.0.1 address), relay until it ends;
-    the router's exit status (a signal re-raised: ``processes.end_as``)."""
+    the router's exit status (a signal re-raised: ``processes.end_as``). ``system_prompts``: the JSON file of
+    each model's system prompt (``with_system``); a damaged one ends the start (exit 1), never ignored."""
+    try:
+        prompts = read_system_prompts(system_prompts) if system_prompts is not None else {}
+    except ValueError as exc:
+        print(f"qwenkit front: {exc}", file=sys.stderr, flush=True)
+        return 1
     family, address = _bind_family(host, port)
     upstream = free_loopback_port()
     try:
-        front = _Front(address, family, default_model, upstream, _read_key(os.environ))
+        front = _Front(address, family, default_model, upstream, _read_key(os.environ), prompts)
     except OSError as exc:  # the words llama-server uses, so the install names the cause the same way
         print(f"qwenkit front: couldn't bind HTTP server socket on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)

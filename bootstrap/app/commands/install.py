@@ -32,6 +32,7 @@ from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
+from bootstrap.plan.presets import Preset
 from bootstrap.plan.speed import describe as describe_speed
 from bootstrap.record.state import InstallState
 
@@ -121,8 +122,22 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
         rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
+        preset=_preset(args), clear_preset=bool(getattr(args, "clear_preset", False)),
     )
     return request, pick("home", None)
+
+
+def _preset(args: argparse.Namespace) -> Preset | None:
+    """``--preset FILE`` with the options given beside it over it (``plan/presets.py``); None: none given (a rerun
+    keeps the recorded one). ``--system ""`` sets an empty system text, which means none."""
+    from bootstrap.plan.presets import PRESET_KEYS, preset_from, read_preset_file
+
+    given = {key: getattr(args, key, None) for key in PRESET_KEYS}
+    preset = preset_from({k: v for k, v in given.items() if v is not None})
+    path = getattr(args, "preset", None)
+    if path:
+        preset = preset.over(read_preset_file(Path(check_text("--preset", path))))
+    return None if preset.empty else preset
 
 
 def _thinking(given: str | None, answered: bool | None) -> bool | None:

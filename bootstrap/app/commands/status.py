@@ -58,6 +58,8 @@ def _print(report: StatusReport) -> None:
     spec, state = report.spec, report.state
     out(t("status.title", home=report.home.root))
     out(t("status.line_model", model=state.model_id, quant=state.quant))
+    if report.preset is not None:  # plan/presets.py
+        out(t("status.preset", items=console.join_items(f"{k} {v}" for k, v in report.preset.shown())))
     if len(report.models) > 1:  # several models behind the endpoint: each, what it is for, and loaded or not
         out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max, default=spec.alias))
         for line in model_table(report.models):

@@ -57,6 +57,7 @@ from bootstrap.core.messages import (
     options,
     output,
     plan,
+    presets,
     pyenv,
     render,
     service,
@@ -73,7 +74,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, names)
+                                  agent_template, launch, names, presets)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -1,0 +1,152 @@
+"""A model's preset through the real CLI and the test bed's real llama-server (``plan/presets.py``, docs/presets.md):
+``install MODEL --system … --temperature …`` rendered into the start script (sampling) and the front's JSON file
+(the system prompt), applied to a real request (``/slots`` shows the sampling a request ran with; the prompt's
+token count shows the system prompt), a request's own values winning, kept across a rerun, changed, cleared; bad
+values refused in one line.
+
+One install for the module (the tiny chat model, named by its hub repo id: the names users type), reused by every
+test in order; each test that changes the preset says what it leaves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bootstrap.core.home import Home
+from bootstrap.record.state import load_state
+from bootstrap.register.managers import FallbackManager
+from tests.support.hub import LoopbackHub
+from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, catalog_text, one_line_error, serve_engine
+from tests.support.llama import free_port
+from tests.support.tiny_gguf import write_model
+
+# Quotes of every kind, shell and cmd.exe specials, an INI comment, a line break, a tab, Chinese, an emoji.
+NASTY = 'Du bist "Qwen" — it\'s $HOME `id` %PATH% !x! ^& | < > ; # [s]\n第二行：回答要简短。\t🙂 \\n'
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterator[InstallBed]:
+    root = tmp_path_factory.mktemp("presets")
+    with LoopbackHub(root / "hub") as hub:
+        model = write_model("llama", root / MODEL_FILE, dtype="q8_0", n_layer=2, n_ctx=4096)
+        revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
+        bed = InstallBed(hub, Home(root / "Qwen 安装 home"), root / "catalog.toml", serve_engine(hub, engine_asset))
+        bed.catalog.write_text(catalog_text(revision, server_args=("-c", "2048", "-t", "2")), encoding="utf-8")
+        proc = bed.install(MODEL_REPO.upper(), "--no-venv", "--port", str(free_port()), "--system", NASTY,
+                           "--temperature", "0.35", "--top-k", "7", "--repeat-penalty", "1.1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        try:
+            yield bed
+        finally:
+            FallbackManager(bed.home).stop()
+
+
+def _post(bed: InstallBed, body: dict[str, object]) -> dict[str, object]:
+    state = load_state(bed.home)
+    assert state is not None
+    key = bed.home.api_key_file.read_text(encoding="utf-8").strip()
+    with requests.Session() as session:
+        session.trust_env = False
+        answer = session.post(f"http://127.0.0.1:{state.server.port}/v1/chat/completions", timeout=60,
+                              headers={"Authorization": f"Bearer {key}"}, json={"max_tokens": 2, **body})
+        assert answer.status_code == 200, answer.text
+        slots = session.get(f"http://127.0.0.1:{state.server.port}/slots", timeout=30,
+                            headers={"Authorization": f"Bearer {key}"})
+        assert slots.status_code == 200, slots.text
+    done = [s for s in slots.json() if "params" in s]
+    assert done, slots.text
+    return {"usage": answer.json()["usage"], "params": max(done, key=lambda s: s["id_task"])["params"]}
+
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def test_preset_is_rendered_and_recorded_and_names_resolve(bed: InstallBed) -> None:
+    """The repo id in capitals installed the catalog model (recorded by its id); the sampling is in the start
+    script as llama-server's defaults, the system text only in the front's JSON file, byte for byte."""
+    state = load_state(bed.home)
+    assert state is not None and state.request is not None
+    assert state.request.model == "tiny-chat"
+    preset = state.request.preset
+    assert preset is not None and (preset.system, preset.temperature, preset.top_k) == (NASTY, 0.35, 7)
+    script = bed.home.run_sh.read_text(encoding="utf-8")
+    assert "--temp 0.35" in script and "--top-k 7" in script and "--repeat-penalty 1.1" in script
+    assert "--system-prompts" in script and "第二行" not in script and "Du bist" not in script
+    prompts = json.loads((bed.home.root / "system-prompts.json").read_text(encoding="utf-8"))
+    assert prompts == {"tiny-chat": NASTY}
+
+
+def test_preset_applies_to_a_real_request_and_the_request_wins(bed: InstallBed) -> None:
+    """A request with nothing of its own runs with the preset's sampling and gets the system prompt (more prompt
+    tokens than the same request with a one-word system message of its own); a request's own temperature and
+    system message win."""
+    plain = _post(bed, {"messages": HI})
+    params = plain["params"]
+    assert params["temperature"] == pytest.approx(0.35) and params["top_k"] == 7  # type: ignore[index]
+    assert params["repeat_penalty"] == pytest.approx(1.1)  # type: ignore[index]
+    own = _post(bed, {"messages": [{"role": "system", "content": "x"}, *HI], "temperature": 0.9})
+    assert own["params"]["temperature"] == pytest.approx(0.9)  # type: ignore[index]
+    assert own["params"]["top_k"] == 7  # type: ignore[index]  # what the request does not set stays the preset's
+    with_prompt, without = plain["usage"]["prompt_tokens"], own["usage"]["prompt_tokens"]  # type: ignore[index]
+    assert with_prompt > without + 20, (with_prompt, without)
+
+
+def test_status_shows_the_preset(bed: InstallBed) -> None:
+    proc = bed.run("status", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["preset"] == {"system": NASTY, "temperature": 0.35, "top_k": 7, "repeat_penalty": 1.1}
+    text = bed.run("status").stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("Preset: "))
+    assert "temperature 0.35" in line and "top_k 7" in line and "system Du bist" in line
+
+
+def test_preset_is_kept_by_a_rerun_changed_and_cleared(bed: InstallBed) -> None:
+    """A rerun without options keeps it (nothing to change); one option changes only that value (the server is
+    started again with it); ``--clear-preset`` forgets it: no front, the engine's sampling."""
+    again = bed.install()
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "the preset changes" not in again.stderr
+    state = load_state(bed.home)
+    assert state is not None and state.request is not None and state.request.preset is not None
+    assert state.request.preset.system == NASTY
+    changed = bed.install("--temperature", "0.5")
+    assert changed.returncode == 0, changed.stderr[-2000:]
+    assert "the preset changes" in changed.stderr
+    assert "--temp 0.5" in bed.home.run_sh.read_text(encoding="utf-8")
+    after = _post(bed, {"messages": HI})
+    assert after["params"]["temperature"] == pytest.approx(0.5)  # type: ignore[index]
+    assert after["params"]["top_k"] == 7  # type: ignore[index]
+    cleared = bed.install("--clear-preset")
+    assert cleared.returncode == 0, cleared.stderr[-2000:]
+    script = bed.home.run_sh.read_text(encoding="utf-8")
+    assert "--temp" not in script and "--system-prompts" not in script and " front " not in script
+    state = load_state(bed.home)
+    assert state is not None and state.request is not None and state.request.preset is None
+    bare = _post(bed, {"messages": HI})
+    assert bare["params"]["temperature"] == pytest.approx(0.8)  # type: ignore[index]  # llama.cpp's default
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("--temperature", "9"), "--temperature: 9 is not valid (from 0 to 5)"),
+    (("--top-k", "1.5"), "--top-k: 1.5 is not valid (a whole number)"),
+    (("--top-p", "nan"), "--top-p: nan is not valid (from 0 to 1)"),
+    (("--repeat-penalty", "0"), "--repeat-penalty: 0 is not valid (above 0, up to 10)"),
+    (("--system", "bell\x07"), "--system: 'bell\\x07' is not valid"),
+])
+def test_preset_bad_values_are_one_line_exit_2(bed: InstallBed, args: tuple[str, ...], says: str) -> None:
+    proc = bed.install(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert says in one_line_error(proc)
+
+
+def test_preset_file_unknown_key_is_one_line_exit_2(bed: InstallBed, tmp_path: Path) -> None:
+    path = tmp_path / "preset.toml"
+    path.write_text('temperature = 0.2\nsytem = "typo"\n', encoding="utf-8")
+    proc = bed.install("--preset", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown preset key 'sytem'" in one_line_error(proc)
