@@ -135,7 +135,7 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
     template = place_chat_template(home, _model(files).bytes_at)
     spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
     library, models_max = _library(previous, options)
-    prompts = system_prompts(spec.alias, options.request.preset if options.request is not None else None)
+    prompts = system_prompts(spec.alias, options.request.preset if options.request is not None else None, library)
     if library or prompts:  # other models beside it (router mode), a system prompt: behind the kit's front
         from bootstrap.register.shell_command import kit_command
 

@@ -306,9 +306,13 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
 def _kept_preset(request: InstallRequest, previous: InstallState | None, wanted: Wanted) -> Preset | None:
     """The default model's preset after this run: the options given over the recorded one (unless
     ``--clear-preset``, or MODEL is another model than the recorded default); None when nothing is left."""
+    from bootstrap.install.library import names_default, names_entry
+
     recorded = previous.request.preset if previous is not None and previous.request is not None else None
-    if request.clear_preset or (previous is not None and previous.request is not None
-                                and previous.request.model.partition(":")[0] != wanted.text.partition(":")[0]):
+    if previous is not None and previous.request is not None and not names_default(previous, wanted.text):
+        # another model becomes the default (``--default``): its own preset, when it was installed beside
+        recorded = next((m.preset for m in previous.library if names_entry(m, wanted)), None)
+    if request.clear_preset:
         recorded = None
     preset = recorded if request.preset is None else request.preset.over(recorded)
     return None if preset is None or preset.empty else preset
@@ -333,7 +337,8 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     old = LibraryModel(name=previous.server.alias, model_id=previous.model_id, quant=previous.quant, role="chat",
                        files=previous.files, args=previous.server.args, request=previous.request.model,
                        source=previous.request.source, planned_ram=previous.server.planned_ram,
-                       chat_template=previous.server.chat_template, tools=previous.server.tools)
+                       chat_template=previous.server.chat_template, tools=previous.server.tools,
+                       preset=previous.request.preset)
     library = (*(m for m in previous.library if m is not entry), old)
     reusable = previous.files + (entry.files if entry is not None else ())
     return DefaultSwitch(library, replace(previous, files=reusable))

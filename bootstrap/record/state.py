@@ -159,6 +159,7 @@ class LibraryModel:
     planned_ram: int | None = None  # bytes of host RAM the plan predicted for it alone
     chat_template: ChatTemplateRecord | None = None  # as ``ServerRecord.chat_template``
     tools: ToolsCheck | None = None  # as ``ServerRecord.tools``
+    preset: Preset | None = None  # install MODEL --system/--temperature/…: this model's preset (plan/presets.py)
 
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
@@ -215,6 +216,7 @@ class InstallState:
         doc["server"]["tools"] = None if self.server.tools is None else self.server.tools.to_json()
         for entry, model in zip(doc["library"], self.library, strict=True):
             entry["tools"] = None if model.tools is None else model.tools.to_json()
+            entry["preset"] = None if model.preset is None else model.preset.to_json()
         if self.request is not None:  # only the values set (plan/presets.py)
             doc["request"]["preset"] = None if self.request.preset is None else self.request.preset.to_json()
         return {"schema": doc.pop("schema"), **doc}
@@ -380,7 +382,7 @@ def _read_library(r: FieldReader) -> LibraryModel:
                         files=tuple(_read_file(f) for f in r.items("files")), args=r.strings("args"),
                         request=r.text("request"), source=r.text("source"),
                         planned_ram=_report_bytes(r.doc.get("planned_ram")), chat_template=_read_chat_template(r),
-                        tools=tools_from_json(r.doc.get("tools")))
+                        tools=tools_from_json(r.doc.get("tools")), preset=preset_from_json(r.doc.get("preset")))
 
 
 def load_state(home: Home) -> InstallState | None:
@@ -413,7 +415,8 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
     kit: tuple[str, ...] = ()
-    prompts = system_prompts(state.server.alias, state.request.preset if state.request is not None else None)
+    prompts = system_prompts(state.server.alias, state.request.preset if state.request is not None else None,
+                             state.library)
     if state.library or prompts:  # several models, a system prompt: the kit's front (register/router_front.py)
         from bootstrap.register.shell_command import kit_command
 
@@ -428,9 +431,12 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
     )
 
 
-def system_prompts(alias: str, preset: Preset | None) -> tuple[tuple[str, str], ...]:
-    """The models' system prompts the front adds (``plan/presets.py``): the default model's, when it has one."""
-    return ((alias, preset.system),) if preset is not None and preset.system else ()
+def system_prompts(alias: str, preset: Preset | None,
+                   library: tuple[LibraryModel, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """The models' system prompts the front adds (``plan/presets.py``): the default model's and each other
+    model's, for those that have one."""
+    pairs = [(alias, preset), *((m.name, m.preset) for m in library)]
+    return tuple((name, p.system) for name, p in pairs if p is not None and p.system)
 
 
 def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:

@@ -21,10 +21,19 @@ from bootstrap.core.home import Home
 from bootstrap.record.state import load_state
 from bootstrap.register.managers import FallbackManager
 from tests.support.hub import LoopbackHub
-from tests.support.install_bed import MODEL_FILE, MODEL_REPO, InstallBed, catalog_text, one_line_error, serve_engine
+from tests.support.install_bed import (
+    MODEL_FILE,
+    MODEL_REPO,
+    InstallBed,
+    catalog_text,
+    model_block,
+    one_line_error,
+    serve_engine,
+)
 from tests.support.llama import free_port
 from tests.support.tiny_gguf import write_model
 
+TWO_ID, TWO_REPO, TWO_FILE = "tiny-two-1b", "qwenkit-test/tiny-two-1b-GGUF", "tiny-two-1b-Q8_0.gguf"
 # Quotes of every kind, shell and cmd.exe specials, an INI comment, a line break, a tab, Chinese, an emoji.
 NASTY = 'Du bist "Qwen" — it\'s $HOME `id` %PATH% !x! ^& | < > ; # [s]\n第二行：回答要简短。\t🙂 \\n'
 
@@ -35,8 +44,12 @@ def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterato
     with LoopbackHub(root / "hub") as hub:
         model = write_model("llama", root / MODEL_FILE, dtype="q8_0", n_layer=2, n_ctx=4096)
         revision = hub.create_repo(MODEL_REPO, {MODEL_FILE: model})
+        other = write_model("llama", root / "two" / TWO_FILE, dtype="q8_0", n_layer=2, n_ctx=4096, seed=2)
+        two_revision = hub.create_repo(TWO_REPO, {TWO_FILE: other})
         bed = InstallBed(hub, Home(root / "Qwen 安装 home"), root / "catalog.toml", serve_engine(hub, engine_asset))
-        bed.catalog.write_text(catalog_text(revision, server_args=("-c", "2048", "-t", "2")), encoding="utf-8")
+        args = ("-c", "2048", "-t", "2")
+        bed.catalog.write_text(catalog_text(revision, server_args=args) + model_block(
+            two_revision, model_id=TWO_ID, repo=TWO_REPO, file=TWO_FILE, server_args=args), encoding="utf-8")
         proc = bed.install(MODEL_REPO.upper(), "--no-venv", "--port", str(free_port()), "--system", NASTY,
                            "--temperature", "0.35", "--top-k", "7", "--repeat-penalty", "1.1")
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,16 +59,18 @@ def bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> Iterato
             FallbackManager(bed.home).stop()
 
 
-def _post(bed: InstallBed, body: dict[str, object]) -> dict[str, object]:
+def _post(bed: InstallBed, body: dict[str, object], model: str | None = None) -> dict[str, object]:
     state = load_state(bed.home)
     assert state is not None
     key = bed.home.api_key_file.read_text(encoding="utf-8").strip()
     with requests.Session() as session:
         session.trust_env = False
         answer = session.post(f"http://127.0.0.1:{state.server.port}/v1/chat/completions", timeout=60,
-                              headers={"Authorization": f"Bearer {key}"}, json={"max_tokens": 2, **body})
+                              headers={"Authorization": f"Bearer {key}"},
+                              json={"max_tokens": 2, **body, **({"model": model} if model else {})})
         assert answer.status_code == 200, answer.text
-        slots = session.get(f"http://127.0.0.1:{state.server.port}/slots", timeout=30,
+        query = f"?model={model}" if model else ""
+        slots = session.get(f"http://127.0.0.1:{state.server.port}/slots{query}", timeout=30,
                             headers={"Authorization": f"Bearer {key}"})
         assert slots.status_code == 200, slots.text
     done = [s for s in slots.json() if "params" in s]
@@ -150,3 +165,34 @@ def test_preset_file_unknown_key_is_one_line_exit_2(bed: InstallBed, tmp_path: P
     proc = bed.install("--preset", str(path))
     assert proc.returncode == 2, proc.stderr
     assert "unknown preset key 'sytem'" in one_line_error(proc)
+
+
+def test_preset_of_a_model_beside_the_default_in_the_router_preset(bed: InstallBed) -> None:
+    """A second model, named the Ollama way, added with its own preset: its section of the router's ``models.ini``
+    holds its sampling, the front adds its system prompt to requests naming it, a rerun keeps it; ``logs --model``
+    and ``remove`` take the same names."""
+    proc = bed.install("tiny-two:1b", "--system", "Zwei: " + NASTY, "--temperature", "0.2", "--min-p", "0.07")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ini = (bed.home.root / "models.ini").read_text(encoding="utf-8")
+    section = ini.split(f"[{TWO_ID}]", 1)[1]
+    assert "temp = 0.2" in section and "min-p = 0.07" in section and "Zwei" not in ini
+    prompts = json.loads((bed.home.root / "system-prompts.json").read_text(encoding="utf-8"))
+    assert prompts == {TWO_ID: "Zwei: " + NASTY}
+    plain = _post(bed, {"messages": HI}, model=TWO_ID)
+    assert plain["params"]["temperature"] == pytest.approx(0.2)  # type: ignore[index]
+    assert plain["params"]["min_p"] == pytest.approx(0.07)  # type: ignore[index]
+    own = _post(bed, {"messages": [{"role": "system", "content": "x"}, *HI], "top_k": 3}, model=TWO_ID)
+    assert own["params"]["top_k"] == 3  # type: ignore[index]
+    assert plain["usage"]["prompt_tokens"] > own["usage"]["prompt_tokens"] + 20  # type: ignore[index]
+    default = _post(bed, {"messages": HI})  # the default model: its preset was cleared, no system prompt
+    assert default["params"]["temperature"] == pytest.approx(0.8)  # type: ignore[index]
+    again = bed.install("Qwenkit-Test/Tiny-Two-1B-GGUF")
+    assert again.returncode == 0, again.stderr[-2000:]
+    state = load_state(bed.home)
+    assert state is not None and state.library[0].preset is not None
+    assert state.library[0].preset.temperature == 0.2 and state.library[0].preset.system == "Zwei: " + NASTY
+    logs = bed.run("logs", "--model", "tiny-two:1b", "-n", "5")
+    assert logs.returncode == 0, logs.stderr
+    removed = bed.run("remove", "TINY_TWO_1B", "--yes")
+    assert removed.returncode == 0, removed.stderr[-2000:]
+    assert TWO_ID in removed.stdout

@@ -305,7 +305,7 @@ def _add_beside(home: Home, request: InstallRequest, unattended: bool, interacti
         return unattended or ask_yes_no(t("install.question"), default=True)
 
     outcome = add_model(home, request.model or "", source=request.source, verify_timeout=request.verify_timeout,
-                        confirm=confirm)
+                        confirm=confirm, preset=request.preset, clear_preset=request.clear_preset)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
     return 0
