@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.file_formats import load_toml
 
@@ -85,11 +85,13 @@ class Preset:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def shown(self) -> list[tuple[str, str]]:
-        """(key, value) pairs as ``status`` shows them, the system text on one line."""
-        out = [(k, str(v)) for k, v in self.to_json().items() if k != "system"]
+        """(option, value) pairs as ``status`` shows them (the options that set them), the system text quoted on
+        one line."""
+        out = [("--" + k.replace("_", "-"), f"{v:g}" if isinstance(v, float) else str(v))
+               for k, v in self.to_json().items() if k != "system"]
         if self.system:
             text = " ".join(self.system.split())
-            out.append(("system", text if len(text) <= 60 else text[:59] + "…"))
+            out.append(("--system", repr(text if len(text) <= 60 else text[:59] + "…")))
         return out
 
 
@@ -134,7 +136,7 @@ def preset_from(values: Mapping[str, Any], where: str | None = None) -> Preset:
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise UsageError(t("presets.err_key", path=where or "-", name=key, known=", ".join(known)),
+            raise UsageError(t("presets.err_key", path=where or "-", name=key, known=join_names(known)),
                              t("presets.hint"))
         if value is None:
             continue

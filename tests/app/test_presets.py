@@ -117,7 +117,7 @@ def test_status_shows_the_preset(bed: InstallBed) -> None:
     assert doc["preset"] == {"system": NASTY, "temperature": 0.35, "top_k": 7, "repeat_penalty": 1.1}
     text = bed.run("status").stdout
     line = next(ln for ln in text.splitlines() if ln.startswith("Preset: "))
-    assert "temperature 0.35" in line and "top_k 7" in line and "system Du bist" in line
+    assert "--temperature 0.35" in line and "--top-k 7" in line and "--system 'Du bist" in line
 
 
 def test_preset_is_kept_by_a_rerun_changed_and_cleared(bed: InstallBed) -> None:
