@@ -23,7 +23,10 @@ starts the router as its child on a free 127.0.0.1 port and passes every request
   offer every model) are passed as they are;
 - in the model list (``GET /models``, ``/v1/models``) every absolute path of ``status.args`` and ``status.preset``
   becomes its last part (``llama-server``); the flags stay (a team gateway reads a model's slots, ``-np``, there),
-  and so do id, state and capabilities.
+  and so do id, state and capabilities;
+- a chat request with no system (or developer) message gets its model's system prompt first, when the user gave
+  that model one (``plan/presets.py``, docs/presets.md: llama-server has no such option); for this alone the front
+  also runs before one model's server (its child is then that llama-server, not a router).
 
 The key stays llama-server's job: the front only reads the key file (``LLAMA_ARG_API_KEY_FILE``, which the start
 script sets for the router's children anyway) to decide whether to read a body before passing it on; a request
