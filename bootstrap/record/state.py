@@ -216,9 +216,9 @@ class InstallState:
         doc["server"]["tools"] = None if self.server.tools is None else self.server.tools.to_json()
         for entry, model in zip(doc["library"], self.library, strict=True):
             entry["tools"] = None if model.tools is None else model.tools.to_json()
-            entry["preset"] = None if model.preset is None else model.preset.to_json()
-        if self.request is not None:  # only the values set (plan/presets.py)
-            doc["request"]["preset"] = None if self.request.preset is None else self.request.preset.to_json()
+            _preset_json(entry, model.preset)
+        if self.request is not None:
+            _preset_json(doc["request"], self.request.preset)
         return {"schema": doc.pop("schema"), **doc}
 
     def tools(self, name: str | None = None) -> ToolsCheck | None:
@@ -227,6 +227,14 @@ class InstallState:
         if name is None or name == self.server.alias:
             return self.server.tools
         return next((m.tools for m in self.library if m.name == name), None)
+
+
+def _preset_json(doc: dict[str, Any], preset: Preset | None) -> None:
+    """A preset as recorded: only the values set (plan/presets.py); none, no key (a record as before presets)."""
+    if preset is None:
+        doc.pop("preset", None)
+    else:
+        doc["preset"] = preset.to_json()
 
 
 def file_intact(record: FileRecord, path: Path) -> bool:

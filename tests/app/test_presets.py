@@ -114,6 +114,7 @@ def test_preset_applies_to_a_real_request_and_the_request_wins(bed: InstallBed) 
 def test_status_shows_the_preset(bed: InstallBed) -> None:
     proc = bed.run("status", "--json")
     doc = json.loads(proc.stdout)
+    assert doc["healthy"] is True, doc["problems"]  # the front before one model's server is this home's own
     assert doc["preset"] == {"system": NASTY, "temperature": 0.35, "top_k": 7, "repeat_penalty": 1.1}
     text = bed.run("status").stdout
     line = next(ln for ln in text.splitlines() if ln.startswith("Preset: "))
