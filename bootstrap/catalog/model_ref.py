@@ -100,9 +100,9 @@ def parse_model_ref(text: str) -> ModelRef:
 def _catalog_repo(repo: str, text: str) -> CatalogRef:
     """``hf:unsloth/Qwen3.5-4B-GGUF``: the catalog model published there, else the usual "not a model" (a hub
     file needs its path)."""
-    from bootstrap.catalog.models import load_catalog
+    from bootstrap.catalog.models import current_catalog
 
-    reading = load_catalog().resolve(repo)
+    reading = current_catalog().resolve(repo)
     if reading is None:
         raise _bad(text)
     return CatalogRef(reading.model_id, reading.quant)
@@ -112,9 +112,9 @@ def _catalog_ref(value: str) -> CatalogRef:
     """The catalog model ``value`` names (``Catalog.resolve``). A known model with a quant it lacks keeps that quant
     (the catalog's lookup says which exist, with the closest); a name no model answers to is exit 2 now, with the
     closest catalog ids as the hint."""
-    from bootstrap.catalog.models import load_catalog
+    from bootstrap.catalog.models import current_catalog
 
-    catalog = load_catalog()
+    catalog = current_catalog()
     reading = catalog.resolve(value)
     if reading is not None:
         return CatalogRef(reading.model_id, reading.quant)

@@ -416,3 +416,22 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """Read and validate the catalog."""
     path = path or catalog_path()
     return parse_catalog(catalog_document(path), path)
+
+
+_LOADED: dict[tuple[str, int, int, str], Catalog] = {}
+
+
+def current_catalog() -> Catalog:
+    """``load_catalog()`` read once per catalog file as it is now (path, size, mtime) and UI language: MODEL is
+    resolved several times in one run (``model_ref``), and a no-op rerun must stay quick. A changed file is read
+    again; an unreadable one is ``load_catalog``'s error."""
+    path = catalog_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return load_catalog(path)
+    key = (str(path), st.st_size, st.st_mtime_ns, language())
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = load_catalog(path)
+    return _LOADED[key]

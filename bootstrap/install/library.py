@@ -478,7 +478,7 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
     without delete sharing, so replacing it failed ("cannot write to …run_qwen.bat….tmp: Permission denied",
     exit 3); and Windows' own cmd reads the rest of a running batch file from the new bytes at its old offset."""
     from bootstrap.register import managers
-    from bootstrap.render.start_scripts import render_start_scripts, start_files
+    from bootstrap.render.start_scripts import drop_unused_prompts, render_start_scripts, start_files
 
     spec = launch_spec(new, home)
     manager = managers.manager_named(old.service.manager if old.service else "script", home)
@@ -488,6 +488,7 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
         manager.stop()
         for rendered in scripts:
             rendered.write()
+        drop_unused_prompts(spec, home)
         _reinstall(manager, spec)
         for staged, final in swaps:
             aside = final.with_name(final.name + ".previous")

@@ -171,6 +171,13 @@ def system_prompts_file(spec: LaunchSpec, path: Path) -> RenderedFile:
     return RenderedFile(path, text, newline="\n", mode=0o600)
 
 
+def drop_unused_prompts(spec: LaunchSpec, home: Home) -> None:
+    """A system prompts file no start names any more (a preset cleared) is deleted: the user's text is not left
+    behind in the home."""
+    if not (spec.fronted and spec.system_prompts):
+        (home.root / spec.system_prompts_file.name).unlink(missing_ok=True)
+
+
 def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     """Write this system's start script into the home (atomically) and say where it is.
 
@@ -179,6 +186,7 @@ def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     """
     for rendered in start_files(spec, home):
         rendered.write()
+    drop_unused_prompts(spec, home)
     if spec.system == "Windows":
         return StartScripts(sh=None, bat=home.run_bat)
     return StartScripts(sh=home.run_sh, bat=None)

@@ -141,6 +141,7 @@ def test_preset_is_kept_by_a_rerun_changed_and_cleared(bed: InstallBed) -> None:
     assert cleared.returncode == 0, cleared.stderr[-2000:]
     script = bed.home.run_sh.read_text(encoding="utf-8")
     assert "--temp" not in script and "--system-prompts" not in script and " front " not in script
+    assert not (bed.home.root / "system-prompts.json").exists()  # the text is not left behind
     state = load_state(bed.home)
     assert state is not None and state.request is not None and state.request.preset is None
     bare = _post(bed, {"messages": HI})
@@ -197,3 +198,4 @@ def test_preset_of_a_model_beside_the_default_in_the_router_preset(bed: InstallB
     removed = bed.run("remove", "TINY_TWO_1B", "--yes")
     assert removed.returncode == 0, removed.stderr[-2000:]
     assert TWO_ID in removed.stdout
+    assert not (bed.home.root / "system-prompts.json").exists()  # its prompt went with it
