@@ -199,3 +199,28 @@ def test_preset_of_a_model_beside_the_default_in_the_router_preset(bed: InstallB
     assert removed.returncode == 0, removed.stderr[-2000:]
     assert TWO_ID in removed.stdout
     assert not (bed.home.root / "system-prompts.json").exists()  # its prompt went with it
+
+
+@pytest.mark.usefixtures("english")
+def test_preset_in_the_answers_file_under_a_preset_file_under_the_options(tmp_path: Path) -> None:
+    """An unattended rollout's answers file may carry a ``[preset]`` table; ``--preset FILE`` goes over it and the
+    options over both; a bad value in it is one line (exit 2) naming the file."""
+    import argparse
+
+    from bootstrap.app.commands.install import _preset, read_answers
+    from bootstrap.core.errors import UsageError
+
+    answers = tmp_path / "answers.toml"
+    answers.write_text('model = "tiny-chat"\n[preset]\nsystem = "from answers"\ntemperature = 0.1\ntop_k = 5\n',
+                       encoding="utf-8")
+    preset_file = tmp_path / "preset.toml"
+    preset_file.write_text("temperature = 0.2\nmin_p = 0.03\n", encoding="utf-8")
+    args = argparse.Namespace(system=None, temperature=None, top_p=None, top_k="9", min_p=None, repeat_penalty=None,
+                              presence_penalty=None, preset=str(preset_file))
+    preset = _preset(args, read_answers(str(answers))["preset"])
+    assert preset is not None and preset.to_json() == {"system": "from answers", "temperature": 0.2, "top_k": 9,
+                                                       "min_p": 0.03}
+    answers.write_text("[preset]\ntemperature = 7\n", encoding="utf-8")
+    with pytest.raises(UsageError) as exc:
+        read_answers(str(answers))
+    assert exc.value.message == f"{answers}: preset: temperature: 7 is not valid (from 0 to 5)"

@@ -39,10 +39,10 @@ from bootstrap.record.state import InstallState
 # answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
                              "service": bool, "venv": bool, "verify": bool, "thinking": bool, "ctx": int,
-                             "rpc": str}
+                             "rpc": str, "preset": dict}
 
 
-_KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
+_KIND_NAMES = {str: "string", int: "integer", bool: "true/false", dict: "a table"}
 
 
 MAX_ANSWERS_BYTES = 1 << 20  # a handful of options; anything larger is not an answers file
@@ -50,7 +50,8 @@ _RELATIVE_TO_FILE = ("home", "bundle")  # folders named in the file are where th
 
 
 def read_answers(path: str) -> dict[str, Any]:
-    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …).
+    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …, a
+    ``[preset]`` table as ``--preset FILE`` holds: docs/presets.md).
 
     A relative ``home`` or ``bundle`` folder is taken relative to the file's own folder (a rollout script runs
     from anywhere), as a relative path inside any configuration file is read.
@@ -65,6 +66,10 @@ def read_answers(path: str) -> dict[str, Any]:
             raise UsageError(t("install.err_answers_key", path=path, option=key, known=join_names(_ANSWERS)))
         if not _answer_ok(key, value, kind):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
+    if "preset" in doc:  # a [preset] table: the preset file's keys (plan/presets.py), checked now
+        from bootstrap.plan.presets import preset_from
+
+        doc["preset"] = preset_from(doc["preset"], f"{path}: preset")
     for key in _RELATIVE_TO_FILE:
         value = doc.get(key)
         if value and not is_url(value) and not Path(value).expanduser().is_absolute():
@@ -122,21 +127,21 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
         rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
-        preset=_preset(args), clear_preset=bool(getattr(args, "clear_preset", False)),
+        preset=_preset(args, answers.get("preset")), clear_preset=bool(getattr(args, "clear_preset", False)),
     )
     return request, pick("home", None)
 
 
-def _preset(args: argparse.Namespace) -> Preset | None:
-    """``--preset FILE`` with the options given beside it over it (``plan/presets.py``); None: none given (a rerun
-    keeps the recorded one). ``--system ""`` sets an empty system text, which means none."""
+def _preset(args: argparse.Namespace, answered: Preset | None = None) -> Preset | None:
+    """The options given over ``--preset FILE`` over the answers file's ``[preset]`` table (``plan/presets.py``);
+    None: none given (a rerun keeps the recorded one). ``--system ""`` sets an empty system text: none."""
     from bootstrap.plan.presets import PRESET_KEYS, preset_from, read_preset_file
 
     given = {key: getattr(args, key, None) for key in PRESET_KEYS}
     preset = preset_from({k: v for k, v in given.items() if v is not None})
     path = getattr(args, "preset", None)
-    if path:
-        preset = preset.over(read_preset_file(Path(check_text("--preset", path))))
+    below = read_preset_file(Path(check_text("--preset", path))).over(answered) if path else answered
+    preset = preset.over(below)
     return None if preset.empty else preset
 
 
