@@ -63,9 +63,10 @@ class ModelStatus:
     planned_ram_bytes: int | None
     kind: str = "chat"
     ctx: int | None = None
+    preset: Preset | None = None  # install MODEL --system/--temperature/… (plan/presets.py)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "preset": None if self.preset is None else self.preset.to_json()}
 
 
 @dataclass(frozen=True)
@@ -180,9 +181,10 @@ def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[Mod
         loaded[spec.alias] = "loaded"
     rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram,
                         model_kind("chat", state.file("mmproj") is not None),
-                        served_ctx.get(spec.alias) or request_ctx_of(spec.args))]
+                        served_ctx.get(spec.alias) or request_ctx_of(spec.args),
+                        state.request.preset if state.request is not None else None)]
     rows += [ModelStatus(m.name, m.role, False, m.quant, loaded.get(m.name), m.planned_ram, m.kind,
-                         served_ctx.get(m.name) or request_ctx_of(m.args)) for m in state.library]
+                         served_ctx.get(m.name) or request_ctx_of(m.args), m.preset) for m in state.library]
     return tuple(rows)
 
 

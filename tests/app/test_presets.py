@@ -188,6 +188,10 @@ def test_preset_of_a_model_beside_the_default_in_the_router_preset(bed: InstallB
     assert plain["usage"]["prompt_tokens"] > own["usage"]["prompt_tokens"] + 20  # type: ignore[index]
     default = _post(bed, {"messages": HI})  # the default model: its preset was cleared, no system prompt
     assert default["params"]["temperature"] == pytest.approx(0.8)  # type: ignore[index]
+    status = bed.run("status")
+    assert f"Preset of {TWO_ID}: --temperature 0.2; --min-p 0.07; --system 'Zwei: Du bist" in status.stdout
+    models = json.loads(bed.run("status", "--json").stdout)["models"]
+    assert [m["preset"] for m in models] == [None, {"system": "Zwei: " + NASTY, "temperature": 0.2, "min_p": 0.07}]
     again = bed.install("Qwenkit-Test/Tiny-Two-1B-GGUF")
     assert again.returncode == 0, again.stderr[-2000:]
     state = load_state(bed.home)

@@ -64,6 +64,10 @@ def _print(report: StatusReport) -> None:
         out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max, default=spec.alias))
         for line in model_table(report.models):
             out("    " + line)
+        for model in report.models[1:]:  # each other model's preset (plan/presets.py), under the table
+            if model.preset is not None:
+                out(t("status.preset_of", name=model.name,
+                      items=console.join_items(f"{k} {v}" for k, v in model.preset.shown())))
     out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
     out(t("status.line_endpoint", endpoint=spec.client_openai_url))
     out(t("status.line_key", path=spec.api_key_file))

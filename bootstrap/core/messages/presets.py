@@ -52,4 +52,5 @@ MESSAGES: dict[str, dict[str, str]] = {
                          "zh": "清除模型已保存的预设（恢复模型目录的采样设置，无系统提示词）"},
     "fresh.preset_changed": {"en": "the preset changes", "zh": "预设有变化"},
     "status.preset": {"en": "Preset: {items}", "zh": "预设：{items}"},
+    "status.preset_of": {"en": "Preset of {name}: {items}", "zh": "{name} 的预设：{items}"},
 }
