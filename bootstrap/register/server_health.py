@@ -96,7 +96,9 @@ def server_props(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Ser
         try:
             # a router answers /props for the model named (llama.cpp tools/server/README.md "Routing requests")
             resp = session.get(f"{spec.base_url}/props", timeout=timeout,
-                               params={"model": spec.alias} if spec.router else None,
+                               # autoload=false: a look never loads an unloaded model (server-models.cpp
+                               # is_autoload)
+                               params={"model": spec.alias, "autoload": "false"} if spec.router else None,
                                headers={"Authorization": f"Bearer {api_key}"})
             doc = resp.json() if resp.status_code == 200 else None
         except (requests.RequestException, ValueError):

@@ -30,6 +30,7 @@ from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
+from bootstrap.plan.keep_alive import parse_keep_alive
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.speed import describe as describe_speed
@@ -121,6 +122,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
         rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
+        keep_alive=None if getattr(args, "keep_alive", None) is None else parse_keep_alive(args.keep_alive),
     )
     return request, pick("home", None)
 
@@ -283,6 +285,8 @@ def _add_beside(home: Home, request: InstallRequest, unattended: bool, interacti
         return None
     if request.host != DEFAULT_HOST or request.port is not None or request.ctx is not None:
         raise UsageError(t("library.err_server_options"), t("library.hint_server_options"))
+    if request.keep_alive is not None:  # one keep-alive for the install's models (docs/loaded-models.md)
+        raise UsageError(t("ps.err_keep_alive_beside"), t("ps.hint_keep_alive_beside"))
 
     def confirm(_summary: str) -> bool:
         if not unattended and not interactive:
