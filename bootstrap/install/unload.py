@@ -15,7 +15,7 @@ import time
 
 import requests
 
-from bootstrap.core.console import t
+from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
 from bootstrap.core.suggest import did_you_mean
@@ -36,7 +36,7 @@ def unload(home: Home, name: str) -> bool:
     spec = launch_spec(state, home)
     names = [spec.alias, *(m.name for m in state.library)]
     if name not in names:
-        raise UsageError(t("ps.err_unknown", name=name, names=", ".join(names)),
+        raise UsageError(t("ps.err_unknown", name=name, names=join_names(names)),
                          did_you_mean(name, names) or t("ps.hint_unknown"))
     if not spec.router:
         raise UsageError(t("ps.err_one_model", name=name, keep=keep_alive_text(keep_alive_of(state))),
