@@ -11,12 +11,16 @@ sleeping server and starts its idle time again, so it is never asked):
 - memory measured: the resident set of the process that holds the model (a router's child for that model, found
   by the port the router gave it in ``status.args``; one model's server itself) beside the plan's figure for that
   model (``state.json``). A sleeping or unloaded model holds no weights: its figure is what is left (the child's
-  bare process) or nothing.
+  bare process) or nothing;
+- busy and idle (several models): the kit's front counts the requests it passes on per model and when the last
+  one ended (``register/router_front.Activity``); "unloads in" is the keep-alive less the idle time. One model's
+  server has no front and the engine publishes neither (its idle timer has no endpoint), so there they are unknown.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import psutil
@@ -26,6 +30,7 @@ from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import Home
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.api_key import read_api_key
+from bootstrap.plan.keep_alive import sleep_seconds
 from bootstrap.plan.launch_spec import LaunchSpec, parallel_of
 from bootstrap.record.state import keep_alive_of, load_launch_spec, require_state
 from bootstrap.register.server_health import Health, check_health
@@ -45,6 +50,9 @@ class LoadedModel:
     planned_ram_bytes: int | None  # what the plan predicted for this model (state.json)
     slots: int | None  # requests it serves at once
     keep_alive_s: int  # idle seconds before the engine frees it (-1: never)
+    busy: int | None = None  # requests it is serving now (the front's count; None: not known)
+    idle_s: float | None = None  # seconds since its last request ended (None: not known, or busy)
+    unloads_in_s: float | None = None  # seconds until the engine frees it (None: never, not loaded, or not known)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +89,7 @@ def collect(home: Home) -> LoadedReport:
     root = _process(health)
     if spec.router:
         docs = _router_models(spec, key) if health.state == "ok" else {}
+        activity = _activity(spec, key) if health.state == "ok" and spec.fronted else None
         rows = []
         for name in planned:
             doc = docs.get(name, {})
@@ -89,9 +98,10 @@ def collect(home: Home) -> LoadedReport:
             proc = _child_on(root, _port_of(status.get("args"))) if value in ("loaded", "sleeping", "loading") \
                 else None
             slots = _router_slots(spec, key, name) if value in ("loaded", "sleeping") else None
-            rows.append(LoadedModel(name, name == spec.alias, value if value in STATES else None,
-                                    None if proc is None else proc.pid, _rss(proc), planned[name],
-                                    slots or parallel_of(flags[name]), keep))
+            rows.append(_with_activity(
+                LoadedModel(name, name == spec.alias, value if value in STATES else None,
+                            None if proc is None else proc.pid, _rss(proc), planned[name],
+                            slots or parallel_of(flags[name]), keep), activity))
         return LoadedReport(home, health, True, tuple(rows))
     value: str | None = None
     slots = None
@@ -105,6 +115,40 @@ def collect(home: Home) -> LoadedReport:
     row = LoadedModel(spec.alias, True, value, None if proc is None else proc.pid, _rss(proc),
                       state.server.planned_ram, slots or parallel_of(state.server.args), keep)
     return LoadedReport(home, health, False, (row,))
+
+
+def _activity(spec: LaunchSpec, key: str) -> dict[str, Any] | None:
+    """The front's count of requests per model (``router_front.ACTIVITY_PATH``); None from an older front."""
+    from bootstrap.register.router_front import ACTIVITY_PATH
+
+    with local_session() as session:
+        try:
+            resp = session.get(f"{spec.base_url}{ACTIVITY_PATH}", timeout=3.0,
+                               headers={"Authorization": f"Bearer {key}"})
+            doc = resp.json() if resp.status_code == 200 else None
+        except (requests.RequestException, ValueError):
+            return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), dict):
+        return None
+    return doc
+
+
+def _with_activity(row: LoadedModel, activity: dict[str, Any] | None) -> LoadedModel:
+    """``row`` with its busy count, idle time and time left before the engine frees it, from the front's figures.
+    A model not asked since the front started has been idle since then (its child's idle timer started at its
+    load, no earlier)."""
+    if activity is None or row.state not in ("loaded", "sleeping"):
+        return row
+    mine = activity["models"].get(row.name, {})
+    busy = mine.get("busy") if isinstance(mine.get("busy"), int) else 0
+    since = mine.get("last_end") if isinstance(mine.get("last_end"), (int, float)) else activity.get("started")
+    if busy or not isinstance(since, (int, float)):
+        return replace(row, busy=busy)
+    idle = max(0.0, time.time() - since)
+    left = None
+    if row.state == "loaded" and row.keep_alive_s >= 0:
+        left = max(0.0, float(sleep_seconds(row.keep_alive_s) or 0) - idle)
+    return replace(row, busy=0, idle_s=idle, unloads_in_s=left)
 
 
 def _process(health: Health) -> psutil.Process | None:

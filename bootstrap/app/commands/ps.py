@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bootstrap.app.check_table import display_width
+from bootstrap.app.commands.status import duration_text
 from bootstrap.core import console
 from bootstrap.core.console import out, t
 from bootstrap.core.errors import ExitCode
@@ -32,14 +33,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def table(report: LoadedReport) -> list[str]:
-    """Aligned columns (display width: Chinese lines up too) under a heading."""
-    rows = [[t("ps.col_name"), t("ps.col_state"), t("ps.col_memory"), t("ps.col_slots"), t("ps.col_keep")]]
+    """Aligned columns (display width: Chinese lines up too) under a heading, then the keep-alive in force."""
+    rows = [[t("ps.col_name"), t("ps.col_state"), t("ps.col_memory"), t("ps.col_slots"), t("ps.col_idle"),
+             t("ps.col_unloads")]]
     for m in report.models:
-        rows.append([m.name + (t("ps.default") if m.default else ""), _state(m), _memory(m),
-                     "-" if m.slots is None else str(m.slots), _keep(m)])
+        rows.append([m.name + (t("ps.default") if m.default else ""), _state(m), _memory(m), _slots(m),
+                     "-" if m.idle_s is None else duration_text(m.idle_s), _unloads(m)])
     widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell + " " * (widths[i] - display_width(cell)) for i, cell in enumerate(row)).rstrip()
-            for row in rows]
+    lines = ["  ".join(cell + " " * (widths[i] - display_width(cell)) for i, cell in enumerate(row)).rstrip()
+             for row in rows]
+    keep = report.models[0].keep_alive_s if report.models else -1
+    lines.append(t("ps.keep_never") if keep < 0 else t("ps.keep_after", keep=keep_alive_text(keep)))
+    return lines
 
 
 def _state(m: LoadedModel) -> str:
@@ -52,7 +57,13 @@ def _memory(m: LoadedModel) -> str:
     return f"{used} / {planned}"  # figures only: the heading says which is which
 
 
-def _keep(m: LoadedModel) -> str:
-    if m.keep_alive_s < 0:
-        return t("ps.keep_never")
-    return t("ps.keep_after", keep=keep_alive_text(m.keep_alive_s))
+def _slots(m: LoadedModel) -> str:
+    return f"{'-' if m.busy is None else m.busy} / {'-' if m.slots is None else m.slots}"
+
+
+def _unloads(m: LoadedModel) -> str:
+    if m.state == "loaded" and m.keep_alive_s < 0:
+        return t("ps.unloads_never")
+    if m.state == "loaded" and m.busy:
+        return t("ps.unloads_busy")
+    return "-" if m.unloads_in_s is None else duration_text(m.unloads_in_s)

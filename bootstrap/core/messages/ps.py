@@ -93,14 +93,24 @@ MESSAGES: dict[str, dict[str, str]] = {
     "ps.col_name": {"en": "MODEL", "zh": "模型"},
     "ps.col_state": {"en": "STATE", "zh": "状态"},
     "ps.col_memory": {"en": "MEMORY (NOW / PLAN)", "zh": "内存（当前/规划）"},
-    "ps.col_slots": {"en": "SLOTS", "zh": "并发槽"},
-    "ps.col_keep": {"en": "IDLE UNLOAD", "zh": "空闲卸载"},
+    "ps.col_slots": {"en": "BUSY / SLOTS", "zh": "忙碌/并发槽"},
+    "ps.col_idle": {"en": "IDLE FOR", "zh": "已空闲"},
+    "ps.col_unloads": {"en": "UNLOADS IN", "zh": "卸载倒计时"},
+    "ps.unloads_never": {"en": "never", "zh": "不卸载"},
+    "ps.unloads_busy": {"en": "busy", "zh": "处理中"},
     "ps.default": {"en": " (default)", "zh": "（默认）"},
     "ps.state_loaded": {"en": "loaded", "zh": "已加载"},
     "ps.state_loading": {"en": "loading", "zh": "加载中"},
     "ps.state_unloaded": {"en": "unloaded", "zh": "已卸载"},
     "ps.state_sleeping": {"en": "asleep (reloads on the next request)", "zh": "休眠（下一个请求时重新加载）"},
     "status.model_sleeping": {"en": "asleep", "zh": "休眠"},
-    "ps.keep_never": {"en": "never", "zh": "从不"},
-    "ps.keep_after": {"en": "after {keep} idle", "zh": "空闲 {keep} 后"},
+    "ps.keep_never": {
+        "en": "Idle models stay loaded (install --keep-alive never); 'qwenkit stop MODEL' unloads one.",
+        "zh": "空闲模型保持加载（install --keep-alive never）；'qwenkit stop MODEL' 可卸载其中一个。",
+    },
+    "ps.keep_after": {
+        "en": "A model idle for {keep} is unloaded and its memory given back (install --keep-alive); the next request "
+              "loads it again.",
+        "zh": "模型空闲 {keep} 后会被卸载并归还内存（install --keep-alive）；下一个请求会重新加载。",
+    },
 }
