@@ -6,8 +6,8 @@ sleeping server and starts its idle time again, so it is never asked):
 
 - the state: a router's ``GET /models`` ``status.value`` ("loaded", "loading", "unloaded", "sleeping"); one
   model's server: ``/health`` (503 while loading) and ``/props`` ``is_sleeping``;
-- the slots: ``/props`` ``total_slots`` (a router: ``/props?model=NAME&autoload=false``, which never loads an
-  unloaded model), else the model's ``-np``;
+- the slots: ``/props`` ``total_slots`` (``register/server_health.server_props``; a router's with
+  ``?model=NAME&autoload=false``, which never loads an unloaded model), else the model's ``-np``;
 - memory measured: the resident set of the process that holds the model (a router's child for that model, found
   by the port the router gave it in ``status.args``; one model's server itself) beside the plan's figure for that
   model (``state.json``). A sleeping or unloaded model holds no weights: its figure is what is left (the child's
@@ -33,7 +33,7 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.plan.keep_alive import sleep_seconds
 from bootstrap.plan.launch_spec import LaunchSpec, parallel_of
 from bootstrap.record.state import keep_alive_of, load_launch_spec, require_state
-from bootstrap.register.server_health import Health, check_health
+from bootstrap.register.server_health import Health, check_health, server_props
 
 STATES = ("loaded", "loading", "unloaded", "sleeping")
 
@@ -97,7 +97,8 @@ def collect(home: Home) -> LoadedReport:
             value = status.get("value") if isinstance(status.get("value"), str) else None
             proc = _child_on(root, _port_of(status.get("args"))) if value in ("loaded", "sleeping", "loading") \
                 else None
-            slots = _router_slots(spec, key, name) if value in ("loaded", "sleeping") else None
+            props = server_props(spec, key, model=name) if value in ("loaded", "sleeping") else None
+            slots = None if props is None else props.slots
             rows.append(_with_activity(
                 LoadedModel(name, name == spec.alias, value if value in STATES else None,
                             None if proc is None else proc.pid, _rss(proc), planned[name],
@@ -108,9 +109,9 @@ def collect(home: Home) -> LoadedReport:
     if health.state == "loading":
         value = "loading"
     elif health.state == "ok":
-        props = _props(spec, key, None)
-        value = "sleeping" if props.get("is_sleeping") is True else "loaded"
-        slots = _count(props.get("total_slots"))
+        props = server_props(spec, key)
+        value = "sleeping" if props is not None and props.sleeping else "loaded"
+        slots = None if props is None else props.slots
     proc = root if value is not None else None
     row = LoadedModel(spec.alias, True, value, None if proc is None else proc.pid, _rss(proc),
                       state.server.planned_ram, slots or parallel_of(state.server.args), keep)
@@ -168,27 +169,6 @@ def _router_models(spec: LaunchSpec, key: str) -> dict[str, dict[str, Any]]:
         return {str(d.get("id")): d for d in listed_models(spec, key, timeout=3.0)}
     except QwenKitError:
         return {}
-
-
-def _props(spec: LaunchSpec, key: str, model: str | None) -> dict[str, Any]:
-    """``GET /props`` (exempt from the idle timer; a router's with ``autoload=false``: never loads a model)."""
-    params = None if model is None else {"model": model, "autoload": "false"}
-    with local_session() as session:
-        try:
-            resp = session.get(f"{spec.base_url}/props", params=params, timeout=3.0,
-                               headers={"Authorization": f"Bearer {key}"})
-            doc = resp.json() if resp.status_code == 200 else None
-        except (requests.RequestException, ValueError):
-            return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _router_slots(spec: LaunchSpec, key: str, name: str) -> int | None:
-    return _count(_props(spec, key, name).get("total_slots"))
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _port_of(args: Any) -> int | None:

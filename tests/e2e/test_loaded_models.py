@@ -127,6 +127,8 @@ def test_keep_alive_one_model_sleeps_when_idle_and_ps_command_shows_it(bed: Bed)
     print(f"one model: RSS loaded {loaded['rss_bytes']} B, asleep {asleep['rss_bytes']} B")
     words = bed.run("ps").stdout
     assert "asleep (reloads on the next request)" in words
+    status = json.loads(bed.run("status", "--json").stdout)
+    assert status["healthy"] and status["models"][0]["loaded"] == "sleeping", status  # status says it too
     assert bed.loaded_row(MODEL_ID)["pid"] == loaded["pid"]  # the next request wakes it
     status = json.loads(bed.run("status", "--json").stdout)
     assert status["healthy"], status["problems"]
