@@ -236,7 +236,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                              measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
                                  f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)),
-                             python_versions=() if bundle is None else bundle.manifest.python_versions)
+                             python_versions=() if bundle is None else bundle.manifest.python_versions,
+                             keep_alive=request.keep_alive)
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed

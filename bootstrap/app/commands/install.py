@@ -30,7 +30,7 @@ from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
-from bootstrap.plan.keep_alive import parse_keep_alive
+from bootstrap.plan.keep_alive import effective, keep_alive_text, parse_keep_alive
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.speed import describe as describe_speed
@@ -164,6 +164,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_port", port=p.port))
     script = "run_qwen.bat" if p.hardware.os.system == "Windows" else "run_qwen.sh"
     console.info(t("install.proposal_runs", how=t(f"install.runs_{p.manager}", script=script)))
+    keep = effective(p.keep_alive)  # when the memory is given back (docs/loaded-models.md)
+    console.info(t("ps.proposal_keep_never") if keep < 0 else t("ps.proposal_keep", keep=keep_alive_text(keep)))
     if p.thinking is not None:  # None: no --reasoning, a model without a thinking mode
         console.info(t(f"install.proposal_thinking_{'on' if p.thinking else 'off'}"))
     console.info(t("install.proposal_home", home=home))

@@ -42,6 +42,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the idle time before a model is unloaded changes from {old} to {new}",
         "zh": "模型空闲卸载时间由 {old} 改为 {new}",
     },
+    "ps.proposal_keep": {
+        "en": "  idle unload    after {keep} without a request (memory given back; --keep-alive)",
+        "zh": "  空闲卸载      无请求 {keep} 后（归还内存；--keep-alive）",
+    },
+    "ps.proposal_keep_never": {
+        "en": "  idle unload    never (--keep-alive never)",
+        "zh": "  空闲卸载      从不（--keep-alive never）",
+    },
     "ps.err_unknown": {
         "en": "no installed model is named {name} (installed: {names})",
         "zh": "没有名为 {name} 的已安装模型（已安装：{names}）",
