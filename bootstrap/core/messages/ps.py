@@ -19,7 +19,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "ps.arg_keep_alive": {
         "en": "how long a model stays loaded after its last request: 30s, 5m, 1h, 0 (unload at once), "
               "-1 or never (keep it); default 30m",
-        "zh": "模型在最后一个请求后保持加载的时长：30s、5m、1h、0（立即卸载）、-1 或 never（一直保留）；默认 30m",
+        "zh": "模型在最后一个请求后保持加载的时长：30s、5m、1h、0（立即卸载）、-1 或 'never'（一直保留）；默认 30m",
     },
     "ps.err_keep_alive": {
         "en": "--keep-alive takes a duration (got {value})",
@@ -28,7 +28,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "ps.hint_keep_alive": {
         "en": "Give seconds or a duration such as 30s, 5m, 1h or 1h30m; 0 unloads at once, -1 or never keeps it "
               "loaded (at most a year).",
-        "zh": "请给出秒数或时长，例如 30s、5m、1h 或 1h30m；0 表示立即卸载，-1 或 never 表示一直保留（最长一年）。",
+        "zh": "请给出秒数或时长，例如 30s、5m、1h 或 1h30m；0 表示立即卸载，-1 或 'never' 表示一直保留（最长一年）。",
     },
     "ps.err_keep_alive_beside": {
         "en": "--keep-alive is set for the whole install, not with a model added beside the default",
@@ -48,7 +48,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "ps.proposal_keep_never": {
         "en": "  idle unload    never (--keep-alive never)",
-        "zh": "  空闲卸载      从不（--keep-alive never）",
+        "zh": "  空闲卸载      从不（'--keep-alive never'）",
     },
     "ps.err_unknown": {
         "en": "no installed model is named {name} (installed: {names})",
@@ -114,7 +114,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "status.model_sleeping": {"en": "asleep", "zh": "休眠"},
     "ps.keep_never": {
         "en": "Idle models stay loaded (install --keep-alive never); 'qwenkit stop MODEL' unloads one.",
-        "zh": "空闲模型保持加载（install --keep-alive never）；'qwenkit stop MODEL' 可卸载其中一个。",
+        "zh": "空闲模型保持加载（'qwenkit install --keep-alive never'）；'qwenkit stop MODEL' 可卸载其中一个。",
     },
     "ps.keep_after": {
         "en": "A model idle for {keep} is unloaded and its memory given back (install --keep-alive); the next request "
