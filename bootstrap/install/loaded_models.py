@@ -140,7 +140,8 @@ def _with_activity(row: LoadedModel, activity: dict[str, Any] | None) -> LoadedM
     load, no earlier)."""
     if activity is None or row.state not in ("loaded", "sleeping"):
         return row
-    mine = activity["models"].get(row.name, {})
+    mine = activity["models"].get(row.name)
+    mine = mine if isinstance(mine, dict) else {}
     busy = mine.get("busy") if isinstance(mine.get("busy"), int) else 0
     since = mine.get("last_end") if isinstance(mine.get("last_end"), (int, float)) else activity.get("started")
     if busy or not isinstance(since, (int, float)):
