@@ -102,7 +102,7 @@ def test_ps_command_figures_want_the_key(front: str) -> None:
     assert json.loads(_activity(front).text)["models"] == {}
 
 
-def test_body_model_reads_only_a_named_model() -> None:
+def test_ps_command_figures_count_only_a_named_model() -> None:
     assert body_model(b'{"model": "x", "messages": []}') == "x"
     assert body_model(b'{"model": ""}') is None
     assert body_model(b'[1]') is None
