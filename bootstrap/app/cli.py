@@ -42,6 +42,8 @@ COMMANDS: dict[str, str] = {
     "selfcheck": "selfcheck",
     "supervise": "supervise",
     "front": "front",
+    "ps": "ps",
+    "stop": "stop",
 }
 HIDDEN = frozenset({"selfcheck", "supervise", "front"})
 
@@ -142,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch):
+                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch, _add_ps, _add_stop):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -222,6 +224,7 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.install_rpc"))
     install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
     install.add_argument("--default", action="store_true", help=t("arg.install_default"))
+    install.add_argument("--keep-alive", metavar="DURATION", help=t("ps.arg_keep_alive"))  # issue 40 (ps)
     _add_preset_options(install)
 
 
@@ -239,6 +242,18 @@ def _add_status(sub: Subcommands) -> None:
     _home(status)
     status.add_argument("--json", action="store_true", help=t("cli.json"))
     status.add_argument("--open", action="store_true", help=t("arg.open_web"))
+
+
+def _add_ps(sub: Subcommands) -> None:
+    ps = _command(sub, "ps")
+    _home(ps)
+    ps.add_argument("--json", action="store_true", help=t("cli.json"))
+
+
+def _add_stop(sub: Subcommands) -> None:
+    stop = _command(sub, "stop")
+    stop.add_argument("model", metavar="MODEL", help=t("ps.arg_stop_model"))
+    _home(stop)
 
 
 def _add_logs(sub: Subcommands) -> None:

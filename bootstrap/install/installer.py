@@ -76,6 +76,7 @@ class InstallRequest:
     ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
     make_default: bool = False  # install --default MODEL: MODEL becomes the default, the old one is kept beside it
     rpc: tuple[str, ...] | None = None  # install --rpc: RPC workers' endpoints; None: as recorded; (): none
+    keep_alive: int | None = None  # install --keep-alive, seconds (-1: never); None: as recorded, else the default
     preset: Preset | None = None  # install --system/--temperature/…/--preset: over the recorded one (plan/presets)
     clear_preset: bool = False  # install --clear-preset: the recorded preset is forgotten first
 
@@ -177,6 +178,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         request = replace(request, thinking=previous.request.thinking)  # a rerun keeps --thinking
     if request.ctx is None and previous is not None and previous.request is not None:
         request = replace(request, ctx=previous.request.ctx)  # and --ctx
+    if request.keep_alive is None and previous is not None and previous.request is not None:
+        request = replace(request, keep_alive=previous.request.keep_alive)  # and --keep-alive
     request = replace(request, ctx=request.ctx or None)  # CTX_AUTO: the plan's choice, recorded as no choice
     if request.rpc is None:  # and --rpc
         request = replace(request, rpc=previous.request.rpc if previous and previous.request else ())
@@ -187,7 +190,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     reasons: tuple[str, ...] = ()
     relaunch = False  # only how the server starts changes: no network check, no speed measurement
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc, request.preset)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc,
+                                keep_alive=request.keep_alive, preset=request.preset)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -236,7 +240,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                              measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
                                  f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)),
-                             python_versions=() if bundle is None else bundle.manifest.python_versions)
+                             python_versions=() if bundle is None else bundle.manifest.python_versions,
+                             keep_alive=request.keep_alive)
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed
@@ -623,7 +628,7 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
         request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or (),
-                              request.preset),
+                              keep_alive=request.keep_alive, preset=request.preset),
     )
 
 

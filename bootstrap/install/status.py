@@ -52,8 +52,8 @@ class ModelStatus:
     """One installed model: its name (what requests send as ``"model"``), role, what it is for (``kind``: chat,
     embedding, or vision: a chat model with a projector), the tokens one request may use (its child's own
     ``n_ctx`` while loaded, else its flags'), and whether the server has it loaded now (the router's ``GET
-    /models``: "loaded", "loading", "unloaded"; a single-model server: "loaded" while healthy; None when the
-    server did not say)."""
+    /models``: "loaded", "loading", "unloaded", "sleeping"; a single-model server: "loaded" while healthy,
+    "sleeping" when ``/props`` says its keep-alive freed it; None when the server did not say)."""
 
     name: str
     role: str
@@ -177,8 +177,9 @@ def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[Mod
                     served_ctx[str(doc.get("id"))] = n_ctx
         except QwenKitError:
             pass
-    elif key:
-        loaded[spec.alias] = "loaded"
+    elif key:  # one model's server: loaded while healthy, or asleep after its keep-alive (``/props`` says)
+        props = server_props(spec, key)
+        loaded[spec.alias] = "sleeping" if props is not None and props.sleeping else "loaded"
     rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram,
                         model_kind("chat", state.file("mmproj") is not None),
                         served_ctx.get(spec.alias) or request_ctx_of(spec.args),

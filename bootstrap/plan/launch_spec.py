@@ -17,6 +17,7 @@ from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.home import PRESET_NAME, SYSTEM_PROMPTS_NAME
 from bootstrap.core.input_checks import check_text, decimal_int
+from bootstrap.plan.keep_alive import sleep_seconds
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
@@ -182,6 +183,7 @@ class PresetModel:
     args: tuple[str, ...]
     load_on_startup: bool = False
     chat_template: Path | None = None  # the kit's template instead of the model's own (plan/chat_template.py)
+    keep_alive_s: int = -1  # idle seconds before the engine frees it (plan/keep_alive.py); -1: kept loaded
 
 
 # The environment variable llama-server reads for ``--api-key-file`` (llama.cpp ``common/arg.cpp``). In router mode
@@ -214,6 +216,9 @@ class LaunchSpec:
     # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
     # None: the model's own template serves.
     chat_template: Path | None = None
+    # Idle seconds before the engine frees the default model's memory (plan/keep_alive.py; ``--sleep-idle-seconds``);
+    # -1: kept loaded. In router mode each model's own is in its preset section.
+    keep_alive_s: int = -1
     # Model name → its system prompt (plan/presets.py): the kit's front adds it to a chat request that has none,
     # read from ``system_prompts_file`` (JSON: any character survives); with any, the front runs for one model too.
     system_prompts: tuple[tuple[str, str], ...] = ()
@@ -304,6 +309,9 @@ class LaunchSpec:
         out += list(self.args)
         if self.chat_template is not None:
             out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
+        sleep = sleep_seconds(self.keep_alive_s)
+        if sleep is not None:
+            out += ["--sleep-idle-seconds", str(sleep)]
         address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
         out += ["--alias", self.alias, *address, "--api-key-file", self.key_file_arg()]
         return out

@@ -22,6 +22,7 @@ from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.core.private_address import check_rpc_endpoints
+from bootstrap.plan.keep_alive import effective
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
 from bootstrap.plan.presets import Preset, preset_from_json
 from bootstrap.register.launcher_record import LauncherRecord
@@ -140,7 +141,13 @@ class RequestRecord:
     thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
     ctx: int | None = None  # install --ctx N; None: the plan's choice
     rpc: tuple[str, ...] = ()  # install --rpc IP:PORT,…: the RPC workers this head lends memory from
+    keep_alive: int | None = None  # install --keep-alive, seconds (-1: never); None: the default (plan/keep_alive.py)
     preset: Preset | None = None  # install --system/--temperature/…: the default model's preset (plan/presets.py)
+
+    @property
+    def keep_alive_s(self) -> int:
+        """The idle time after which each model's memory is given back, as in force."""
+        return effective(self.keep_alive)
 
 
 @dataclass(frozen=True)
@@ -374,6 +381,7 @@ def state_from_json(doc: Any) -> InstallState:
                                                                    request.opt_flag("thinking"),
                                                                    request.opt_integer("ctx", minimum=1),
                                                                    _read_rpc(request),
+                                                                   request.opt_integer("keep_alive", minimum=-1),
                                                                    preset_from_json(request.doc.get("preset"))),
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
@@ -434,9 +442,15 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
-        others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
-        chat_template=template_file(home, state.server.chat_template), system_prompts=prompts,
+        others=preset_models(home, state.library, state.models_max, keep_alive_of(state)),
+        models_max=state.models_max, kit=kit, chat_template=template_file(home, state.server.chat_template),
+        keep_alive_s=keep_alive_of(state), system_prompts=prompts,
     )
+
+
+def keep_alive_of(state: InstallState) -> int:
+    """The keep-alive in force for this install's models (``install --keep-alive``, else the default)."""
+    return effective(state.request.keep_alive if state.request is not None else None)
 
 
 def system_prompts(alias: str, preset: Preset | None,
@@ -452,7 +466,8 @@ def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:
     return None if record is None or record.path is None else resolve_in_home(home, record.path)
 
 
-def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int) -> tuple[PresetModel, ...]:
+def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int,
+                  keep_alive_s: int = -1) -> tuple[PresetModel, ...]:
     """The library as the router's preset sees it; all of them load at startup when all fit (``models_max``
     counts the default too), else each loads on its first request."""
     out = []
@@ -464,7 +479,8 @@ def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int
         out.append(PresetModel(entry.name, resolve_in_home(home, main.path),
                                None if projector is None else resolve_in_home(home, projector.path), entry.args,
                                load_on_startup=models_max > len(library),
-                               chat_template=template_file(home, entry.chat_template)))
+                               chat_template=template_file(home, entry.chat_template),
+                               keep_alive_s=keep_alive_s))
     return tuple(out)
 
 

@@ -28,6 +28,11 @@ starts the router as its child on a free 127.0.0.1 port and passes every request
   that model one (``plan/presets.py``, docs/presets.md: llama-server has no such option); for this alone the front
   also runs before one model's server (its child is then that llama-server, not a router).
 
+For ``qwenkit ps`` the front also keeps, per model, how many requests it is passing on now and when the last one
+ended (what the engine does not publish: its idle timer, ``time_last_task`` in ``server-queue.cpp``, has no
+endpoint, and ``GET /slots`` would wake a sleeping model and restart that timer); ``GET ACTIVITY_PATH`` with the key
+answers them (``Activity``). Only requests whose body names a model count (chat, completions, embeddings…).
+
 The key stays llama-server's job: the front only reads the key file (``LLAMA_ARG_API_KEY_FILE``, which the start
 script sets for the router's children anyway) to decide whether to read a body before passing it on; a request
 without the key is streamed through untouched and the router refuses it (401). Bodies larger than
@@ -59,6 +64,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -79,6 +85,7 @@ CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})  # where a
 GET_BY_QUERY = frozenset({"/slots", "/metrics", "/lora-adapters"})  # the router picks the child by ?model=
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "content-length", "host", "expect"})
+ACTIVITY_PATH = "/qwenkit/activity"  # the front's own: no llama-server route starts with /qwenkit
 _LOADING = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}).encode()
 
 
@@ -177,6 +184,44 @@ def _preset_line(line: str) -> str:
     return f"{key}{sep}{_bare(value)}" if sep else line
 
 
+class Activity:
+    """Per model: requests being passed on now, and the wall-clock time the last one ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy: dict[str, int] = {}
+        self._ended: dict[str, float] = {}
+        self.started = time.time()
+
+    def begin(self, model: str) -> None:
+        with self._lock:
+            self._busy[model] = self._busy.get(model, 0) + 1
+
+    def end(self, model: str) -> None:
+        with self._lock:
+            self._busy[model] = max(0, self._busy.get(model, 0) - 1)
+            self._ended[model] = time.time()
+
+    def document(self) -> bytes:
+        """``{"started": T, "models": {name: {"busy": N, "last_end": T|null}}}`` (seconds since the epoch)."""
+        with self._lock:
+            names = set(self._busy) | set(self._ended)
+            models = {n: {"busy": self._busy.get(n, 0), "last_end": self._ended.get(n)} for n in sorted(names)}
+        return json.dumps({"started": self.started, "models": models}).encode("utf-8")
+
+
+def body_model(body: bytes) -> str | None:
+    """The ``"model"`` a JSON request body names (after ``name_default``), or None."""
+    if not body.lstrip().startswith(b"{"):
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
 class _Front(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = os.name != "nt"  # POSIX: a port in TIME_WAIT may be bound again; Windows: would share it
@@ -186,6 +231,7 @@ class _Front(ThreadingHTTPServer):
         self.address_family = family
         self.default_model, self.upstream_port, self.key = default, upstream, key
         self.system_prompts: Mapping[str, str] = prompts or {}
+        self.activity = Activity()
         super().__init__(address, _Handler, bind_and_activate=False)
         if family == socket.AF_INET6 and address[0] == "::":
             with contextlib.suppress(OSError):  # "::" takes IPv4 too, as llama-server's own bind does
@@ -247,6 +293,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _relay(self) -> None:
         self.close_connection = True
         path = urlsplit(self.path).path
+        if path == ACTIVITY_PATH and self.command == "GET":
+            if self._keyed():
+                self._answer(200, self.server.activity.document())
+            else:
+                self._answer(401, b'{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}')
+            return
         body: bytes | None = b""
         stream_length = 0  # bytes of a body passed on as it comes (too large, or not ours to read)
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -268,6 +320,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = name_default(body, self.server.default_model) or body
         if body and path in CHAT_PATHS:
             body = with_system(body, self.server.system_prompts, self.server.default_model) or body
+        using = body_model(body) if body and path not in ROUTER_OWN and self.command == "POST" else None
+        if using is not None:
+            self.server.activity.begin(using)
         upstream = http.client.HTTPConnection(CHILD_HOST, self.server.upstream_port)
         try:
             try:
@@ -293,6 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # either side hung up: closing the router's connection ends what it was doing for this client
         finally:
             upstream.close()
+            if using is not None:
+                self.server.activity.end(using)
 
     def _answer(self, status: int, body: bytes) -> None:
         self.send_response_only(status)

@@ -30,6 +30,7 @@ from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
+from bootstrap.plan.keep_alive import effective, keep_alive_text, parse_keep_alive
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.presets import Preset
@@ -127,6 +128,7 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
         rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
+        keep_alive=None if getattr(args, "keep_alive", None) is None else parse_keep_alive(args.keep_alive),
         preset=_preset(args, answers.get("preset")), clear_preset=bool(getattr(args, "clear_preset", False)),
     )
     return request, pick("home", None)
@@ -182,6 +184,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_port", port=p.port))
     script = "run_qwen.bat" if p.hardware.os.system == "Windows" else "run_qwen.sh"
     console.info(t("install.proposal_runs", how=t(f"install.runs_{p.manager}", script=script)))
+    keep = effective(p.keep_alive)  # when the memory is given back (docs/loaded-models.md)
+    console.info(t("ps.proposal_keep_never") if keep < 0 else t("ps.proposal_keep", keep=keep_alive_text(keep)))
     if p.thinking is not None:  # None: no --reasoning, a model without a thinking mode
         console.info(t(f"install.proposal_thinking_{'on' if p.thinking else 'off'}"))
     console.info(t("install.proposal_home", home=home))
@@ -303,6 +307,8 @@ def _add_beside(home: Home, request: InstallRequest, unattended: bool, interacti
         return None
     if request.host != DEFAULT_HOST or request.port is not None or request.ctx is not None:
         raise UsageError(t("library.err_server_options"), t("library.hint_server_options"))
+    if request.keep_alive is not None:  # one keep-alive for the install's models (docs/loaded-models.md)
+        raise UsageError(t("ps.err_keep_alive_beside"), t("ps.hint_keep_alive_beside"))
 
     def confirm(_summary: str) -> bool:
         if not unattended and not interactive:

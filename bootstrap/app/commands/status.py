@@ -125,7 +125,8 @@ def model_table(models: Sequence[ModelStatus]) -> list[str]:
     rows = [[t("status.col_name"), t("status.col_kind"), t("status.col_quant"), t("status.col_ctx"),
              t("status.col_state")]]
     for m in models:
-        state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded") else "-"
+        state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded", "sleeping") \
+            else "-"
         rows.append([m.name, t(f"status.kind_{m.kind}"), m.quant, "-" if m.ctx is None else f"{m.ctx:,}",
                      state_word + (t("status.model_default") if m.default else "")])
     widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -58,6 +58,7 @@ from bootstrap.core.messages import (
     output,
     plan,
     presets,
+    ps,
     pyenv,
     render,
     service,
@@ -74,7 +75,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, names, presets)
+                                  agent_template, launch, names, presets, ps)
 
 
 def _merge() -> dict[str, dict[str, str]]:
