@@ -3,7 +3,7 @@
 The answer is the primary output (stdout), streamed as it arrives; everything else — the banner, command replies,
 "answer stopped", errors — goes to stderr, so ``qwenkit run MODEL "…" > answer.txt`` holds the answer only. The
 model's reasoning is shown only where a person reads stdout (a terminal), dimmed where the terminal takes styles
-(``console.dim``: not with ``NO_COLOR``), between "Thinking…" and "…done thinking." as Ollama shows it; never in a
+(``console.dim``: not with ``NO_COLOR``), between "Thinking..." and "...done thinking." as Ollama shows it; never in a
 pipe or a file, and not with ``--hide-thinking`` / ``/think hide``.
 
 Keys, as a user of ``ollama run`` expects them: Ctrl-C while an answer streams stops that answer (the stream is

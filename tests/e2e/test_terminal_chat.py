@@ -167,9 +167,9 @@ def test_terminal_chat_session_in_english(bed: InstallBed) -> None:
     assert "Thinking: on; reasoning shown." in shown
     thought = ask(child, "hello")
     # the reasoning dimmed (each streamed piece), between the two lines Ollama shows, then the answer
-    assert "\x1b[2mThinking…\x1b[0m" in thought and "\x1b[2mLet\x1b[0m" in thought, thought
-    assert "\x1b[2m…done thinking.\x1b[0m" in thought
-    assert f"Thinking…\r\nLet me think\r\n…done thinking.\r\n\r\n{ANSWER}" in ANSI.sub("", thought), thought
+    assert "\x1b[2mThinking...\x1b[0m" in thought and "\x1b[2mLet\x1b[0m" in thought, thought
+    assert "\x1b[2m...done thinking.\x1b[0m" in thought
+    assert f"Thinking...\r\nLet me think\r\n...done thinking.\r\n\r\n{ANSWER}" in ANSI.sub("", thought), thought
     assert "reasoning hidden" in ask(child, "/think hide")
     hidden = ask(child, "hello")
     assert ANSWER in hidden and "Let me think" not in hidden and "Thinking" not in hidden

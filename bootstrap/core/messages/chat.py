@@ -13,7 +13,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "要对话的已安装模型（默认：安装的默认模型）",
     },
     "arg.run_prompt": {
-        "en": "a question to answer once, then exit (as 'ollama run MODEL \"…\"')",
+        "en": "a question to answer once, then exit (as 'ollama run MODEL \"...\"')",
         "zh": "只回答这一个问题后退出（同 'ollama run MODEL \"…\"'）",
     },
     "arg.run_think": {
@@ -53,11 +53,11 @@ MESSAGES: dict[str, dict[str, str]] = {
               "按 'Ctrl+C' 可停止当前回答；在空提示符下连按两次则退出。",
     },
     "chat.thinking_start": {
-        "en": "Thinking…",
+        "en": "Thinking...",
         "zh": "思考中……",
     },
     "chat.thinking_end": {
-        "en": "…done thinking.",
+        "en": "...done thinking.",
         "zh": "……思考结束。",
     },
     "chat.stopped": {
@@ -110,7 +110,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "没有要问的内容：标准输入为空",
     },
     "chat.hint_nothing": {
-        "en": "Give the question after MODEL ('qwenkit run MODEL \"…\"') or on stdin ('echo … | qwenkit run'); "
+        "en": "Give the question after MODEL ('qwenkit run MODEL \"...\"') or on stdin ('echo ... | qwenkit run'); "
               "in a terminal 'qwenkit run' chats.",
         "zh": "请在 MODEL 后给出问题（'qwenkit run MODEL \"…\"'）或通过标准输入给出（'echo … | qwenkit run'）；"
               "在终端中运行 'qwenkit run' 即可对话。",
