@@ -105,6 +105,29 @@ def test_run_command_answers_one_question_under_wine(installed: WinInstall) -> N
     unknown = installed.run("run", "nosuch", "Hello")
     assert unknown.returncode == 2 and f"(installed: {MODEL_ID})" in unknown.stderr, unknown.stderr[-2000:]
 
+
+def test_run_command_chats_in_a_wine_console(installed: WinInstall) -> None:
+    """The interactive chat in a console (Wine gives a program started on a terminal a console of its own): the
+    banner, the prompt, a question answered and the prompt back, ``/bye`` exits 0. No POSIX-only module on the way
+    (``readline`` is not there on Windows)."""
+    import pexpect
+
+    child = pexpect.spawn("wine", [str(installed.exe), "run"], env=installed.env, timeout=300, encoding="utf-8",
+                          codec_errors="replace")
+    try:
+        child.expect_exact(f"Chatting with {MODEL_ID}")
+        child.expect_exact(">>> ")
+        time.sleep(1)  # Wine's console drops what is typed before the program reads (wine.run_in_console)
+        child.send("Hello\r")
+        child.expect_exact(">>> ")
+        time.sleep(1)
+        child.send("/bye\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, (child.exitstatus, child.before)
+    assert "Traceback" not in str(child.before)
+
 def test_a_rerun_with_nothing_new_keeps_the_server(installed: WinInstall) -> None:
     before = {p.pid for p in servers(installed.home)}
     done = installed.run("install", "--yes", "--port", str(installed.port))
