@@ -151,7 +151,7 @@ class Answer:
     def _check(self, response: requests.Response) -> None:
         if response.status_code in (401, 403):
             raise UsageError(t("chat.err_key_refused", url=self._url, status=response.status_code),
-                             t("chat.hint_key_refused"))
+                             t("launch.hint_key_install"))
         if response.status_code != 200:
             raise ServerError(t("chat.err_status", status=response.status_code, message=server_message(response)),
                               t("launch.hint_server_install"))

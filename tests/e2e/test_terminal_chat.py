@@ -296,6 +296,8 @@ def test_run_command_with_a_refused_key_says_so(bed: InstallBed) -> None:
         bed.home.api_key_file.write_bytes(original)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "refused the key (HTTP 401)" in proc.stderr and proc.stdout == ""
+    # the server runs: the hint is the restart that gives it the file's key, not "start it" (was launch's hint)
+    assert "hint: The key file and the running server disagree: 'qwenkit service restart'" in proc.stderr
 
 
 def test_run_command_with_the_server_down_exits_6(bed: InstallBed) -> None:

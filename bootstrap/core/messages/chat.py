@@ -123,11 +123,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the server at {url} refused this install's key (HTTP {status})",
         "zh": "{url} 上的服务器拒绝了本机安装的密钥（HTTP {status}）",
     },
-    "chat.hint_key_refused": {
-        "en": "The key file and the running server disagree: 'qwenkit service restart' starts it with the key "
-              "file's key.",
-        "zh": "密钥文件与正在运行的服务器不一致：运行 'qwenkit service restart' 以密钥文件中的密钥重新启动服务器。",
-    },
     "chat.err_status": {
         "en": "the server answered HTTP {status}: {message}",
         "zh": "服务器返回 HTTP {status}：{message}",
