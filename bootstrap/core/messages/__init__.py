@@ -37,6 +37,7 @@ from bootstrap.core.messages import (
     agent_template,
     bundle,
     bundle_create,
+    chat,
     core,
     deploy,
     doctor,
@@ -73,7 +74,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, ps)
+                                  agent_template, launch, ps, chat)
 
 
 def _merge() -> dict[str, dict[str, str]]:
