@@ -145,7 +145,7 @@ def served(target: Target) -> Target:
             if listed.status_code in (401, 403):
                 raise UsageError(t("launch.err_key_refused", url=where, status=listed.status_code),
                                  t("launch.hint_key_refused") if target.via == "endpoint"
-                                 else t("launch.hint_server_install"))
+                                 else t("launch.hint_key_install"))
             if listed.status_code != 200:
                 raise ServerError(t("launch.err_server", url=where, status=listed.status_code), hint)
             ids = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict) and m.get("id")]

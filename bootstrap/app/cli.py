@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "uninstall": "uninstall",
     "team": "team",
     "launch": "launch",
+    "run": "run",
+    "chat": "run",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
     "front": "front",
@@ -144,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch, _add_ps, _add_stop):
+                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch, _add_ps, _add_stop, _add_run):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -359,6 +361,18 @@ def _add_launch(sub: Subcommands) -> None:
     launch.add_argument("--endpoint", metavar="URL", help=t("arg.launch_endpoint"))
     launch.add_argument("--key-file", metavar="FILE", help=t("arg.launch_key_file"))
     launch.add_argument("--home", metavar="DIR", help=t("arg.home"))
+
+
+def _add_run(sub: Subcommands) -> None:
+    """``run [MODEL] [QUESTION...] [--think on|off] [--hide-thinking] [--verbose]``, alias ``chat``
+    (docs/terminal-chat.md)."""
+    run = sub.add_parser("run", aliases=["chat"], help=t("cmd.run"), description=t("cmd.run"))
+    run.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.run_model"))
+    run.add_argument("prompt", nargs="*", metavar="QUESTION", help=t("arg.run_prompt"))
+    run.add_argument("--think", choices=["on", "off"], help=t("arg.run_think"))
+    run.add_argument("--hide-thinking", action="store_true", help=t("arg.run_hide_thinking"))
+    run.add_argument("--verbose", "-v", action="store_true", help=t("arg.run_verbose"))
+    _home(run)
 
 
 def client_args(argv: list[str]) -> tuple[list[str], list[str]]:

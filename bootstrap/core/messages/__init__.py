@@ -37,6 +37,7 @@ from bootstrap.core.messages import (
     agent_template,
     bundle,
     bundle_create,
+    chat,
     core,
     deploy,
     doctor,
@@ -75,7 +76,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, names, presets, ps)
+                                  agent_template, launch, names, presets, ps, chat)
 
 
 def _merge() -> dict[str, dict[str, str]]:
