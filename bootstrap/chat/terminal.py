@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bootstrap.catalog.model_ref import installed_name
 from bootstrap.chat.conversation import Answer, Conversation
 from bootstrap.chat.typed import Command, read_typed
 from bootstrap.core import console
@@ -193,6 +194,7 @@ class Session:
                        shown=t("chat.reasoning_shown" if self.show_reasoning else "chat.reasoning_hidden")))
 
     def _model(self, name: str) -> None:
+        name = installed_name(name, self.models) if name else name  # any catalog name (docs/model-names.md)
         if not name:
             console.info(t("chat.model_usage", models=join_names(self.models)))
         elif name not in self.models:

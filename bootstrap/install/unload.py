@@ -15,6 +15,7 @@ import time
 
 import requests
 
+from bootstrap.catalog.model_ref import installed_name
 from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
 from bootstrap.core.home import Home
@@ -35,6 +36,7 @@ def unload(home: Home, name: str) -> bool:
     state = require_state(home)
     spec = launch_spec(state, home)
     names = [spec.alias, *(m.name for m in state.library)]
+    name = installed_name(name, names)  # any catalog name of an installed model (docs/model-names.md)
     if name not in names:
         raise UsageError(t("ps.err_unknown", name=name, names=join_names(names)),
                          did_you_mean(name, names) or t("ps.hint_unknown"))

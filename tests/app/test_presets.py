@@ -11,6 +11,7 @@ test in order; each test that changes the preset says what it leaves.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,6 +200,11 @@ def test_preset_of_a_model_beside_the_default_in_the_router_preset(bed: InstallB
     assert state.library[0].preset.temperature == 0.2 and state.library[0].preset.system == "Zwei: " + NASTY
     logs = bed.run("logs", "--model", "tiny-two:1b", "-n", "5")
     assert logs.returncode == 0, logs.stderr
+    chat = subprocess.run([*bed.command(), "run", "Tiny-Two:1B"], input="hi\n", capture_output=True, text=True,
+                          env=bed.env(), timeout=120, check=False)
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    stopped = bed.run("stop", "tiny_two_1b")
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
     removed = bed.run("remove", "TINY_TWO_1B", "--yes")
     assert removed.returncode == 0, removed.stderr[-2000:]
     assert TWO_ID in removed.stdout

@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 
 from bootstrap.agents.target import install_target, served
+from bootstrap.catalog.model_ref import installed_name
 from bootstrap.chat.conversation import Conversation
 from bootstrap.chat.terminal import Session, answer_once, line_reader
 from bootstrap.core.console import join_names, t
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     target = install_target(home, None)
     models = target.models  # the install's chat models (the router's list also names embedding models)
-    name = args.model or target.model
+    name = installed_name(args.model, models) if args.model else target.model  # docs/model-names.md
     if name not in models:
         raise UsageError(t("chat.unknown_model", model=name, models=join_names(models)), t("chat.hint_model"))
     question = " ".join(args.prompt).strip()
