@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,7 +47,8 @@ CELL = {
 }
 DEFAULT_MARK = {"en": " (default)", "zh": "（默认）"}
 NOT_QWENKIT_OPTIONS = {"--ignore-missing", "--user",  # sha256sum / shasum and pip, quoted in "Get it"
-                       "--skip-git-repo-check"}  # the agent's own option after `qwenkit launch codex --`
+                       "--skip-git-repo-check",  # the agent's own option after `qwenkit launch codex --`
+                       "--modelfile"}  # `ollama show --modelfile`, in the table for Ollama users
 DEFAULT_CTX = 32_768
 
 
@@ -134,7 +136,7 @@ def test_quoted_commands_parse_with_the_real_command_line(lang: str) -> None:
     assert len(commands) >= 10, commands  # the README quotes commands throughout; finding few means a broken scan
     parser = build_parser()
     for command in commands:
-        argv = [word.split("|")[0] for word in command.split()[1:]  # `--thinking on|off`: one of the choices
+        argv = [word.split("|")[0] for word in shlex.split(command)[1:]  # `--thinking on|off`: one of the choices
                 if word != "--help"]  # `qwenkit install --help`: the command must exist; help itself would exit
         argv = client_args(argv)[0]  # `qwenkit launch … -- ARGS`: what follows `--` is the agent's
         try:

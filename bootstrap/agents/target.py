@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from bootstrap.catalog.model_ref import installed_name
 from bootstrap.core import settings
 from bootstrap.core.console import join_names, t
 from bootstrap.core.errors import ServerError, UsageError
@@ -70,7 +71,7 @@ def install_target(home: Home, model: str | None) -> Target:
     state = require_state(home)
     spec = launch_spec(state, home)
     models = _chat_models(state)
-    name = model or spec.alias
+    name = installed_name(model, tuple(models)) if model else spec.alias
     if name not in models:
         raise UsageError(t("launch.err_model", model=name, models=join_names(models)), t("launch.hint_model"))
     return Target(spec.base_url, name, request_ctx_of(models[name]), read_api_key(home), home.api_key_file, "install",
@@ -144,7 +145,7 @@ def served(target: Target) -> Target:
             if listed.status_code in (401, 403):
                 raise UsageError(t("launch.err_key_refused", url=where, status=listed.status_code),
                                  t("launch.hint_key_refused") if target.via == "endpoint"
-                                 else t("launch.hint_server_install"))
+                                 else t("launch.hint_key_install"))
             if listed.status_code != 200:
                 raise ServerError(t("launch.err_server", url=where, status=listed.status_code), hint)
             ids = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict) and m.get("id")]

@@ -39,9 +39,13 @@ COMMANDS: dict[str, str] = {
     "uninstall": "uninstall",
     "team": "team",
     "launch": "launch",
+    "run": "run",
+    "chat": "run",
     "selfcheck": "selfcheck",
     "supervise": "supervise",
     "front": "front",
+    "ps": "ps",
+    "stop": "stop",
 }
 HIDDEN = frozenset({"selfcheck", "supervise", "front"})
 
@@ -142,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=t("cli.debug"))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in (_add_doctor, _add_plan, _add_models, _add_download, _add_install, _add_status, _add_logs, _add_service,
-                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch):
+                _add_bundle, _add_remove, _add_uninstall, _add_team, _add_launch, _add_ps, _add_stop, _add_run):
         add(sub)
     # Hidden: used by the wheel and frozen-build tests (and later the setup's first-start check).
     sub.add_parser("selfcheck")
@@ -156,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("--host", required=True)
     front.add_argument("--port", type=int, required=True)
     front.add_argument("--model", required=True)
+    front.add_argument("--system-prompts")
     front.add_argument("router", nargs=argparse.REMAINDER)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
@@ -221,6 +226,17 @@ def _add_install(sub: Subcommands) -> None:
     install.add_argument("--rpc", metavar="IP:PORT,...", help=t("arg.install_rpc"))
     install.add_argument("--verbose", "-v", action="store_true", help=t("arg.verbose"))
     install.add_argument("--default", action="store_true", help=t("arg.install_default"))
+    install.add_argument("--keep-alive", metavar="DURATION", help=t("ps.arg_keep_alive"))  # issue 40 (ps)
+    _add_preset_options(install)
+
+
+def _add_preset_options(install: argparse.ArgumentParser) -> None:
+    """A model's preset (``plan/presets.py``, docs/presets.md): values are text here, checked there (one line)."""
+    install.add_argument("--system", metavar="TEXT", help=t("arg.system"))
+    for name in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty"):
+        install.add_argument("--" + name.replace("_", "-"), dest=name, metavar="X", help=t(f"arg.{name}"))
+    install.add_argument("--preset", metavar="FILE", help=t("arg.preset"))
+    install.add_argument("--clear-preset", action="store_true", help=t("arg.clear_preset"))
 
 
 def _add_status(sub: Subcommands) -> None:
@@ -228,6 +244,18 @@ def _add_status(sub: Subcommands) -> None:
     _home(status)
     status.add_argument("--json", action="store_true", help=t("cli.json"))
     status.add_argument("--open", action="store_true", help=t("arg.open_web"))
+
+
+def _add_ps(sub: Subcommands) -> None:
+    ps = _command(sub, "ps")
+    _home(ps)
+    ps.add_argument("--json", action="store_true", help=t("cli.json"))
+
+
+def _add_stop(sub: Subcommands) -> None:
+    stop = _command(sub, "stop")
+    stop.add_argument("model", metavar="MODEL", help=t("ps.arg_stop_model"))
+    _home(stop)
 
 
 def _add_logs(sub: Subcommands) -> None:
@@ -333,6 +361,18 @@ def _add_launch(sub: Subcommands) -> None:
     launch.add_argument("--endpoint", metavar="URL", help=t("arg.launch_endpoint"))
     launch.add_argument("--key-file", metavar="FILE", help=t("arg.launch_key_file"))
     launch.add_argument("--home", metavar="DIR", help=t("arg.home"))
+
+
+def _add_run(sub: Subcommands) -> None:
+    """``run [MODEL] [QUESTION...] [--think on|off] [--hide-thinking] [--verbose]``, alias ``chat``
+    (docs/terminal-chat.md)."""
+    run = sub.add_parser("run", aliases=["chat"], help=t("cmd.run"), description=t("cmd.run"))
+    run.add_argument("model", nargs="?", metavar="MODEL", help=t("arg.run_model"))
+    run.add_argument("prompt", nargs="*", metavar="QUESTION", help=t("arg.run_prompt"))
+    run.add_argument("--think", choices=["on", "off"], help=t("arg.run_think"))
+    run.add_argument("--hide-thinking", action="store_true", help=t("arg.run_hide_thinking"))
+    run.add_argument("--verbose", "-v", action="store_true", help=t("arg.run_verbose"))
+    _home(run)
 
 
 def client_args(argv: list[str]) -> tuple[list[str], list[str]]:

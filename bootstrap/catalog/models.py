@@ -7,12 +7,14 @@ intranet admin who edits a catalog (``QWENKIT_CATALOG``) gets told exactly what 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bootstrap.catalog.model_names import NameIndex, Reading, name_key
 from bootstrap.core import settings
 from bootstrap.core.console import join_names, language, t
 from bootstrap.core.errors import UsageError
@@ -30,8 +32,8 @@ _HINT = re.compile(r"[0-9a-fA-F]{4,63}(?:…|\.\.\.)[0-9a-fA-F]{4,63}")  # "ac0e
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _PATH_BAD = re.compile("[\x00-\x1f\x7f\\\\:]")  # control characters, backslash, drive colon
 _TOP_KEYS = frozenset({"schema", "default_model", "models"})
-_MODEL_KEYS = frozenset({"id", "title", "title_zh", "architecture", "repos", "quants", "default_quant", "mmproj",
-                         "fallbacks", "thinking_default", "thinks", "shape", "sampling", "sampling_thinking",
+_MODEL_KEYS = frozenset({"id", "aliases", "title", "title_zh", "architecture", "repos", "quants", "default_quant",
+                         "mmproj", "fallbacks", "thinking_default", "thinks", "shape", "sampling", "sampling_thinking",
                          "server_args", "mtp_variant"})
 _REPO_KEYS = frozenset({"hub", "repo", "revision"})
 _FILE_KEYS = frozenset({"file", "size", "size_exact", "sha256", "sha256_hint"})
@@ -141,6 +143,9 @@ class CatalogModel:
     # and ``status`` speak of thinking. Catalog key ``thinks``; by default, when the entry gives thinking-mode
     # sampling or thinks by default.
     thinks: bool = False
+    # Other names users type for it (Ollama's ``qwen3.6:35b``, the upstream ``Qwen/Qwen3.6-35B-A3B``):
+    # ``model_names`` (docs/model-names.md).
+    aliases: tuple[str, ...] = ()
 
     @property
     def embedding(self) -> bool:
@@ -172,15 +177,34 @@ class Catalog:
     models: tuple[CatalogModel, ...]
     path: Path
 
+    @functools.cached_property
+    def names(self) -> NameIndex:
+        """Every name each model answers to (``model_names``)."""
+        return NameIndex(self.models)
+
     def model(self, model_id: str | None) -> CatalogModel:
         """The model with this id (case-insensitive), or the default model."""
         wanted = (model_id or self.default_model).lower()
         for model in self.models:
             if model.id.lower() == wanted:
                 return model
-        ids = [m.id for m in self.models]
-        raise UsageError(t("plan.err_unknown_model", model=model_id or self.default_model,
-                           available=join_names(ids)), did_you_mean(wanted, ids) or t("plan.hint_models"))
+        raise self.unknown(model_id or self.default_model)
+
+    def unknown(self, text: str) -> UsageError:
+        """Exit 2 for a name no model answers to: the catalog's ids, and the closest names as the hint."""
+        close = self.names.suggestions(text)
+        hint = t("hint.did_you_mean", names=join_names(f"'{c}'" for c in close)) if close else None
+        return UsageError(t("plan.err_unknown_model", model=text, available=join_names(m.id for m in self.models)),
+                          hint or t("plan.hint_models"))
+
+    def resolve(self, text: str) -> Reading | None:
+        """The model (and quant) ``text`` names, by every name users type (``model_names``); None when it names
+        none; two readings is a ``UsageError`` listing them (exit 2), never a guess."""
+        readings = self.names.readings(text)
+        if len(readings) > 1:
+            raise UsageError(t("names.err_ambiguous", model=text, readings=join_names(r.text() for r in readings)),
+                             t("names.hint_ambiguous"))
+        return readings[0] if readings else None
 
 
 class _Fields:
@@ -319,6 +343,7 @@ def _model(fields: _Fields) -> CatalogModel:
         mtp_variant=fields.get("mtp_variant", str, None),
         thinks=fields.get("thinks", bool, fields.sub("sampling_thinking") is not None
                           or fields.get("thinking_default", bool, False)),
+        aliases=_strings(fields, "aliases"),
     )
 
 
@@ -338,6 +363,7 @@ def parse_catalog(data: Mapping[str, Any], path: Path) -> Catalog:
     ids = [m.id.lower() for m in models]
     if len(set(ids)) != len(ids):
         raise _Fields._error(path, "models", "unique ids")
+    _unique_names(models, path)
     catalog = Catalog(top.get("default_model", str), models, path)
     catalog.model(None)  # the default must exist
     for model in models:
@@ -346,6 +372,17 @@ def parse_catalog(data: Mapping[str, Any], path: Path) -> Catalog:
         if model.mtp_variant is not None:
             catalog.model(model.mtp_variant)
     return catalog
+
+
+def _unique_names(models: tuple[CatalogModel, ...], path: Path) -> None:
+    """An alias may not spell another model's id or alias (``model_names.name_key``): the name would be ambiguous
+    for every user of this catalog, so it is refused where it is written."""
+    owner: dict[str, str] = {}
+    for i, model in enumerate(models):
+        for name in (model.id, *model.aliases):
+            key = name_key(name)
+            if not key or owner.setdefault(key, model.id) != model.id:
+                raise _Fields._error(path, f"models[{i}].aliases", f"names no other model has ('{name}')")
 
 
 def catalog_path() -> Path:
@@ -379,3 +416,22 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """Read and validate the catalog."""
     path = path or catalog_path()
     return parse_catalog(catalog_document(path), path)
+
+
+_LOADED: dict[tuple[str, int, int, str], Catalog] = {}
+
+
+def current_catalog() -> Catalog:
+    """``load_catalog()`` read once per catalog file as it is now (path, size, mtime) and UI language: MODEL is
+    resolved several times in one run (``model_ref``), and a no-op rerun must stay quick. A changed file is read
+    again; an unreadable one is ``load_catalog``'s error."""
+    path = catalog_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return load_catalog(path)
+    key = (str(path), st.st_size, st.st_mtime_ns, language())
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = load_catalog(path)
+    return _LOADED[key]

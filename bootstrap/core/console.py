@@ -191,28 +191,28 @@ def _encodable(line: str, stream: TextIO) -> str:
     return line
 
 
-def _print(line: str, stream: TextIO) -> None:
-    print(_encodable(line, stream), file=stream, flush=True)
+def _print(line: str, stream: TextIO, end: str = "\n") -> None:
+    print(_encodable(line, stream), file=stream, flush=True, end=end)
 
 
-def _write(line: str, stream: TextIO | None = None) -> None:
+def _write(line: str, stream: TextIO | None = None, end: str = "\n") -> None:
     """A line on stderr (``stream``: another text stream, a test's); a failing stderr drops the line."""
     stream = stream or sys.stderr
     if stream is None:  # started with stderr closed
         return
     try:
-        _print(line, stream)
+        _print(line, stream, end)
     except (OSError, ValueError):  # EPIPE, EIO, a closed file: the messages are lost, the command goes on
         _detach(stream)
 
 
-def _write_out(line: str) -> None:
+def _write_out(line: str, end: str = "\n") -> None:
     """A line of primary output on stdout; a reader gone ends the command, any other failure is an error."""
     stream = sys.stdout
     if stream is None:  # started with stdout closed (``>&-``)
         raise _failed(OSError(errno.EBADF, os.strerror(errno.EBADF)))
     try:
-        _print(line, stream)
+        _print(line, stream, end)
     except OSError as exc:
         _detach(stream)
         if exc.errno in _CLOSED:
@@ -234,6 +234,39 @@ def out(text: str = "") -> None:
     _write_out(text)
 
 
+def out_part(text: str) -> None:
+    """Primary output as it arrives, without ending the line (a streamed answer, ``qwenkit run``): flushed at once,
+    failing as ``out`` fails."""
+    _write_out(text, end="")
+
+
+def styled_stdout() -> bool:
+    """Whether stdout takes ANSI styles: a terminal, ``NO_COLOR`` unset, and on Windows a console that was switched
+    to virtual-terminal processing (``ENABLE_VIRTUAL_TERMINAL_PROCESSING``, Windows 10 and later: Windows Terminal
+    has it on, the classic console only when asked; Microsoft's "Console Virtual Terminal Sequences")."""
+    if settings.no_color() or not getattr(sys.stdout, "isatty", lambda: False)():
+        return False
+    return sys.platform != "win32" or _windows_vt()
+
+
+def _windows_vt() -> bool:
+    """Turn on the console's virtual-terminal processing for stdout; False where the console refuses it."""
+    try:
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        handle = kernel32.GetStdHandle(-11)  # STD_OUTPUT_HANDLE
+        mode = ctypes.c_uint32()
+        if not kernel32.GetConsoleMode(handle, ctypes.byref(mode)):
+            return False
+        return bool(mode.value & 0x0004 or kernel32.SetConsoleMode(handle, mode.value | 0x0004))
+    except (AttributeError, OSError):
+        return False
+
+
+def dim(text: str) -> str:
+    """``text`` dimmed (ANSI SGR 2) where stdout takes styles (``styled_stdout``), else as it is."""
+    return f"\033[2m{text}\033[0m" if text and styled_stdout() else text
+
+
 def out_ok(text: str) -> None:
     """The primary output's verdict line when it is a success (green on a terminal)."""
     _write_out(_colour(sys.stdout, "32", text))
@@ -248,6 +281,11 @@ def detail(text: str) -> None:
 def info(text: str) -> None:
     """A progress or result line for people (stderr)."""
     _write(text)
+
+
+def info_part(text: str) -> None:
+    """Text for people (stderr) that does not end its line: a prompt the answer is typed after."""
+    _write(text, end="")
 
 
 def ok(text: str) -> None:

@@ -43,6 +43,7 @@ def default_home(system: str, env: Mapping[str, str], user_home: PurePath) -> Pu
 
 
 PRESET_NAME = "models.ini"  # the router preset beside the start scripts (render/model_preset.py)
+SYSTEM_PROMPTS_NAME = "system-prompts.json"  # the front's system prompt per model (plan/presets.py)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from bootstrap.place.chat_template import place_chat_template
 from bootstrap.place.engine import DEFAULT_FETCH
 from bootstrap.place.working_engine import WorkingEngine, place_working_engine, request_for
 from bootstrap.plan import engine_flags
+from bootstrap.plan.keep_alive import effective
 from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT, LaunchSpec
 from bootstrap.plan.planner import Plan
 from bootstrap.plan.prompt_cache import cache_root
@@ -52,6 +53,7 @@ from bootstrap.record.state import (
     preset_models,
     resolve_in_home,
     save_state,
+    system_prompts,
 )
 from bootstrap.register import managers
 from bootstrap.register.prompt_cache import write_budget
@@ -134,13 +136,16 @@ def deploy(home: Home, plan: Plan, files: list[PlacedFile], hardware: HardwarePr
                      engine_build=placed.working.installed.build)
     # the kit's chat template for agent clients, from the model's own in the bytes that will serve (checked above)
     template = place_chat_template(home, _model(files).bytes_at)
-    spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path)
+    keep_alive = effective(options.request.keep_alive if options.request is not None else None)
+    spec = replace(placed.untuned, args=tuple(tuned.final_args), chat_template=template.path, keep_alive_s=keep_alive)
     library, models_max = _library(previous, options)
-    if library:  # the other installed models are served beside it (router mode, behind the kit's front)
+    prompts = system_prompts(spec.alias, options.request.preset if options.request is not None else None, library)
+    if library or prompts:  # other models beside it (router mode), a system prompt: behind the kit's front
         from bootstrap.register.shell_command import kit_command
 
-        spec = replace(spec, others=preset_models(home, library, models_max), models_max=models_max,
-                       kit=kit_command(home, hardware.os.system))
+        spec = replace(spec, kit=kit_command(home, hardware.os.system), system_prompts=prompts)
+    if library:
+        spec = replace(spec, others=preset_models(home, library, models_max, keep_alive), models_max=models_max)
 
     # register (first half): a service when asked and possible, else the start script in the background
     manager = _choose_manager(home, hardware, options)

@@ -19,6 +19,8 @@ from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import Home
 from bootstrap.fetch.model_files import wanted_files
 from bootstrap.place import engine_marker
+from bootstrap.plan.keep_alive import effective, keep_alive_text
+from bootstrap.plan.presets import Preset
 from bootstrap.record.state import InstallState, file_intact, resolve_in_home, template_file
 
 
@@ -31,7 +33,8 @@ class Freshness:
 
 
 def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking: bool | None = None,
-          ctx: int | None = None, rpc: tuple[str, ...] = ()) -> Freshness:
+          ctx: int | None = None, rpc: tuple[str, ...] = (), *, keep_alive: int | None = None,
+          preset: Preset | None = None) -> Freshness:
     """Whether a rerun can stop here (the server may still need a start: that is the installer's business).
     ``thinking``: the thinking default asked for (``install --thinking``; None: the catalog's); ``ctx``: the
     context asked for (``install --ctx``; None: the plan's)."""
@@ -47,6 +50,12 @@ def check(home: Home, state: InstallState, wanted: Wanted, source: str, thinking
     recorded_ctx = state.request.ctx if state.request is not None else None
     if recorded_ctx != ctx:
         launch.append(t("options.fresh_ctx_changed", old=_ctx_text(recorded_ctx), new=_ctx_text(ctx)))
+    recorded_keep = state.request.keep_alive if state.request is not None else None
+    if effective(recorded_keep) != effective(keep_alive):  # install --keep-alive: the server restarts with it
+        launch.append(t("ps.fresh_keep_alive_changed", old=keep_alive_text(effective(recorded_keep)),
+                        new=keep_alive_text(effective(keep_alive))))
+    if (state.request.preset if state.request is not None else None) != preset:  # plan/presets.py
+        launch.append(t("fresh.preset_changed"))
     recorded_rpc = state.request.rpc if state.request is not None else ()
     if recorded_rpc != rpc:
         reasons.append(t("rpc.fresh_changed", old=",".join(recorded_rpc) or "none", new=",".join(rpc) or "none"))

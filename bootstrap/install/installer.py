@@ -37,6 +37,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_lock import home_lock
 from bootstrap.install import cleanup, file_swap, freshness
 from bootstrap.plan.launch_spec import DEFAULT_HOST, DEFAULT_PORT
+from bootstrap.plan.presets import Preset
 from bootstrap.record.state import InstallState, LibraryModel, RequestRecord, launch_spec, load_state
 
 # The stages past the up-to-date check are imported when they run: a rerun with nothing to do must not pay for
@@ -75,6 +76,9 @@ class InstallRequest:
     ctx: int | None = None  # install --ctx N; None: as recorded, else the plan's; CTX_AUTO: the plan's again
     make_default: bool = False  # install --default MODEL: MODEL becomes the default, the old one is kept beside it
     rpc: tuple[str, ...] | None = None  # install --rpc: RPC workers' endpoints; None: as recorded; (): none
+    keep_alive: int | None = None  # install --keep-alive, seconds (-1: never); None: as recorded, else the default
+    preset: Preset | None = None  # install --system/--temperature/…/--preset: over the recorded one (plan/presets)
+    clear_preset: bool = False  # install --clear-preset: the recorded preset is forgotten first
 
 
 CTX_AUTO = 0  # install --ctx auto: forget a recorded --ctx, the plan chooses
@@ -174,16 +178,20 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
         request = replace(request, thinking=previous.request.thinking)  # a rerun keeps --thinking
     if request.ctx is None and previous is not None and previous.request is not None:
         request = replace(request, ctx=previous.request.ctx)  # and --ctx
+    if request.keep_alive is None and previous is not None and previous.request is not None:
+        request = replace(request, keep_alive=previous.request.keep_alive)  # and --keep-alive
     request = replace(request, ctx=request.ctx or None)  # CTX_AUTO: the plan's choice, recorded as no choice
     if request.rpc is None:  # and --rpc
         request = replace(request, rpc=previous.request.rpc if previous and previous.request else ())
     rpc = request.rpc or ()
+    request = replace(request, preset=_kept_preset(request, previous, wanted))
     switch = _default_switch(previous, wanted) if request.make_default else None
     fetch_previous = previous if switch is None else switch.fetch_previous
     reasons: tuple[str, ...] = ()
     relaunch = False  # only how the server starts changes: no network check, no speed measurement
     if previous is not None and not recovered and not request.verify_files and _same_server(previous, request):
-        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc)
+        fresh = freshness.check(home, previous, wanted, source, request.thinking, request.ctx, rpc,
+                                keep_alive=request.keep_alive, preset=request.preset)
         for note in fresh.notes:
             warn(note)
         if fresh.up_to_date:
@@ -232,7 +240,8 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
                              measures_speed=request.hardware_file is None,
                              bundle_wheels=None if bundle is None else sum(
                                  f.size for f in bundle.wheels_for(hardware.os.system, hardware.os.machine)),
-                             python_versions=() if bundle is None else bundle.manifest.python_versions)
+                             python_versions=() if bundle is None else bundle.manifest.python_versions,
+                             keep_alive=request.keep_alive)
     if confirm is not None and not confirm(proposal):
         return InstallOutcome("cancelled", previous)
     # fetch: resolve on the sources (metadata only), then download only what changed
@@ -299,6 +308,21 @@ def _install(home: Home, request: InstallRequest, confirm: Confirm | None, previ
     return InstallOutcome(kind, result.state, result, previous=previous)
 
 
+def _kept_preset(request: InstallRequest, previous: InstallState | None, wanted: Wanted) -> Preset | None:
+    """The default model's preset after this run: the options given over the recorded one (unless
+    ``--clear-preset``, or MODEL is another model than the recorded default); None when nothing is left."""
+    from bootstrap.install.library import names_default, names_entry
+
+    recorded = previous.request.preset if previous is not None and previous.request is not None else None
+    if previous is not None and previous.request is not None and not names_default(previous, wanted.text):
+        # another model becomes the default (``--default``): its own preset, when it was installed beside
+        recorded = next((m.preset for m in previous.library if names_entry(m, wanted)), None)
+    if request.clear_preset:
+        recorded = None
+    preset = recorded if request.preset is None else request.preset.over(recorded)
+    return None if preset is None or preset.empty else preset
+
+
 @dataclass(frozen=True)
 class DefaultSwitch:
     """``install --default MODEL`` with another model as the default: the set after the switch."""
@@ -318,7 +342,8 @@ def _default_switch(previous: InstallState | None, wanted: Wanted) -> DefaultSwi
     old = LibraryModel(name=previous.server.alias, model_id=previous.model_id, quant=previous.quant, role="chat",
                        files=previous.files, args=previous.server.args, request=previous.request.model,
                        source=previous.request.source, planned_ram=previous.server.planned_ram,
-                       chat_template=previous.server.chat_template, tools=previous.server.tools)
+                       chat_template=previous.server.chat_template, tools=previous.server.tools,
+                       preset=previous.request.preset)
     library = (*(m for m in previous.library if m is not entry), old)
     reusable = previous.files + (entry.files if entry is not None else ())
     return DefaultSwitch(library, replace(previous, files=reusable))
@@ -594,11 +619,16 @@ def _deploy_options(plan: Plan, request: InstallRequest, previous: InstallState 
         from bootstrap.plan.engine_flags import with_overrides
 
         extra = tuple(with_overrides(list(extra), ["-c", str(request.ctx)]))
+    if request.preset is not None:  # the user's sampling wins over the catalog's (plan/presets.py)
+        from bootstrap.plan.engine_flags import with_overrides
+
+        extra = tuple(with_overrides(list(extra), request.preset.flags()))
     return DeployOptions(
         host=request.host, port=port, port_explicit=request.port is not None, register_service=request.service,
         admin=request.admin, venv=request.venv, pip_index_url=request.pip_index_url, wheels_dir=request.wheels_dir,
         extra_args=extra, verify_timeout=request.verify_timeout,
-        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or ()),
+        request=RequestRecord(wanted, request.source or "auto", request.thinking, request.ctx, request.rpc or (),
+                              keep_alive=request.keep_alive, preset=request.preset),
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bootstrap.catalog.model_ref import CatalogRef, Wanted, wanted_model
+from bootstrap.catalog.model_ref import CatalogRef, Wanted, installed_name, wanted_model
 from bootstrap.catalog.source_names import is_hub_source
 from bootstrap.core.console import info, join_names, out, t, warn
 from bootstrap.core.errors import QwenKitError, ServerError, UsageError
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from bootstrap.plan.engine_variant import VariantChoice
     from bootstrap.plan.model_profile import ModelProfile
     from bootstrap.plan.planner import Candidate
+    from bootstrap.plan.presets import Preset
     from bootstrap.register.base import ServiceManager
 
 # How much of the machine's RAM the models loaded together may take; the rest stays for the OS and the user's
@@ -87,7 +88,11 @@ def names_default(state: InstallState, text: str) -> bool:
     recorded = state.request.model if state.request is not None else None
     if recorded is None:
         return True  # a record from before requests were kept: the pipeline decides, as before
-    asked, had = parse_model_ref(text), parse_model_ref(recorded)
+    asked = parse_model_ref(text)
+    try:
+        had = parse_model_ref(recorded)
+    except UsageError:  # recorded for a model this catalog no longer has: only its very text names it
+        return text == recorded
     if isinstance(asked, CatalogRef) and isinstance(had, CatalogRef):
         return asked.model_id == had.model_id
     if isinstance(asked, HubFileRef) and isinstance(had, HubFileRef):
@@ -151,26 +156,28 @@ def models_max_for(planned: Sequence[int], total_ram: int) -> int:
 
 
 def add_model(home: Home, text: str, *, source: str | None = None, verify_timeout: float = 300.0,
-              confirm: Callable[[str], bool] | None = None) -> LibraryOutcome:
+              confirm: Callable[[str], bool] | None = None, preset: Preset | None = None,
+              clear_preset: bool = False) -> LibraryOutcome:
     """``qwenkit install MODEL`` in a home whose default is another model: MODEL joins the library (or, already
-    there, is upgraded in place)."""
+    there, is upgraded in place). ``preset``/``clear_preset``: as for the default model (``plan/presets.py``)."""
+    asked = _Asked(preset, clear_preset)
     with home_lock(home, "install"):
         state = require_state(home)
         source = source or _source_of(state)
         if is_hub_source(source):
-            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm)
+            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm, asked)
         # An offline bundle (or a mirror URL): its catalog in force, as for the install (``installer.install``)
         from bootstrap.core import settings
         from bootstrap.install.from_bundle import commit_records, discard_records, open_bundle
 
         bundle = open_bundle(source, home)
         if bundle is None:
-            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm)
+            return _add(home, state, wanted_model(text, None), source, verify_timeout, confirm, asked)
         if bundle.root is None:
             raise UsageError(t("bundle.err_gone", where=source), t("bundle.hint_gone"))
         try:
             with settings.overridden(bundle.env()):
-                outcome = _add(home, state, wanted_model(text, None), bundle.root, verify_timeout, confirm)
+                outcome = _add(home, state, wanted_model(text, None), bundle.root, verify_timeout, confirm, asked)
         except BaseException:
             discard_records(bundle, home)
             raise
@@ -266,15 +273,32 @@ def as_embedding(plan: Plan, profile: ModelProfile, extra_args: Sequence[str], *
                    role="embedding")
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """The preset options of ``install MODEL`` for a model beside the default (``plan/presets.py``)."""
+
+    preset: Preset | None = None
+    clear: bool = False
+
+    def kept(self, prior: LibraryModel | None) -> Preset | None:
+        """The model's preset after this run: the options over the recorded one (unless cleared)."""
+        recorded = None if self.clear or prior is None else prior.preset
+        preset = recorded if self.preset is None else self.preset.over(recorded)
+        return None if preset is None or preset.empty else preset
+
+
 def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: float,
-         confirm: Callable[[str], bool] | None) -> LibraryOutcome:
+         confirm: Callable[[str], bool] | None, asked: _Asked | None = None) -> LibraryOutcome:
     from bootstrap.install.fetch_plan import fetch, plan_fetch
+    from bootstrap.plan.presets import with_preset
 
     planned, total_ram = _plan_model(home, state, wanted, source)
     plan, name = planned.plan, planned.name
     prior = next((m for m in state.library if m.name == name), None)
+    preset = (asked or _Asked()).kept(prior)
+    planned = replace(planned, args=tuple(with_preset(planned.args, preset)))
     fetch_plan = plan_fetch(wanted, plan, source, home, None if prior is None else replace(state, files=prior.files))
-    if prior is not None and not fetch_plan.changed and planned.args == prior.args:
+    if prior is not None and not fetch_plan.changed and planned.args == prior.args and preset == prior.preset:
         out(t("library.unchanged", name=name, url=launch_spec(state, home).client_openai_url))
         return LibraryOutcome("unchanged", name, state)
     together = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in state.library if m.name != name),
@@ -297,7 +321,7 @@ def _add(home: Home, state: InstallState, wanted: Wanted, source: str, timeout: 
                          files=tuple(_record(home, p.role, p.bytes_at, p.path, p.sha256, p.source, p.revision)
                                      for p in placed),
                          args=planned.args, request=wanted.text, source=source, planned_ram=plan.estimate.host_total,
-                         chat_template=template)
+                         chat_template=template, preset=preset)
     library = (*(m for m in state.library if m.name != name), entry)
     new_state = replace(state, library=library, models_max=models_max)
     # a new revision of a model already served: its bytes take the old ones' place while the server is stopped
@@ -343,6 +367,7 @@ def removable(home: Home, name: str) -> tuple[InstallState, LibraryModel]:
     from bootstrap.core.suggest import did_you_mean
 
     state = require_state(home)
+    name = installed_name(name, [state.server.alias, *(m.name for m in state.library)])
     if name == state.server.alias:
         raise UsageError(t("library.err_remove_default", name=name), t("library.hint_remove_default"))
     entry = next((m for m in state.library if m.name == name), None)
@@ -363,6 +388,7 @@ def remove_model(home: Home, name: str, *, verify_timeout: float = 300.0) -> Lib
     """``qwenkit remove NAME``: the model leaves the endpoint, then its files go (those no other model uses)."""
     with home_lock(home, "install"):
         state, entry = removable(home, name)
+        name = entry.name
         library = tuple(m for m in state.library if m.name != name)
         planned = [state.server.planned_ram or 0, *(m.planned_ram or 0 for m in library)]
         total = _ram_total()
@@ -452,7 +478,7 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
     without delete sharing, so replacing it failed ("cannot write to …run_qwen.bat….tmp: Permission denied",
     exit 3); and Windows' own cmd reads the rest of a running batch file from the new bytes at its old offset."""
     from bootstrap.register import managers
-    from bootstrap.render.start_scripts import render_start_scripts, start_files
+    from bootstrap.render.start_scripts import drop_unused_prompts, render_start_scripts, start_files
 
     spec = launch_spec(new, home)
     manager = managers.manager_named(old.service.manager if old.service else "script", home)
@@ -462,6 +488,7 @@ def _switch(home: Home, old: InstallState, new: InstallState, timeout: float,
         manager.stop()
         for rendered in scripts:
             rendered.write()
+        drop_unused_prompts(spec, home)
         _reinstall(manager, spec)
         for staged, final in swaps:
             aside = final.with_name(final.name + ".previous")

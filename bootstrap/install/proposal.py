@@ -57,6 +57,7 @@ class Proposal:
     ctx: int  # the context the server runs with (the plan's, or the catalog entry's own server_args)
     reasons: tuple[str, ...] = ()  # why a rerun is not a no-op (empty on a first install)
     measures_speed: bool = False  # the install measures this machine's speed before the download (install/measure.py)
+    keep_alive: int | None = None  # install --keep-alive in force (seconds, -1: never); None: the default
 
     @property
     def download_bytes(self) -> int:
@@ -75,7 +76,8 @@ class Proposal:
 def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfile, previous: InstallState | None,
                   *, port: int, port_asked: int, manager: str, venv: bool, wheels_dir: Path | None,
                   bundle_wheels: int | None = None, reasons: tuple[str, ...] = (), ctx: int | None = None,
-                  measures_speed: bool = False, python_versions: tuple[str, ...] = ()) -> Proposal:
+                  measures_speed: bool = False, python_versions: tuple[str, ...] = (),
+                  keep_alive: int | None = None) -> Proposal:
     """``bundle_wheels``: from an offline bundle, the bytes of this machine's wheels in its manifest (0: it has
     none, so no venv is made), and ``python_versions`` the Pythons they are for. ``ctx``: the context the user asked
     for (``--ctx``), which wins over the catalog's."""
@@ -84,7 +86,7 @@ def make_proposal(home: Home, plan: Plan, ref: ModelRef, hardware: HardwareProfi
     # What runs: the plan's flags, then the catalog entry's own server_args (installer._deploy_options adds them).
     args = (*plan.args, *(load_catalog().model(plan.model_id).server_args if isinstance(ref, CatalogRef) else ()))
     return Proposal(hardware, plan, previous, parts, port, port_asked, manager, thinking_of(args),
-                    ctx or ctx_of(args) or plan.settings.ctx, reasons, measures_speed)
+                    ctx or ctx_of(args) or plan.settings.ctx, reasons, measures_speed, keep_alive)
 
 
 def _file_part(name: str, home: Home, final: Path, file: ModelFile | None, size: int) -> Part:

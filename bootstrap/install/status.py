@@ -22,6 +22,7 @@ from bootstrap.core.home import Home
 from bootstrap.core.home_modes import world_writable
 from bootstrap.place.api_key import exposed, read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec, request_ctx_of
+from bootstrap.plan.presets import Preset
 from bootstrap.record.failure_record import FailureRecord, load_failure
 from bootstrap.record.state import InstallState, load_launch_spec, model_kind, require_state, resolve_in_home
 from bootstrap.register import prompt_cache
@@ -52,8 +53,8 @@ class ModelStatus:
     """One installed model: its name (what requests send as ``"model"``), role, what it is for (``kind``: chat,
     embedding, or vision: a chat model with a projector), the tokens one request may use (its child's own
     ``n_ctx`` while loaded, else its flags'), and whether the server has it loaded now (the router's ``GET
-    /models``: "loaded", "loading", "unloaded"; a single-model server: "loaded" while healthy; None when the
-    server did not say)."""
+    /models``: "loaded", "loading", "unloaded", "sleeping"; a single-model server: "loaded" while healthy,
+    "sleeping" when ``/props`` says its keep-alive freed it; None when the server did not say)."""
 
     name: str
     role: str
@@ -63,9 +64,10 @@ class ModelStatus:
     planned_ram_bytes: int | None
     kind: str = "chat"
     ctx: int | None = None
+    preset: Preset | None = None  # install MODEL --system/--temperature/… (plan/presets.py)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "preset": None if self.preset is None else self.preset.to_json()}
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,11 @@ class StatusReport:
     def start_script(self) -> str:
         return str(self.home.start_script(self.state.system))
 
+    @property
+    def preset(self) -> Preset | None:
+        """The default model's preset (``install --system/--temperature/…``), None without one."""
+        return self.state.request.preset if self.state.request is not None else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "home": str(self.home.root),
@@ -111,6 +118,7 @@ class StatusReport:
                        "selftest_s": self.state.engine.selftest_s},
             "args": list(self.spec.args),
             "thinking": self.spec.thinking,  # the server's default; null: the chat template decides
+            "preset": self.preset.to_json() if self.preset is not None else None,  # plan/presets.py
             "retried": self.state.server.retried,
             # measured vs predicted at the last verify (null: recorded before it existed)
             "speed": None if self.state.speed is None else self.state.speed.to_json(),
@@ -172,13 +180,15 @@ def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[Mod
                     served_ctx[str(doc.get("id"))] = n_ctx
         except QwenKitError:
             pass
-    elif key:
-        loaded[spec.alias] = "loaded"
+    elif key:  # one model's server: loaded while healthy, or asleep after its keep-alive (``/props`` says)
+        props = server_props(spec, key)
+        loaded[spec.alias] = "sleeping" if props is not None and props.sleeping else "loaded"
     rows = [ModelStatus(spec.alias, "chat", True, state.quant, loaded.get(spec.alias), state.server.planned_ram,
                         model_kind("chat", state.file("mmproj") is not None),
-                        served_ctx.get(spec.alias) or request_ctx_of(spec.args))]
+                        served_ctx.get(spec.alias) or request_ctx_of(spec.args),
+                        state.request.preset if state.request is not None else None)]
     rows += [ModelStatus(m.name, m.role, False, m.quant, loaded.get(m.name), m.planned_ram, m.kind,
-                         served_ctx.get(m.name) or request_ctx_of(m.args)) for m in state.library]
+                         served_ctx.get(m.name) or request_ctx_of(m.args), m.preset) for m in state.library]
     return tuple(rows)
 
 

@@ -93,6 +93,7 @@ _SAME_SETTING: tuple[frozenset[str], ...] = tuple(frozenset(names) for names in 
     ("-ub", "--ubatch-size"), ("-ngl", "--gpu-layers", "--n-gpu-layers"), ("-fa", "--flash-attn"),
     ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"), ("--jinja", "--no-jinja"),
     ("--chat-template", "--chat-template-file"), ("--mmap", "--no-mmap"), ("-ot", "--override-tensor"),
+    ("--temp", "--temperature"),
 ))
 
 

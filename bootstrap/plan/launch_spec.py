@@ -15,9 +15,10 @@ from pathlib import Path, PureWindowsPath
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
-from bootstrap.core.home import PRESET_NAME
+from bootstrap.core.home import PRESET_NAME, SYSTEM_PROMPTS_NAME
 from bootstrap.core.input_checks import check_text, decimal_int
 from bootstrap.plan import prompt_cache
+from bootstrap.plan.keep_alive import sleep_seconds
 
 DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks (then the API key is what protects the server)
 # llama-server's default 8080 is about to become 9931 (llama.cpp PR #26508; docs/engine.md), so we always pass
@@ -183,6 +184,7 @@ class PresetModel:
     args: tuple[str, ...]
     load_on_startup: bool = False
     chat_template: Path | None = None  # the kit's template instead of the model's own (plan/chat_template.py)
+    keep_alive_s: int = -1  # idle seconds before the engine frees it (plan/keep_alive.py); -1: kept loaded
 
 
 # The environment variable llama-server reads for ``--api-key-file`` (llama.cpp ``common/arg.cpp``). In router mode
@@ -215,7 +217,18 @@ class LaunchSpec:
     # The chat template the kit derived from the model's own for agent clients (plan/chat_template.py), in the home;
     # None: the model's own template serves.
     chat_template: Path | None = None
+    # Idle seconds before the engine frees the default model's memory (plan/keep_alive.py; ``--sleep-idle-seconds``);
+    # -1: kept loaded. In router mode each model's own is in its preset section.
+    keep_alive_s: int = -1
+    # Model name → its system prompt (plan/presets.py): the kit's front adds it to a chat request that has none,
+    # read from ``system_prompts_file`` (JSON: any character survives); with any, the front runs for one model too.
+    system_prompts: tuple[tuple[str, str], ...] = ()
     model_sha256: str = ""  # the model file's, for the prompt cache's key ("" : no prompt cache on disk)
+
+    @property
+    def system_prompts_file(self) -> Path:
+        """The system prompts the front reads, beside the start scripts."""
+        return self.home / SYSTEM_PROMPTS_NAME
 
     @property
     def router(self) -> bool:
@@ -232,8 +245,9 @@ class LaunchSpec:
         to every child server through the environment (see ``CHILD_KEY_ENV``); before the kit's front, a frozen
         kit's own reset (a one-file PyInstaller program started under another, the supervisor, would otherwise take
         itself for that one's worker: PyInstaller 6.10+ ``PYINSTALLER_RESET_ENVIRONMENT``)."""
-        if not self.router:
+        if not self.router and not self.fronted:
             return {}
+        # before one model's server, the front reads the key from there too (register/router_front.py)
         return {CHILD_KEY_ENV: self.key_file_arg(), **({FROZEN_RESET_ENV: "1"} if self.fronted else {})}
 
     @property
@@ -277,9 +291,10 @@ class LaunchSpec:
 
     @property
     def fronted(self) -> bool:
-        """Router mode with the kit's front on the install's address (``register/router_front.py``): requests that
-        name no model go to the default one, and the model list shows no command lines."""
-        return self.router and bool(self.kit)
+        """The kit's front on the install's address (``register/router_front.py``): in router mode requests that
+        name no model go to the default one and the model list shows no command lines; with a system prompt (one
+        model too) a chat request without one gets it."""
+        return bool(self.kit) and (self.router or bool(self.system_prompts))
 
     def server_args(self) -> list[str]:
         """llama-server's arguments after the binary, in the order the start scripts write them. In router mode
@@ -298,8 +313,11 @@ class LaunchSpec:
             out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
         if self.prompt_cache_dir is not None:
             out += ["--slot-save-path", self.home_file_arg(self.prompt_cache_dir)]
-        out += ["--alias", self.alias, "--host", self.host, "--port", str(self.port),
-                "--api-key-file", self.key_file_arg()]
+        sleep = sleep_seconds(self.keep_alive_s)
+        if sleep is not None:
+            out += ["--sleep-idle-seconds", str(sleep)]
+        address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
+        out += ["--alias", self.alias, *address, "--api-key-file", self.key_file_arg()]
         return out
 
     @property
@@ -337,7 +355,8 @@ class LaunchSpec:
 
     def front_args(self) -> list[str]:
         """The front's words before the router's command (``qwenkit front``): its address and the default."""
-        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, "--"]
+        prompts = ["--system-prompts", str(self.system_prompts_file)] if self.system_prompts else []
+        return ["front", "--host", self.host, "--port", str(self.port), "--model", self.alias, *prompts, "--"]
 
     def argv(self) -> list[str]:
         """The whole command as a list (never a string: no shell, no quoting): llama-server, or in router mode

@@ -22,7 +22,9 @@ from bootstrap.core.file_formats import parse_json, read_regular
 from bootstrap.core.home import Home
 from bootstrap.core.json_fields import FieldReader
 from bootstrap.core.private_address import check_rpc_endpoints
+from bootstrap.plan.keep_alive import effective
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel, thinking_of
+from bootstrap.plan.presets import Preset, preset_from_json
 from bootstrap.register.launcher_record import LauncherRecord
 from bootstrap.verify.speed_records import SpeedCheck, check_from_json
 from bootstrap.verify.tools_record import ToolsCheck, tools_from_json
@@ -139,6 +141,13 @@ class RequestRecord:
     thinking: bool | None = None  # install --thinking on|off; None: the catalog's default for the model
     ctx: int | None = None  # install --ctx N; None: the plan's choice
     rpc: tuple[str, ...] = ()  # install --rpc IP:PORT,…: the RPC workers this head lends memory from
+    keep_alive: int | None = None  # install --keep-alive, seconds (-1: never); None: the default (plan/keep_alive.py)
+    preset: Preset | None = None  # install --system/--temperature/…: the default model's preset (plan/presets.py)
+
+    @property
+    def keep_alive_s(self) -> int:
+        """The idle time after which each model's memory is given back, as in force."""
+        return effective(self.keep_alive)
 
 
 @dataclass(frozen=True)
@@ -157,6 +166,7 @@ class LibraryModel:
     planned_ram: int | None = None  # bytes of host RAM the plan predicted for it alone
     chat_template: ChatTemplateRecord | None = None  # as ``ServerRecord.chat_template``
     tools: ToolsCheck | None = None  # as ``ServerRecord.tools``
+    preset: Preset | None = None  # install MODEL --system/--temperature/…: this model's preset (plan/presets.py)
 
     def file(self, role: str) -> FileRecord | None:
         return next((f for f in self.files if f.role == role), None)
@@ -213,6 +223,9 @@ class InstallState:
         doc["server"]["tools"] = None if self.server.tools is None else self.server.tools.to_json()
         for entry, model in zip(doc["library"], self.library, strict=True):
             entry["tools"] = None if model.tools is None else model.tools.to_json()
+            _preset_json(entry, model.preset)
+        if self.request is not None:
+            _preset_json(doc["request"], self.request.preset)
         return {"schema": doc.pop("schema"), **doc}
 
     def tools(self, name: str | None = None) -> ToolsCheck | None:
@@ -221,6 +234,14 @@ class InstallState:
         if name is None or name == self.server.alias:
             return self.server.tools
         return next((m.tools for m in self.library if m.name == name), None)
+
+
+def _preset_json(doc: dict[str, Any], preset: Preset | None) -> None:
+    """A preset as recorded: only the values set (plan/presets.py); none, no key (a record as before presets)."""
+    if preset is None:
+        doc.pop("preset", None)
+    else:
+        doc["preset"] = preset.to_json()
 
 
 def file_intact(record: FileRecord, path: Path) -> bool:
@@ -359,7 +380,9 @@ def state_from_json(doc: Any) -> InstallState:
         request=None if request is None else RequestRecord(request.text("model"), request.text("source"),
                                                                    request.opt_flag("thinking"),
                                                                    request.opt_integer("ctx", minimum=1),
-                                                                   _read_rpc(request)),
+                                                                   _read_rpc(request),
+                                                                   request.opt_integer("keep_alive", minimum=-1),
+                                                                   preset_from_json(request.doc.get("preset"))),
         launcher=None if launcher is None else LauncherRecord(launcher.text("path"), launcher.text("sha256"),
                                                               launcher.text("target"),
                                                               launcher.opt_text("path_entry")),
@@ -375,7 +398,7 @@ def _read_library(r: FieldReader) -> LibraryModel:
                         files=tuple(_read_file(f) for f in r.items("files")), args=r.strings("args"),
                         request=r.text("request"), source=r.text("source"),
                         planned_ram=_report_bytes(r.doc.get("planned_ram")), chat_template=_read_chat_template(r),
-                        tools=tools_from_json(r.doc.get("tools")))
+                        tools=tools_from_json(r.doc.get("tools")), preset=preset_from_json(r.doc.get("preset")))
 
 
 def load_state(home: Home) -> InstallState | None:
@@ -408,7 +431,9 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         raise _bad("files", t("state.err_no_model"))
     mmproj = state.file("mmproj")
     kit: tuple[str, ...] = ()
-    if state.library:  # several models: the kit's front runs before the router (register/router_front.py)
+    prompts = system_prompts(state.server.alias, state.request.preset if state.request is not None else None,
+                             state.library)
+    if state.library or prompts:  # several models, a system prompt: the kit's front (register/router_front.py)
         from bootstrap.register.shell_command import kit_command
 
         kit = kit_command(home, state.system)
@@ -417,9 +442,23 @@ def launch_spec(state: InstallState, home: Home) -> LaunchSpec:
         server=resolve_in_home(home, state.engine.server), model=resolve_in_home(home, model.path),
         mmproj=None if mmproj is None else resolve_in_home(home, mmproj.path), args=state.server.args,
         alias=state.server.alias, api_key_file=home.api_key_file, host=state.server.host, port=state.server.port,
-        others=preset_models(home, state.library, state.models_max), models_max=state.models_max, kit=kit,
-        chat_template=template_file(home, state.server.chat_template), model_sha256=model.sha256,
+        others=preset_models(home, state.library, state.models_max, keep_alive_of(state)),
+        models_max=state.models_max, kit=kit, chat_template=template_file(home, state.server.chat_template),
+        keep_alive_s=keep_alive_of(state), system_prompts=prompts, model_sha256=model.sha256,
     )
+
+
+def keep_alive_of(state: InstallState) -> int:
+    """The keep-alive in force for this install's models (``install --keep-alive``, else the default)."""
+    return effective(state.request.keep_alive if state.request is not None else None)
+
+
+def system_prompts(alias: str, preset: Preset | None,
+                   library: tuple[LibraryModel, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """The models' system prompts the front adds (``plan/presets.py``): the default model's and each other
+    model's, for those that have one."""
+    pairs = [(alias, preset), *((m.name, m.preset) for m in library)]
+    return tuple((name, p.system) for name, p in pairs if p is not None and p.system)
 
 
 def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:
@@ -427,7 +466,8 @@ def template_file(home: Home, record: ChatTemplateRecord | None) -> Path | None:
     return None if record is None or record.path is None else resolve_in_home(home, record.path)
 
 
-def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int) -> tuple[PresetModel, ...]:
+def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int,
+                  keep_alive_s: int = -1) -> tuple[PresetModel, ...]:
     """The library as the router's preset sees it; all of them load at startup when all fit (``models_max``
     counts the default too), else each loads on its first request."""
     out = []
@@ -439,7 +479,8 @@ def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int
         out.append(PresetModel(entry.name, resolve_in_home(home, main.path),
                                None if projector is None else resolve_in_home(home, projector.path), entry.args,
                                load_on_startup=models_max > len(library),
-                               chat_template=template_file(home, entry.chat_template)))
+                               chat_template=template_file(home, entry.chat_template),
+                               keep_alive_s=keep_alive_s))
     return tuple(out)
 
 

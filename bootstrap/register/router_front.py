@@ -23,7 +23,15 @@ starts the router as its child on a free 127.0.0.1 port and passes every request
   offer every model) are passed as they are;
 - in the model list (``GET /models``, ``/v1/models``) every absolute path of ``status.args`` and ``status.preset``
   becomes its last part (``llama-server``); the flags stay (a team gateway reads a model's slots, ``-np``, there),
-  and so do id, state and capabilities.
+  and so do id, state and capabilities;
+- a chat request with no system (or developer) message gets its model's system prompt first, when the user gave
+  that model one (``plan/presets.py``, docs/presets.md: llama-server has no such option); for this alone the front
+  also runs before one model's server (its child is then that llama-server, not a router).
+
+For ``qwenkit ps`` the front also keeps, per model, how many requests it is passing on now and when the last one
+ended (what the engine does not publish: its idle timer, ``time_last_task`` in ``server-queue.cpp``, has no
+endpoint, and ``GET /slots`` would wake a sleeping model and restart that timer); ``GET ACTIVITY_PATH`` with the key
+answers them (``Activity``). Only requests whose body names a model count (chat, completions, embeddings…).
 
 The key stays llama-server's job: the front only reads the key file (``LLAMA_ARG_API_KEY_FILE``, which the start
 script sets for the router's children anyway) to decide whether to read a body before passing it on; a request
@@ -56,7 +64,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -72,9 +81,11 @@ CLIENT_TIMEOUT_S = 600.0  # a client that sends or reads nothing for this long i
 BLOCK = 64 << 10
 ROUTER_OWN = frozenset({"/models", "/models/load", "/models/unload"})  # there "model" names what to act on
 MODEL_LISTS = frozenset({"/models", "/v1/models"})
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})  # where a model's system prompt is added
 GET_BY_QUERY = frozenset({"/slots", "/metrics", "/lora-adapters"})  # the router picks the child by ?model=
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "content-length", "host", "expect"})
+ACTIVITY_PATH = "/qwenkit/activity"  # the front's own: no llama-server route starts with /qwenkit
 _LOADING = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}).encode()
 
 
@@ -92,6 +103,38 @@ def name_default(body: bytes, default: str) -> bytes | None:
         return None
     doc["model"] = default
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def with_system(body: bytes, prompts: Mapping[str, str], default: str) -> bytes | None:
+    """A chat request's ``body`` with its model's system prompt first (``plan/presets.py``), when the model has one
+    and the request holds no ``system`` or ``developer`` message of its own (the request's own always wins); None
+    when it needs nothing."""
+    if not prompts:
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return None
+    model = doc["model"] if isinstance(doc.get("model"), str) and doc["model"] else default
+    text = prompts.get(model)
+    messages = doc["messages"]
+    if not text or any(isinstance(m, dict) and m.get("role") in ("system", "developer") for m in messages):
+        return None
+    doc["messages"] = [{"role": "system", "content": text}, *messages]
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def read_system_prompts(path: Path) -> dict[str, str]:
+    """The system prompts file the start script names (model name → text); ``ValueError`` when it is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise ValueError(f"{path} is not a table of model names and texts")
+    return doc
 
 
 def query_with_default(target: str, default: str) -> str:
@@ -141,13 +184,54 @@ def _preset_line(line: str) -> str:
     return f"{key}{sep}{_bare(value)}" if sep else line
 
 
+class Activity:
+    """Per model: requests being passed on now, and the wall-clock time the last one ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy: dict[str, int] = {}
+        self._ended: dict[str, float] = {}
+        self.started = time.time()
+
+    def begin(self, model: str) -> None:
+        with self._lock:
+            self._busy[model] = self._busy.get(model, 0) + 1
+
+    def end(self, model: str) -> None:
+        with self._lock:
+            self._busy[model] = max(0, self._busy.get(model, 0) - 1)
+            self._ended[model] = time.time()
+
+    def document(self) -> bytes:
+        """``{"started": T, "models": {name: {"busy": N, "last_end": T|null}}}`` (seconds since the epoch)."""
+        with self._lock:
+            names = set(self._busy) | set(self._ended)
+            models = {n: {"busy": self._busy.get(n, 0), "last_end": self._ended.get(n)} for n in sorted(names)}
+        return json.dumps({"started": self.started, "models": models}).encode("utf-8")
+
+
+def body_model(body: bytes) -> str | None:
+    """The ``"model"`` a JSON request body names (after ``name_default``), or None."""
+    if not body.lstrip().startswith(b"{"):
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
 class _Front(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = os.name != "nt"  # POSIX: a port in TIME_WAIT may be bound again; Windows: would share it
 
-    def __init__(self, address: tuple[str, int], family: int, default: str, upstream: int, key: str) -> None:
+    def __init__(self, address: tuple[str, int], family: int, default: str, upstream: int, key: str,
+                 prompts: Mapping[str, str] | None = None) -> None:
         self.address_family = family
         self.default_model, self.upstream_port, self.key = default, upstream, key
+        self.system_prompts: Mapping[str, str] = prompts or {}
+        self.activity = Activity()
         super().__init__(address, _Handler, bind_and_activate=False)
         if family == socket.AF_INET6 and address[0] == "::":
             with contextlib.suppress(OSError):  # "::" takes IPv4 too, as llama-server's own bind does
@@ -209,6 +293,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _relay(self) -> None:
         self.close_connection = True
         path = urlsplit(self.path).path
+        if path == ACTIVITY_PATH and self.command == "GET":
+            if self._keyed():
+                self._answer(200, self.server.activity.document())
+            else:
+                self._answer(401, b'{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}')
+            return
         body: bytes | None = b""
         stream_length = 0  # bytes of a body passed on as it comes (too large, or not ours to read)
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -228,6 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
                 stream_length = length
         if body and path not in ROUTER_OWN:
             body = name_default(body, self.server.default_model) or body
+        if body and path in CHAT_PATHS:
+            body = with_system(body, self.server.system_prompts, self.server.default_model) or body
+        using = body_model(body) if body and path not in ROUTER_OWN and self.command == "POST" else None
+        if using is not None:
+            self.server.activity.begin(using)
         upstream = http.client.HTTPConnection(CHILD_HOST, self.server.upstream_port)
         try:
             try:
@@ -253,6 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # either side hung up: closing the router's connection ends what it was doing for this client
         finally:
             upstream.close()
+            if using is not None:
+                self.server.activity.end(using)
 
     def _answer(self, status: int, body: bytes) -> None:
         self.send_response_only(status)
@@ -325,13 +422,20 @@ def _read_key(env: dict[str, str] | os._Environ[str]) -> str:
         return ""
 
 
-def run_front(host: str, port: int, default_model: str, argv: Sequence[str]) -> int:
+def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
+              system_prompts: Path | None = None) -> int:
     """Listen on ``host:port``, start the router (``argv`` plus its own 127.0.0.1 address), relay until it ends;
-    the router's exit status (a signal re-raised: ``processes.end_as``)."""
+    the router's exit status (a signal re-raised: ``processes.end_as``). ``system_prompts``: the JSON file of
+    each model's system prompt (``with_system``); a damaged one ends the start (exit 1), never ignored."""
+    try:
+        prompts = read_system_prompts(system_prompts) if system_prompts is not None else {}
+    except ValueError as exc:
+        print(f"qwenkit front: {exc}", file=sys.stderr, flush=True)
+        return 1
     family, address = _bind_family(host, port)
     upstream = free_loopback_port()
     try:
-        front = _Front(address, family, default_model, upstream, _read_key(os.environ))
+        front = _Front(address, family, default_model, upstream, _read_key(os.environ), prompts)
     except OSError as exc:  # the words llama-server uses, so the install names the cause the same way
         print(f"qwenkit front: couldn't bind HTTP server socket on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)

@@ -36,6 +36,7 @@ class ServerProps:
 
     ctx: int | None  # ``default_generation_settings.n_ctx``: the context one request gets (per slot)
     slots: int | None  # ``total_slots``: requests served at the same time
+    sleeping: bool | None = None  # ``is_sleeping``: freed by its idle sleep (``--sleep-idle-seconds``)
 
 
 def check_health(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Health:
@@ -89,14 +90,17 @@ def public_health(spec: LaunchSpec, *, timeout: float = 3.0) -> Health:
     return Health("loading", "503") if resp.status_code == 503 else Health("down", f"HTTP {resp.status_code}")
 
 
-def server_props(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> ServerProps | None:
+def server_props(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0,
+                 model: str | None = None) -> ServerProps | None:
     """The context and slots this server runs with (``GET /props``, which wants the key); None when it does not
     say. Only for a server ``check_health`` found to be ours and "ok"."""
     with local_session() as session:
         try:
             # a router answers /props for the model named (llama.cpp tools/server/README.md "Routing requests")
             resp = session.get(f"{spec.base_url}/props", timeout=timeout,
-                               params={"model": spec.alias} if spec.router else None,
+                               # autoload=false: a look never loads an unloaded model (server-models.cpp
+                               # is_autoload)
+                               params={"model": model or spec.alias, "autoload": "false"} if spec.router else None,
                                headers={"Authorization": f"Bearer {api_key}"})
             doc = resp.json() if resp.status_code == 200 else None
         except (requests.RequestException, ValueError):
@@ -105,7 +109,8 @@ def server_props(spec: LaunchSpec, api_key: str, *, timeout: float = 3.0) -> Ser
         return None
     settings = doc.get("default_generation_settings")
     ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
-    return ServerProps(_count(ctx), _count(doc.get("total_slots")))
+    sleeping = doc.get("is_sleeping")
+    return ServerProps(_count(ctx), _count(doc.get("total_slots")), sleeping if isinstance(sleeping, bool) else None)
 
 
 def _count(value: Any) -> int | None:

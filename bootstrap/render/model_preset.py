@@ -23,6 +23,7 @@ from bootstrap import __version__
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
 from bootstrap.core.templating import RenderedFile, render_template
+from bootstrap.plan.keep_alive import sleep_seconds
 from bootstrap.plan.launch_spec import LaunchSpec, PresetModel
 from bootstrap.render.command_words import group_words
 
@@ -70,27 +71,31 @@ def _flag_items(args: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 
 def _section(name: str, model: Path, mmproj: Path | None, args: Sequence[str], load: bool,
-             spec: LaunchSpec, chat_template: Path | None = None) -> dict[str, object]:
+             spec: LaunchSpec, chat_template: Path | None = None, keep_alive_s: int = -1) -> dict[str, object]:
     items: list[tuple[str, str]] = [("model", _path(model, spec))]
     if mmproj is not None:
         items.append(("mmproj", _path(mmproj, spec)))
     items += list(_flag_items(args))
     if chat_template is not None:  # relative to the home: the router's children run there
         items.append(("chat-template-file", _path(chat_template, spec)))
+    sleep = sleep_seconds(keep_alive_s)  # keep-alive: the child frees the model after this idle time
+    if sleep is not None:
+        items.append(("sleep-idle-seconds", str(sleep)))
     items.append(("load-on-startup", "true" if load else "false"))
     return {"name": check_name(name), "items": items}
 
 
 def render_preset_text(spec: LaunchSpec) -> str:
     """The preset for ``spec``: its default model first (loaded at start), then the others."""
-    sections = [_section(spec.alias, spec.model, spec.mmproj, spec.args, True, spec, spec.chat_template)]
+    sections = [_section(spec.alias, spec.model, spec.mmproj, spec.args, True, spec, spec.chat_template,
+                         spec.keep_alive_s)]
     names = {spec.alias}
     for other in spec.others:
         if other.name in names:
             raise PresetError(t("preset.same_name", name=other.name), t("library.hint_remove"))
         names.add(other.name)
         sections.append(_section(other.name, other.model, other.mmproj, other.args, other.load_on_startup, spec,
-                                 other.chat_template))
+                                 other.chat_template, other.keep_alive_s))
     return render_template(PRESET_TEMPLATE, version=__version__, sections=sections)
 
 

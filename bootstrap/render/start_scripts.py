@@ -111,6 +111,8 @@ def _checked_files(spec: LaunchSpec) -> list[Path]:
         files += [other.model] + [f for f in (other.mmproj, other.chat_template) if f is not None]
     if spec.router:
         files.append(spec.preset_file)
+    if spec.fronted and spec.system_prompts:
+        files.append(spec.system_prompts_file)
     files.append(spec.api_key_file)
     return files
 
@@ -158,11 +160,29 @@ def start_files(spec: LaunchSpec, home: Home) -> list[RenderedFile]:
         from bootstrap.render.model_preset import preset_file
 
         files.append(preset_file(spec, home.root / spec.preset_file.name))
+    if spec.fronted and spec.system_prompts:
+        files.append(system_prompts_file(spec, home.root / spec.system_prompts_file.name))
     if spec.system == "Windows":
         files.append(RenderedFile(home.run_bat, render_text(spec, "bat"), newline="\r\n", mode=0o644))
     else:
         files.append(RenderedFile(home.run_sh, render_text(spec, "sh"), newline="\n", mode=0o755))
     return files
+
+
+def system_prompts_file(spec: LaunchSpec, path: Path) -> RenderedFile:
+    """The front's system prompts (model name → text) as JSON: any character a user typed survives, where neither a
+    shell script, a batch file nor llama.cpp's INI dialect could carry every one (``plan/presets.py``)."""
+    import json
+
+    text = json.dumps(dict(spec.system_prompts), ensure_ascii=False, indent=2) + "\n"
+    return RenderedFile(path, text, newline="\n", mode=0o600)
+
+
+def drop_unused_prompts(spec: LaunchSpec, home: Home) -> None:
+    """A system prompts file no start names any more (a preset cleared) is deleted: the user's text is not left
+    behind in the home."""
+    if not (spec.fronted and spec.system_prompts):
+        (home.root / spec.system_prompts_file.name).unlink(missing_ok=True)
 
 
 def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
@@ -173,6 +193,7 @@ def render_start_scripts(spec: LaunchSpec, home: Home) -> StartScripts:
     """
     for rendered in start_files(spec, home):
         rendered.write()
+    drop_unused_prompts(spec, home)
     if spec.system == "Windows":
         return StartScripts(sh=None, bat=home.run_bat)
     return StartScripts(sh=home.run_sh, bat=None)

@@ -156,7 +156,11 @@ def probe(url: str, key: str) -> MemberState:
                 models = _router_models(session, url, key, listed)
                 router = True
             else:
-                models = (_single_model(info, listed, _slot_count(_get(session, f"{url}/slots", key))),)
+                # asleep after its keep-alive (``--sleep-idle-seconds``): ``/slots`` would load it again and restart
+                # its idle time (llama.cpp tools/server/README.md "Sleeping on Idle"); nothing runs on it
+                asleep = info.get("is_sleeping") is True
+                counted = (None, 0) if asleep else _slot_count(_get(session, f"{url}/slots", key))
+                models = (_single_model(info, listed, counted),)
                 router = False
         except (requests.RequestException, ValueError, AttributeError, KeyError) as exc:
             return MemberState("down", detail=type(exc).__name__)

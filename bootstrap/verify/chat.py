@@ -218,6 +218,47 @@ def _sse_events(resp: requests.Response, deadline: float, what: str) -> Iterator
 
 
 @dataclass(frozen=True)
+class StreamPart:
+    """One chunk of a streamed chat answer: its text and reasoning deltas, and on the last chunks the ``usage``
+    and ``timings`` (``stream_options.include_usage``); ``done`` marks ``data: [DONE]``, the stream's proper end
+    (a stream cut short ends without it)."""
+
+    content: str = ""
+    reasoning: str = ""
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    done: bool = False
+
+
+def stream_parts(resp: requests.Response, what: str, deadline: float = float("inf")) -> Iterator[StreamPart]:
+    """The chunks of a streamed ``/v1/chat/completions`` answer (one home for its parsing: the verify stage and
+    ``qwenkit run`` read the same stream). The reasoning arrives in ``delta.reasoning_content`` (``--reasoning-format``
+    auto = deepseek, llama.cpp ``common/arg.cpp``); an ``error`` object mid-stream is a ``ServerError``."""
+    for payload in _sse_events(resp, deadline, what):
+        if payload == "[DONE]":
+            yield StreamPart(done=True)
+            return
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            continue
+        if not isinstance(chunk, dict):
+            continue
+        if isinstance(chunk.get("error"), dict):
+            raise ServerError(t("verify.err_status", what=what, status=chunk["error"].get("code", "?"),
+                                message=_one_line(str(chunk["error"].get("message", "")))),
+                              t("verify.hint_server"))
+        content, reasoning = [], []
+        for choice in chunk.get("choices") or []:
+            delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
+            content.append(str(delta.get("content") or ""))
+            reasoning.append(str(delta.get("reasoning_content") or ""))
+        usage, timings = chunk.get("usage"), chunk.get("timings")
+        yield StreamPart("".join(content), "".join(reasoning), usage if isinstance(usage, dict) else None,
+                         timings if isinstance(timings, dict) else None)
+
+
+@dataclass(frozen=True)
 class _Streamed:
     first_token_s: float
     tokens_per_s: float
@@ -239,26 +280,15 @@ def _stream(session: requests.Session, spec: LaunchSpec, headers: dict[str, str]
         tokens = 0
         per_second: float | None = None
         done = False
-        for payload in _sse_events(resp, sent + timeout, what):
-            if payload == "[DONE]":
+        for part in stream_parts(resp, what, sent + timeout):
+            if part.done:
                 done = True
                 break
-            try:
-                chunk = json.loads(payload)
-            except ValueError:
-                continue
-            if isinstance(chunk.get("error"), dict):
-                raise ServerError(t("verify.err_status", what=what, status=chunk["error"].get("code", "?"),
-                                    message=_one_line(str(chunk["error"].get("message", "")))),
-                                  t("verify.hint_server"))
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content") or delta.get("reasoning_content"):
-                    last_token = time.perf_counter()
-                    first = last_token - sent if first is None else first
-            usage = chunk.get("usage") or {}
-            tokens = int(usage.get("completion_tokens") or tokens)
-            timings = chunk.get("timings") or {}
+            if part.content or part.reasoning:
+                last_token = time.perf_counter()
+                first = last_token - sent if first is None else first
+            tokens = int((part.usage or {}).get("completion_tokens") or tokens)
+            timings = part.timings or {}
             if timings.get("predicted_per_second"):
                 per_second = float(timings["predicted_per_second"])
     if first is None or not done:

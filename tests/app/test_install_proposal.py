@@ -35,6 +35,22 @@ def test_the_proposal_shows_tokens_per_second(tmp_path: Path, capsys: pytest.Cap
     assert sum("hinking" in line for line in err.splitlines()) == (1 if thinking else 0), err
     if thinking:
         assert "  thinking       on by default (change: 'qwenkit install --thinking off')" in err
+    # the keep-alive: when an idle model's memory is given back (the default here: nothing recorded, none asked)
+    assert "  idle unload    after 30m without a request (memory given back; --keep-alive)" in err
+
+
+@pytest.mark.usefixtures("english")
+@pytest.mark.parametrize(("keep_alive", "line"), [
+    (300, "  idle unload    after 5m without a request (memory given back; --keep-alive)"),
+    (-1, "  idle unload    never (--keep-alive never)"),
+])
+def test_the_proposal_states_the_keep_alive(tmp_path: Path, capsys: pytest.CaptureFixture[str], keep_alive: int,
+                                           line: str) -> None:
+    hardware = load_profile(TEST_DATA / "hardware" / "rtx3070_8gb_32gb.json")
+    plan = choose(catalog_candidates(load_catalog().model(None), None, tmp_path), hardware)
+    show_proposal(Proposal(hardware=hardware, plan=plan, previous=None, parts=(), port=8080, port_asked=8080,
+                           manager="script", thinking=None, ctx=plan.settings.ctx, keep_alive=keep_alive), tmp_path)
+    assert line in capsys.readouterr().err.splitlines()
 
 
 @pytest.mark.usefixtures("english")

@@ -51,7 +51,7 @@ ALLOWED = frozenset({
 # (``auto``, ``hf``, ``modelscope``): literals, named as typed.
 COMMAND_WORDS = frozenset({"doctor", "plan", "models", "download", "install", "status", "logs", "service", "bundle",
                            "uninstall", "remove", "start", "stop", "restart", "create", "verify", "auto", "modelscope",
-                           "curl", "team", "refresh", "users", "launch",
+                           "curl", "team", "refresh", "users", "launch", "run",
                            # the clients 'launch' starts or prints settings for, named as typed
                            "claude", "codex", "opencode", "aider", "openwebui", "dify", "cherry", "studio",
                            "continue", "langchain", "llamaindex"})
@@ -193,7 +193,7 @@ def test_every_command_speaks_chinese(zh_bed: tuple[InstallBed, dict[str, str]],
     dead = f"http://127.0.0.1:{_dead_port()}"
     outputs = [_text(bed, env, "--help")]
     for command in ("doctor", "plan", "models", "download", "install", "status", "service", "bundle", "remove",
-                    "uninstall", "team", "launch"):
+                    "uninstall", "team", "launch", "run"):
         outputs.append(_text(bed, env, command, "--help"))
     outputs += [
         _text(bed, env, "doctor"),

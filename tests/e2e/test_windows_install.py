@@ -90,6 +90,49 @@ def test_status_says_healthy(installed: WinInstall) -> None:
     assert "healthy: " in done.stdout and f"127.0.0.1:{installed.port}" in done.stdout
 
 
+
+def test_run_command_answers_one_question_under_wine(installed: WinInstall) -> None:
+    """``qwenkit run`` (issue 40) through the exe: a question as arguments, and one on stdin (a pipe, as ``echo … |
+    qwenkit run`` in cmd), each answered on stdout alone, with the install's endpoint and key read from the home;
+    an unknown model is exit 2 naming the installed one."""
+    one_shot = installed.run("run", MODEL_ID, "Hello")
+    assert one_shot.returncode == 0, one_shot.stderr[-2000:]
+    assert one_shot.stdout.strip() and one_shot.stderr == "", one_shot.stderr[-2000:]
+    piped = subprocess.run(["wine", str(installed.exe), "run"], input=b"Hello\r\n", env=installed.env,
+                           capture_output=True, timeout=300, check=False)
+    assert piped.returncode == 0, piped.stderr[-2000:]
+    assert piped.stdout.strip() and b"Chatting" not in piped.stdout + piped.stderr
+    unknown = installed.run("run", "nosuch", "Hello")
+    assert unknown.returncode == 2 and f"(installed: {MODEL_ID})" in unknown.stderr, unknown.stderr[-2000:]
+
+
+def test_run_command_chats_in_a_wine_console(installed: WinInstall) -> None:
+    """The interactive chat in a console (Wine gives a program started on a terminal a console of its own): the
+    banner, the prompt, a question answered and the prompt back, ``/bye`` exits 0 (after the Enter the setup asks
+    for when it is alone on its console). No POSIX-only module on the way
+    (``readline`` is not there on Windows)."""
+    import pexpect
+
+    child = pexpect.spawn("wine", [str(installed.exe), "run"], env=installed.env, timeout=300, encoding="utf-8",
+                          codec_errors="replace")
+    try:
+        child.expect_exact(f"Chatting with {MODEL_ID}")
+        child.expect_exact(">>>")  # Wine's console draws the prompt's space as a cursor move
+        time.sleep(1)  # Wine's console drops what is typed before the program reads (wine.run_in_console)
+        child.send("Hello\r")
+        child.expect_exact(">>>")
+        time.sleep(1)
+        child.send("/bye\r")
+        # the exe alone on its console (Wine gives it one, as a double-click does) keeps the window until Enter
+        child.expect_exact("Press Enter to close this window.")
+        time.sleep(1)
+        child.send("\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, (child.exitstatus, child.before)
+    assert "Traceback" not in str(child.before)
+
 def test_a_rerun_with_nothing_new_keeps_the_server(installed: WinInstall) -> None:
     before = {p.pid for p in servers(installed.home)}
     done = installed.run("install", "--yes", "--port", str(installed.port))

@@ -85,7 +85,8 @@ def test_install_rerun_upgrade_and_rollback(bed: InstallBed, tmp_path: Path,
     rev1_sha = bed.hub.sha256_of(MODEL_REPO, MODEL_FILE)
     assert _model_sha(bed) == rev1_sha
     state = json.loads(bed.home.state_file.read_text(encoding="utf-8"))
-    assert state["request"] == {"model": "tiny-chat", "source": "auto", "thinking": None, "ctx": None, "rpc": []}
+    assert state["request"] == {"model": "tiny-chat", "source": "auto", "thinking": None, "ctx": None, "rpc": [],
+                                "keep_alive": None}
     assert state["files"][0]["inode"] == (bed.home.models_dir / MODEL_REPO / MODEL_FILE).stat().st_ino
 
     # A rerun with nothing changed: no request to any source, not one model byte hashed.

@@ -83,6 +83,30 @@ def test_the_thinking_request_round_trips_and_an_older_record_reads_as_the_defau
     assert replace(loaded, server=replace(loaded.server, args=("-c", "4096"))).thinking is None  # no flag: template
 
 
+def test_keep_alive_round_trips_is_rendered_and_an_older_record_reads_as_the_default(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    base = _state(home, tmp_path / "x")
+    for asked, flag in ((300, ["--sleep-idle-seconds", "300"]), (-1, []), (None, ["--sleep-idle-seconds", "1800"])):
+        state = replace(base, request=RequestRecord("qwen3.6-35b-a3b", "auto", keep_alive=asked))
+        save_state(home, state)
+        loaded = load_state(home)
+        assert loaded == state and loaded is not None and loaded.request is not None
+        assert loaded.request.keep_alive == asked
+        words = launch_spec(loaded, home).server_args()
+        found = words[words.index("--sleep-idle-seconds"):][:2] if "--sleep-idle-seconds" in words else []
+        assert found == flag
+    doc = json.loads(home.state_file.read_text(encoding="utf-8"))
+    del doc["request"]["keep_alive"]  # written before install --keep-alive existed: the default from now on
+    home.state_file.write_text(json.dumps(doc), encoding="utf-8")
+    loaded = load_state(home)
+    assert loaded is not None and loaded.request is not None and loaded.request.keep_alive is None
+    assert launch_spec(loaded, home).keep_alive_s == 1800
+    doc["request"]["keep_alive"] = -5
+    home.state_file.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(UsageError):
+        load_state(home)
+
+
 SPEED = SpeedCheck(
     measured=SpeedSample(prompt_tps=512.25, decode_tps=38.2, prompt_n=128, decode_n=32, runs=2, draft_n=20,
                          draft_accepted=15),

@@ -197,3 +197,18 @@ def test_with_the_kits_front_the_scripts_start_it_before_the_router(tmp_path: Pa
     xml = render_winsw_xml(win, Home(win_home))
     assert "<executable>C:\\Users\\张三\\AppData\\Local\\QwenClientKit\\venv\\Scripts\\qwenkit.exe</executable>" \
         in xml and "<argument>front</argument>" in xml, xml
+
+
+def test_keep_alive_is_each_models_sleep_line_and_absent_when_never(tmp_path: Path) -> None:
+    """``install --keep-alive``: llama-server's ``--sleep-idle-seconds`` as a preset key, in every model's section
+    (the router passes a section's keys to that model's child; ``tools/server/README.md`` "Sleeping on Idle")."""
+    spec = _spec(tmp_path / "h", keep_alive_s=300)
+    spec = replace(spec, others=tuple(replace(o, keep_alive_s=300) for o in spec.others))
+    sections = _sections(render_preset_text(spec))
+    assert [sections[name].get("sleep-idle-seconds") for name in ("chat", "embed", "see")] == ["300"] * 3
+    assert "sleep-idle-seconds" not in render_preset_text(_spec(tmp_path / "h"))  # -1: kept loaded
+    assert "sleep-idle-seconds" not in render_preset_text(_spec(tmp_path / "h", keep_alive_s=-1))
+    zero = _sections(render_preset_text(_spec(tmp_path / "h", keep_alive_s=0)))
+    assert zero["chat"]["sleep-idle-seconds"] == "1"  # the engine refuses 0: its shortest sleep
+    one = replace(_spec(tmp_path / "h", keep_alive_s=60), others=())  # one model: the flag on its command line
+    assert one.server_args()[-10:-8] == ["--sleep-idle-seconds", "60"]

@@ -8,6 +8,7 @@ request that names no model going to ``DEFAULT`` (``register/router_front.py``).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from bootstrap.core.console import t
 from bootstrap.core.errors import UsageError
@@ -20,4 +21,5 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise UsageError(t("cli.err_required", args="ROUTER"), t("hint.usage"))
-    return run_front(args.host, args.port, args.model, command)
+    prompts = getattr(args, "system_prompts", None)
+    return run_front(args.host, args.port, args.model, command, Path(prompts) if prompts else None)

@@ -30,18 +30,20 @@ from bootstrap.detect.privileges import is_admin
 from bootstrap.install.installer import CTX_AUTO, InstallOutcome, InstallRequest, install
 from bootstrap.install.proposal import Proposal
 from bootstrap.plan.context import AUTO, parse_ctx
+from bootstrap.plan.keep_alive import effective, keep_alive_text, parse_keep_alive
 from bootstrap.plan.launch_spec import DEFAULT_HOST, WILDCARD_HOSTS, is_loopback, parse_host
 from bootstrap.plan.planner import Plan
+from bootstrap.plan.presets import Preset
 from bootstrap.plan.speed import describe as describe_speed
 from bootstrap.record.state import InstallState
 
 # answers-file key → (type, InstallRequest field or a CLI-only key); ``ctx`` also takes "auto" (``_answer_ok``)
 _ANSWERS: dict[str, type] = {"model": str, "source": str, "bundle": str, "home": str, "host": str, "port": int,
                              "service": bool, "venv": bool, "verify": bool, "thinking": bool, "ctx": int,
-                             "rpc": str}
+                             "rpc": str, "preset": dict}
 
 
-_KIND_NAMES = {str: "string", int: "integer", bool: "true/false"}
+_KIND_NAMES = {str: "string", int: "integer", bool: "true/false", dict: "a table"}
 
 
 MAX_ANSWERS_BYTES = 1 << 20  # a handful of options; anything larger is not an answers file
@@ -49,7 +51,8 @@ _RELATIVE_TO_FILE = ("home", "bundle")  # folders named in the file are where th
 
 
 def read_answers(path: str) -> dict[str, Any]:
-    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …).
+    """An answers file: TOML with the install options (``model = "qwen3.6-35b-a3b"``, ``port = 8080`` …, a
+    ``[preset]`` table as ``--preset FILE`` holds: docs/presets.md).
 
     A relative ``home`` or ``bundle`` folder is taken relative to the file's own folder (a rollout script runs
     from anywhere), as a relative path inside any configuration file is read.
@@ -64,6 +67,10 @@ def read_answers(path: str) -> dict[str, Any]:
             raise UsageError(t("install.err_answers_key", path=path, option=key, known=join_names(_ANSWERS)))
         if not _answer_ok(key, value, kind):
             raise UsageError(t("install.err_answers_type", path=path, option=key, expected=_KIND_NAMES[kind]))
+    if "preset" in doc:  # a [preset] table: the preset file's keys (plan/presets.py), checked now
+        from bootstrap.plan.presets import preset_from
+
+        doc["preset"] = preset_from(doc["preset"], f"{path}: preset")
     for key in _RELATIVE_TO_FILE:
         value = doc.get(key)
         if value and not is_url(value) and not Path(value).expanduser().is_absolute():
@@ -121,8 +128,23 @@ def _request(args: argparse.Namespace, answers: dict[str, Any]) -> tuple[Install
         ctx=_ctx(getattr(args, "ctx", None), answers.get("ctx")),
         make_default=bool(getattr(args, "default", False)),
         rpc=None if pick("rpc", None) is None else check_rpc_endpoints(check_text("--rpc", pick("rpc", None))),
+        keep_alive=None if getattr(args, "keep_alive", None) is None else parse_keep_alive(args.keep_alive),
+        preset=_preset(args, answers.get("preset")), clear_preset=bool(getattr(args, "clear_preset", False)),
     )
     return request, pick("home", None)
+
+
+def _preset(args: argparse.Namespace, answered: Preset | None = None) -> Preset | None:
+    """The options given over ``--preset FILE`` over the answers file's ``[preset]`` table (``plan/presets.py``);
+    None: none given (a rerun keeps the recorded one). ``--system ""`` sets an empty system text: none."""
+    from bootstrap.plan.presets import PRESET_KEYS, preset_from, read_preset_file
+
+    given = {key: getattr(args, key, None) for key in PRESET_KEYS}
+    preset = preset_from({k: v for k, v in given.items() if v is not None})
+    path = getattr(args, "preset", None)
+    below = read_preset_file(Path(check_text("--preset", path))).over(answered) if path else answered
+    preset = preset.over(below)
+    return None if preset.empty else preset
 
 
 def _thinking(given: str | None, answered: bool | None) -> bool | None:
@@ -162,6 +184,8 @@ def show_proposal(p: Proposal, home: Path) -> None:
         console.info(t("install.proposal_port", port=p.port))
     script = "run_qwen.bat" if p.hardware.os.system == "Windows" else "run_qwen.sh"
     console.info(t("install.proposal_runs", how=t(f"install.runs_{p.manager}", script=script)))
+    keep = effective(p.keep_alive)  # when the memory is given back (docs/loaded-models.md)
+    console.info(t("ps.proposal_keep_never") if keep < 0 else t("ps.proposal_keep", keep=keep_alive_text(keep)))
     if p.thinking is not None:  # None: no --reasoning, a model without a thinking mode
         console.info(t(f"install.proposal_thinking_{'on' if p.thinking else 'off'}"))
     console.info(t("install.proposal_home", home=home))
@@ -283,6 +307,8 @@ def _add_beside(home: Home, request: InstallRequest, unattended: bool, interacti
         return None
     if request.host != DEFAULT_HOST or request.port is not None or request.ctx is not None:
         raise UsageError(t("library.err_server_options"), t("library.hint_server_options"))
+    if request.keep_alive is not None:  # one keep-alive for the install's models (docs/loaded-models.md)
+        raise UsageError(t("ps.err_keep_alive_beside"), t("ps.hint_keep_alive_beside"))
 
     def confirm(_summary: str) -> bool:
         if not unattended and not interactive:
@@ -290,7 +316,7 @@ def _add_beside(home: Home, request: InstallRequest, unattended: bool, interacti
         return unattended or ask_yes_no(t("install.question"), default=True)
 
     outcome = add_model(home, request.model or "", source=request.source, verify_timeout=request.verify_timeout,
-                        confirm=confirm)
+                        confirm=confirm, preset=request.preset, clear_preset=request.clear_preset)
     if outcome.kind == "cancelled":
         console.info(t("install.cancelled"))
     return 0

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     lines = DEFAULT_LINES if args.lines is None else int(args.lines)
     if lines < 0:
         raise UsageError(t("logs.err_lines", value=lines), t("hint.usage"))
-    router = _model_filter(home, getattr(args, "model", None))
+    router, args.model = _model_filter(home, getattr(args, "model", None))
     manager = _manager(home)
     try:
         if manager.log_command(lines, False) is not None:
@@ -81,20 +81,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_filter(home: Home, name: str | None) -> bool | None:
-    """For ``--model NAME``: whether the home serves several models (its log is then a router's); None without
-    ``--model``. An unknown name is exit 2 naming the installed ones (and the closest)."""
+def _model_filter(home: Home, name: str | None) -> tuple[bool | None, str | None]:
+    """For ``--model NAME``: whether the home serves several models (its log is then a router's) and the name as
+    installed (``qwen3.5:4b`` → ``qwen3.5-4b``); (None, None) without ``--model``. An unknown name is exit 2 naming
+    the installed ones (and the closest)."""
     if name is None:
-        return None
+        return None, None
+    from bootstrap.catalog.model_ref import installed_name
     from bootstrap.core.suggest import did_you_mean
     from bootstrap.record.state import require_state
 
     state = require_state(home)
     names = [state.server.alias, *(m.name for m in state.library)]
-    if name not in names:
+    installed = installed_name(name, names)
+    if installed not in names:
         raise UsageError(t("library.err_unknown", name=name, names=join_names(names)),
                          did_you_mean(name, names) or t("library.hint_models"))
-    return bool(state.library)
+    return bool(state.library), installed
 
 
 def _no_log(home: Home, log: Path, follow: bool) -> None:

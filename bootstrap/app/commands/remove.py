@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     home = resolve_home(getattr(args, "home", None))
     as_json = bool(getattr(args, "json", False))
     _state, entry = removable(home, args.name)  # an unknown name or the default: refused before the question
+    args.name = entry.name  # as installed, whichever name was typed (qwen3.5:4b → qwen3.5-4b)
     if not getattr(args, "yes", False):
         if as_json or not stdin_is_terminal():
             raise UsageError(t("remove.err_need_yes"), t("remove.hint_need_yes", name=args.name))

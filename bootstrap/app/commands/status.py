@@ -67,10 +67,16 @@ def _print(report: StatusReport) -> None:
     spec, state = report.spec, report.state
     out(t("status.title", home=report.home.root))
     out(t("status.line_model", model=state.model_id, quant=state.quant))
+    if report.preset is not None:  # plan/presets.py
+        out(t("status.preset", items=console.join_items(f"{k} {v}" for k, v in report.preset.shown())))
     if len(report.models) > 1:  # several models behind the endpoint: each, what it is for, and loaded or not
         out(t("status.line_models", count=len(report.models), loaded=report.spec.models_max, default=spec.alias))
         for line in model_table(report.models):
             out("    " + line)
+        for model in report.models[1:]:  # each other model's preset (plan/presets.py), under the table
+            if model.preset is not None:
+                out(t("status.preset_of", name=model.name,
+                      items=console.join_items(f"{k} {v}" for k, v in model.preset.shown())))
     out(t("status.line_engine", build=state.engine.build, variant=state.engine.variant))
     out(t("status.line_endpoint", endpoint=spec.client_openai_url))
     out(t("status.line_key", path=spec.api_key_file))
@@ -130,7 +136,8 @@ def model_table(models: Sequence[ModelStatus]) -> list[str]:
     rows = [[t("status.col_name"), t("status.col_kind"), t("status.col_quant"), t("status.col_ctx"),
              t("status.col_state")]]
     for m in models:
-        state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded") else "-"
+        state_word = t(f"status.model_{m.loaded}") if m.loaded in ("loaded", "loading", "unloaded", "sleeping") \
+            else "-"
         rows.append([m.name, t(f"status.kind_{m.kind}"), m.quant, "-" if m.ctx is None else f"{m.ctx:,}",
                      state_word + (t("status.model_default") if m.default else "")])
     widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]

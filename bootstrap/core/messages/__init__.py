@@ -37,6 +37,7 @@ from bootstrap.core.messages import (
     agent_template,
     bundle,
     bundle_create,
+    chat,
     core,
     deploy,
     doctor,
@@ -53,10 +54,13 @@ from bootstrap.core.messages import (
     library,
     logs,
     memory,
+    names,
     options,
     output,
     plan,
+    presets,
     prompt_cache,
+    ps,
     pyenv,
     render,
     service,
@@ -73,7 +77,7 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, prompt_cache)
+                                  agent_template, launch, names, presets, ps, chat, prompt_cache)
 
 
 def _merge() -> dict[str, dict[str, str]]:

@@ -126,6 +126,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the server at {url} refused the key (HTTP {status})",
         "zh": "{url} 上的服务器拒绝了该密钥（HTTP {status}）",
     },
+    "launch.hint_key_install": {
+        "en": "The key file and the running server disagree: 'qwenkit service restart' starts it with the key "
+              "file's key.",
+        "zh": "密钥文件与正在运行的服务器不一致：运行 'qwenkit service restart' 以密钥文件中的密钥重新启动服务器。",
+    },
     "launch.hint_key_refused": {
         "en": "Ask your team's admin for a working key ('qwenkit team add-user').",
         "zh": "请向团队管理员索取有效密钥（'qwenkit team add-user'）。",
