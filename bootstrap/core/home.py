@@ -44,6 +44,7 @@ def default_home(system: str, env: Mapping[str, str], user_home: PurePath) -> Pu
 
 PRESET_NAME = "models.ini"  # the router preset beside the start scripts (render/model_preset.py)
 SYSTEM_PROMPTS_NAME = "system-prompts.json"  # the front's system prompt per model (plan/presets.py)
+PROMPT_CACHE_NAME = "prompt-cache"  # saved slots across restarts (plan/prompt_cache.py)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,16 @@ class Home:
     @property
     def api_key_file(self) -> Path:
         return self.secrets_dir / "api-key"
+
+    @property
+    def prompt_cache_dir(self) -> Path:
+        """The prompt cache's saved slots, one folder per model, engine build and template (plan/prompt_cache.py)."""
+        return self.root / PROMPT_CACHE_NAME
+
+    @property
+    def system_prompts_file(self) -> Path:
+        """The front's system prompt per model (plan/presets.py)."""
+        return self.root / SYSTEM_PROMPTS_NAME
 
     @property
     def chat_templates_dir(self) -> Path:

@@ -1,7 +1,8 @@
 """Uninstall: stop and remove the service, then delete what the installer put in the home.
 
 Deletes only the home's own entries (DESIGN.md §3: ``state.json``, ``engine/``, ``cache/``, ``venv/``, ``secrets/``,
-the start scripts, ``logs/``, ``service/``, ``run/``, ``app/``, ``chat-templates/``, ``agents/`` — the command
+the start scripts, ``logs/``, ``service/``, ``run/``, ``app/``, ``chat-templates/``, ``prompt-cache/``,
+``system-prompts.json``, ``agents/`` — the command
 takes back what ``qwenkit launch --config`` wrote first — and ``models/`` unless kept), and only in a folder
 that carries our marker (``state.json`` or ``.lock``, ``is_ours``), so a ``QWENKIT_HOME`` pointed at the wrong folder
 cannot cost the user their own ``venv/`` or ``logs/``. Links are removed, never followed out of the home. Files the
@@ -76,7 +77,7 @@ class HomeLeft:
 
 
 def _our_files(home: Home) -> list[Path]:
-    return [home.state_file, home.run_sh, home.run_bat, home.preset_file]
+    return [home.state_file, home.run_sh, home.run_bat, home.preset_file, home.system_prompts_file]
 
 
 def our_entries(home: Home, keep_models: bool) -> list[Path]:
@@ -84,7 +85,7 @@ def our_entries(home: Home, keep_models: bool) -> list[Path]:
     models last (the biggest, and the one ``keep_models`` spares)."""
     candidates = [*_our_files(home), home.services_dir, home.run_dir, home.engines_dir, home.venv_dir,
                   home.app_dir, home.secrets_dir, home.staging_dir.parent, home.logs_dir, home.bundle_dir,
-                  home.chat_templates_dir, home.agents_dir]
+                  home.chat_templates_dir, home.prompt_cache_dir, home.agents_dir]
     # A crash between write and rename (atomic_file) leaves ".<name>.<random>.tmp" next to our files.
     for path in _our_files(home):
         candidates += sorted(home.root.glob(f".{path.name}.*.tmp"))

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from bootstrap.core.home import PROMPT_CACHE_NAME
 from bootstrap.core.sizes import MIB
 
-FOLDER = "prompt-cache"  # under the install home
+FOLDER = PROMPT_CACHE_NAME  # under the install home
 BUDGET_FILE = "budget.json"  # in FOLDER: the plan's budget, for whatever saves (the supervisor, `service`)
 MAX_BUDGET_MIB = 4096  # a dozen agent prefixes of a 35B hybrid model (~300 MB each at 12k tokens)
 MIN_BUDGET_MIB = 256  # below this the disk is too full to spend any of it on a cache
