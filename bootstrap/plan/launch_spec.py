@@ -303,8 +303,8 @@ class LaunchSpec:
         address (the front gives it its own on 127.0.0.1)."""
         if self.router:
             address = [] if self.fronted else ["--host", self.host, "--port", str(self.port)]
-            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max), *address,
-                    "--api-key-file", self.key_file_arg()]
+            return ["--models-preset", self.preset_arg(), "--models-max", str(self.models_max), "--metrics",
+                    *address, "--api-key-file", self.key_file_arg()]
         out = ["-m", str(self.model)]
         if self.mmproj is not None:
             out += ["--mmproj", str(self.mmproj)]
@@ -313,6 +313,9 @@ class LaunchSpec:
             out += ["--chat-template-file", self.home_file_arg(self.chat_template)]
         if self.prompt_cache_dir is not None:
             out += ["--slot-save-path", self.home_file_arg(self.prompt_cache_dir)]
+        # /metrics (behind the key) is what the supervisor's stall probe reads: the one task that does not start the
+        # keep-alive's idle time again (register/supervisor.py); in router mode the router's flag reaches each child
+        out += ["--metrics"]
         sleep = sleep_seconds(self.keep_alive_s)
         if sleep is not None:
             out += ["--sleep-idle-seconds", str(sleep)]

@@ -331,7 +331,19 @@ def save_before_stop(spec: LaunchSpec) -> list[Done]:
     if server is None or not server.folder.is_dir():
         return []
     with local_session() as session:
+        if _asleep(session, server):  # its keep-alive emptied the slots; /slots would load the model to say so
+            return []
         return save(session, server, budget_bytes(server.folder.parent), kit_note(spec))
+
+
+def _asleep(session: requests.Session, server: Server) -> bool:
+    """``/props`` ``is_sleeping``: answered during the sleep without waking it (b11434 ``server-context.cpp``
+    ``get_props``)."""
+    try:
+        resp = session.get(server.url + "/props", headers=server.headers(), timeout=TIMEOUT_S)
+        return resp.status_code == 200 and resp.json().get("is_sleeping") is True
+    except (requests.RequestException, ValueError, AttributeError):
+        return False
 
 
 def restore_after_start(spec: LaunchSpec) -> list[Done]:

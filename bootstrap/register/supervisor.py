@@ -15,7 +15,14 @@ and:
   server is not making progress either: ``/slots`` (served by the same task loop) does not answer within the
   deadline, or two looks ``probe_deadline`` apart show no slot's prompt or generation move. Busy slots that move
   (four agents streaming, a long prompt being read) are never interrupted. The restart is SIGTERM, then SIGKILL
-  after ``SERVER_STOP_TIMEOUT_S``;
+  after ``SERVER_STOP_TIMEOUT_S``. A chat and ``/slots`` are tasks that start the engine's idle time again
+  (b11434 ``server-queue.cpp`` ``task_resets_idle_timer``: every task but ``/metrics``'), so asking them every
+  minute kept the keep-alive's sleep (``--sleep-idle-seconds``) from ever coming. The kit starts its servers with
+  ``--metrics`` (``LaunchSpec.server_args``): the probe reads ``/metrics`` first, asks no chat while no request is
+  processing (nothing can stall then), and judges progress by the decode count; the periodic prompt-cache save
+  runs only when something was decoded since the last one. A model asleep (``/props`` ``is_sleeping``) or, in a
+  router, not loaded is not probed at all: ``/metrics`` of a busy-looking router would ask its child, and it
+  cannot stall. A server started without ``--metrics`` (a script from before) gets the chat and ``/slots``;
 - **bounds the log**: the server's output comes through a pipe into ``logs/server.log``, rolled at 10 MiB with
   three old files kept (``core/log_files``); every line starts with the time of day it was written
   (``wall_clock``), and the supervisor's own lines then say ``qwenkit:``.
@@ -100,6 +107,7 @@ class Supervisor:
         self._log_lock = threading.Lock()
         self._stopping = threading.Event()
         self._url = ""  # where the current server listens, once it does
+        self._decodes_saved = -1  # the current server's decode count at its last periodic save
         self.restarts = 0
 
     # -- the log ---------------------------------------------------------------------------------------------
@@ -150,6 +158,7 @@ class Supervisor:
         child = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, close_fds=True, creationflags=NO_WINDOW)
         self._url, server_pid = "", child.pid
+        self._decodes_saved = -1
         pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
         pump.start()
         served = False
@@ -171,8 +180,7 @@ class Supervisor:
                     next_save = self.clock() + self.watch.cache_save_interval
                 elif self.clock() >= next_probe:
                     if cache is not None and self.clock() >= next_save:  # first: the probe's chat takes a slot
-                        prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note,
-                                          saved)
+                        self._save_cache(session, cache, saved)
                         next_save = self.clock() + self.watch.cache_save_interval
                     if self._stalled(session):
                         self.note(f"llama-server stalled: no answer to a one-token chat within "
@@ -180,7 +188,7 @@ class Supervisor:
                         self._end(child)
                     next_probe = self.clock() + self.watch.probe_interval
                 elif cache is not None and self.clock() >= next_save:
-                    prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note, saved)
+                    self._save_cache(session, cache, saved)
                     next_save = self.clock() + self.watch.cache_save_interval
         if child.poll() is None:
             self._end(child)
@@ -234,7 +242,26 @@ class Supervisor:
             return False
 
     def _stalled(self, session: requests.Session) -> bool:
-        """A one-token chat unanswered within the deadline while no slot moves (module docstring)."""
+        """A one-token chat unanswered within the deadline while nothing moves; no chat for a model at rest or a
+        server with no request in flight (module docstring)."""
+        if self._resting(session):
+            return False
+        load = self._metrics(session)
+        if load is NO_METRICS:
+            return self._stalled_by_slots(session)
+        if load is not None and load.processing == 0:
+            return False
+        if self._answers(session):
+            return False
+        if load is None:
+            return True
+        if self._stopping.wait(self.watch.probe_deadline):
+            return False
+        again = self._metrics(session)
+        return again is None or again == NO_METRICS or again.decodes == load.decodes
+
+    def _stalled_by_slots(self, session: requests.Session) -> bool:
+        """The probe of a server without ``/metrics``: the chat, then two looks at ``/slots``."""
         if self._answers(session):
             return False
         first = self._progress(session)
@@ -261,8 +288,48 @@ class Supervisor:
             return False
         return resp.status_code < 500
 
+    def _resting(self, session: requests.Session) -> bool:
+        """The model asleep after its keep-alive (``is_sleeping``) or, in a router, not loaded (400 "model is not
+        loaded" with ``autoload=false``). ``/props`` is answered during the sleep and starts no idle time
+        (b11434 ``server-context.cpp`` ``get_props``: ``create_response(true)``); ``autoload=false`` never loads
+        (``server-models.cpp`` ``is_autoload``)."""
+        model = self._model()
+        try:
+            resp = session.get(f"{self._url}/props", headers={"Authorization": f"Bearer {self._key()}"},
+                               params={**model, "autoload": "false"} if model else None, timeout=HEALTH_TIMEOUT_S)
+            doc = resp.json() if resp.status_code == 200 else None
+        except (requests.RequestException, ValueError):
+            return False
+        if resp.status_code == 400 and model:
+            return True
+        return isinstance(doc, dict) and doc.get("is_sleeping") is True
+
+    def _save_cache(self, session: requests.Session, cache: prompt_cache.Server,
+                    saved: dict[int, tuple[Any, ...]]) -> None:
+        """The periodic save: not of a model at rest (its slots are empty and ``/slots`` would wake it), nor when
+        nothing was decoded since the last one (``/slots`` would start its idle time again)."""
+        if self._resting(session):
+            return
+        load = self._metrics(session)
+        if load is not None and load is not NO_METRICS:
+            if load.decodes == self._decodes_saved:
+                return
+            self._decodes_saved = load.decodes
+        prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note, saved)
+
+    def _metrics(self, session: requests.Session) -> Load | None:
+        """Requests processing and decode calls so far (``/metrics``, which starts no idle time); ``NO_METRICS``
+        for a server without it, None when it does not answer within the deadline."""
+        try:
+            resp = session.get(f"{self._url}/metrics", headers={"Authorization": f"Bearer {self._key()}"},
+                               params=self._model() or None, timeout=self.watch.probe_deadline)
+        except requests.RequestException:
+            return None
+        return parse_load(resp.text) if resp.status_code == 200 else NO_METRICS
+
     def _progress(self, session: requests.Session) -> tuple[tuple[Any, ...], ...] | None:
-        """Each slot's (task, prompt tokens, tokens generated) from ``/slots``; None when it does not answer."""
+        """Each slot's (busy, task, prompt tokens, tokens generated) from ``/slots``; None when it does not
+        answer."""
         try:
             resp = session.get(f"{self._url}/slots", headers={"Authorization": f"Bearer {self._key()}"},
                                params=self._model() or None, timeout=self.watch.probe_deadline)
@@ -271,7 +338,8 @@ class Supervisor:
             return None
         if not isinstance(slots, list):
             return None
-        return tuple((s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s)) for s in slots if isinstance(s, dict))
+        return tuple((s.get("is_processing") is True, s.get("id_task"), s.get("n_prompt_tokens"), _decoded(s))
+                     for s in slots if isinstance(s, dict))
 
 
 def wall_clock(now: float | None = None) -> str:
@@ -296,6 +364,31 @@ def _tree_server(pid: int) -> tuple[str, int] | None:
         return None
     found = next(((u, p.pid) for p in descendants if (u := listening_url(p.pid))), None)
     return found or (argv_url(pid) if owners_untold() else None)
+
+
+@dataclass(frozen=True)
+class Load:
+    """What ``/metrics`` says of the work in the server: requests being processed, ``llama_decode`` calls so far."""
+
+    processing: int
+    decodes: int
+
+
+NO_METRICS = Load(-1, -1)  # a server started without --metrics, or whose /metrics is not llama.cpp's
+
+
+def parse_load(text: str) -> Load:
+    """``llamacpp:requests_processing`` and ``llamacpp:n_decode_total`` of llama-server's Prometheus text
+    (b11434 ``server-context.cpp`` ``get_metrics``); ``NO_METRICS`` when either is missing."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("llamacpp:requests_processing", "llamacpp:n_decode_total"):
+            with contextlib.suppress(ValueError):
+                found[name] = int(float(value))
+    if len(found) < 2:
+        return NO_METRICS
+    return Load(found["llamacpp:requests_processing"], found["llamacpp:n_decode_total"])
 
 
 def _decoded(slot: dict[str, Any]) -> object:

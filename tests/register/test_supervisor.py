@@ -132,6 +132,34 @@ def test_a_server_stopped_mid_generation_is_restarted(supervised_server: Supervi
     assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
 
 
+def test_keep_alive_sleep_comes_under_the_supervisor(tmp_path: Path, llama_server: Path,
+                                                     tiny_models: dict[str, Path]) -> None:
+    """A server started with ``--sleep-idle-seconds`` falls asleep while the supervisor probes it every second,
+    and wakes for the next request. Before, the probe's one-token chat every minute (every second here) started
+    the engine's idle time again: an install's keep-alive never freed the memory under the supervisor."""
+    port = free_port()
+    command = [str(llama_server), "-m", str(tiny_models["llama"]), "--host", "127.0.0.1", "--port", str(port),
+               "--api-key-file", str(tmp_path / "api-key"), "-c", "512", "-t", "1", "--log-colors", "off",
+               "--metrics", "--sleep-idle-seconds", "3"]
+    sup = Supervised(tmp_path, command, port, LD_LIBRARY_PATH=str(llama_server.parent))
+
+    def asleep() -> bool:
+        try:
+            return requests.get(f"{sup.base}/props", headers={"Authorization": f"Bearer {KEY}"},
+                                timeout=5).json().get("is_sleeping") is True
+        except (requests.RequestException, ValueError):
+            return False
+
+    try:
+        sup.wait_for(lambda: "; watching it" in sup.log_text(), 120)
+        assert sup.chat() == 200
+        sup.wait_for(asleep, 60)  # 3 s idle, probed every 1 s all along
+        assert sup.chat(timeout=60) == 200  # the request wakes it
+        assert "stalled" not in sup.log_text()
+    finally:
+        sup.stop()
+
+
 @pytest.mark.parametrize("mode", ["stalled", "busy"])
 def test_a_stall_is_judged_by_a_chat_and_by_progress(tmp_path: Path, mode: str) -> None:
     """``/health`` 200 and completions unanswered: restarted when no slot moves, left alone while one does."""

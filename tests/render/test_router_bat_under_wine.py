@@ -186,7 +186,7 @@ def test_the_router_gets_only_its_own_flags_in_the_home(router_install: RouterIn
     assert proc.returncode == 0, proc.stderr.decode("utf-8", errors="replace")
     seen = _read_seen(router_install.server)
     assert seen.args == [str(spec.server), "--models-preset", "models.ini", "--models-max", str(MODELS_MAX),
-                         "--host", "127.0.0.1", "--port", str(PORT), "--api-key-file", "secrets\\api-key"]
+                         "--metrics", "--host", "127.0.0.1", "--port", str(PORT), "--api-key-file", "secrets\\api-key"]
     assert seen.args == spec.argv() and HOME_DIR in seen.args[0]
     assert seen.env == {CHILD_KEY_ENV: "secrets\\api-key"} == spec.child_env()
     assert seen.cwd == str(spec.home)

@@ -42,9 +42,9 @@ WEIRD = "我的 \"模型\" 100% !&$`x'"
 ENGINE_BUILD, ENGINE_VARIANT = "b10434", "ubuntu-vulkan-x64"
 SERVER_ARGS = ("-c", "256", "-np", "1", "-t", "2")
 # Variables llama-server would take as flag values if the script let them through (common/arg.cpp set_env):
-# LLAMA_API_KEY adds a key next to --api-key-file's, LLAMA_ARG_ENDPOINT_METRICS turns /metrics on (the script
-# does not pass --metrics), LLAMA_ARG_CTX_SIZE would be overridden by -c but logs a warning.
-HOSTILE_ENV = {"LLAMA_API_KEY": "sk-from-the-environment-0123456789", "LLAMA_ARG_ENDPOINT_METRICS": "1",
+# LLAMA_API_KEY adds a key next to --api-key-file's, LLAMA_ARG_ENDPOINT_PROPS turns POST /props on (the script
+# does not pass --props), LLAMA_ARG_CTX_SIZE would be overridden by -c but logs a warning.
+HOSTILE_ENV = {"LLAMA_API_KEY": "sk-from-the-environment-0123456789", "LLAMA_ARG_ENDPOINT_PROPS": "1",
                "LLAMA_ARG_CTX_SIZE": "1",
                "QK_TEST_NOT_UTF8": "\udcff\udcfe"}  # bytes 0xff 0xfe: the scrub must not trip over them
 READY_TIMEOUT_S = 120  # a bound on waiting for /health, not a speed assertion
@@ -165,8 +165,9 @@ def test_environment_cannot_add_a_key_or_flags(install: Install, served: tuple[s
     assert _chat(base, _bearer(HOSTILE_ENV["LLAMA_API_KEY"])).status_code == 401
     props = requests.get(f"{base}/props", headers=auth, timeout=30).json()
     assert props["default_generation_settings"]["n_ctx"] == 256  # -c from the script, not LLAMA_ARG_CTX_SIZE=1
-    assert props["endpoint_metrics"] is False  # LLAMA_ARG_ENDPOINT_METRICS=1 was unset
-    assert requests.get(f"{base}/metrics", headers=auth, timeout=30).status_code == 501
+    assert props["endpoint_props"] is False  # LLAMA_ARG_ENDPOINT_PROPS=1 was unset
+    assert requests.post(f"{base}/props", headers=auth, json={}, timeout=30).status_code == 501
+    assert props["endpoint_metrics"] is True  # the kit's own --metrics (the supervisor's probe reads /metrics)
     log = served[1].read_text(errors="replace")
     assert "environment variable is set" not in log  # llama-server's warning when an env var meets its flag
 
@@ -447,6 +448,7 @@ def test_sh_passes_the_kits_chat_template_after_the_plan_flags(tmp_path: Path) -
                       args=("-c", "4096", "--jinja"), alias="qwen", api_key_file=home.api_key_file,
                       chat_template=template)
     argv = spec.server_args()
-    assert argv[argv.index("--jinja") + 1:argv.index("--alias")] == ["--chat-template-file", str(template)]
+    assert argv[argv.index("--jinja") + 1:argv.index("--alias")] == ["--chat-template-file", str(template),
+                                                                    "--metrics"]
     scripts = render_start_scripts(spec, home)
     assert scripts.sh is not None and f"--chat-template-file {template}" in scripts.sh.read_text(encoding="utf-8")
