@@ -88,10 +88,12 @@ def names_default(state: InstallState, text: str) -> bool:
     recorded = state.request.model if state.request is not None else None
     if recorded is None:
         return True  # a record from before requests were kept: the pipeline decides, as before
-    asked = parse_model_ref(text)
     try:
+        asked = parse_model_ref(text)
         had = parse_model_ref(recorded)
-    except UsageError:  # recorded for a model this catalog no longer has: only its very text names it
+    except UsageError:
+        # a name the catalog in force lacks: one an offline bundle's own catalog knows (it is put in force only
+        # for the install, ``installer.install``), or a model this catalog no longer has: only its text names it
         return text == recorded
     if isinstance(asked, CatalogRef) and isinstance(had, CatalogRef):
         return asked.model_id == had.model_id
