@@ -160,7 +160,7 @@ def collect(home: Home) -> StatusReport:
     figures = _figures(state, spec, health, key) if not problems and key else None
     models = _models(state, spec, key if not problems else None)
     return StatusReport(home, state, spec, health, tuple(problems), _service_status(state, home, spec), warnings,
-                        load_failure(home), page, figures, models, workers, prompt_cache.summary(spec.prompt_cache_dir))
+                        load_failure(home), page, figures, models, workers, prompt_cache.spec_summary(spec))
 
 
 def _models(state: InstallState, spec: LaunchSpec, key: str | None) -> tuple[ModelStatus, ...]:

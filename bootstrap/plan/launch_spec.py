@@ -185,6 +185,7 @@ class PresetModel:
     load_on_startup: bool = False
     chat_template: Path | None = None  # the kit's template instead of the model's own (plan/chat_template.py)
     keep_alive_s: int = -1  # idle seconds before the engine frees it (plan/keep_alive.py); -1: kept loaded
+    model_sha256: str = ""  # the model file's, for its prompt cache's key ("": none kept on disk)
 
 
 # The environment variable llama-server reads for ``--api-key-file`` (llama.cpp ``common/arg.cpp``). In router mode
@@ -331,6 +332,21 @@ class LaunchSpec:
         if self.router or not self.model_sha256:
             return None
         return prompt_cache.cache_dir(self.home, self.model_sha256, self.engine_dir.name, self.chat_template)
+
+    def model_cache_dirs(self) -> dict[str, Path]:
+        """Router mode: each model's own slot-save folder (its preset section's ``slot-save-path``), keyed like
+        ``prompt_cache_dir`` by that model's hash, the engine build and its template; {} for one model's server."""
+        if not self.router:
+            return {}
+        entries = [(self.alias, self.model_sha256, self.chat_template),
+                   *((m.name, m.model_sha256, m.chat_template) for m in self.others)]
+        return {name: prompt_cache.cache_dir(self.home, sha, self.engine_dir.name, template)
+                for name, sha, template in entries if sha}
+
+    def cache_dirs(self) -> list[Path]:
+        """Every slot-save folder this start uses (made before the server starts: llama-server refuses a
+        ``--slot-save-path`` that is not a directory)."""
+        return [self.prompt_cache_dir] if self.prompt_cache_dir is not None else list(self.model_cache_dirs().values())
 
     def home_file_arg(self, path: Path) -> str:
         """A file llama-server opens with ``std::ifstream`` on its UTF-8 argument (``--api-key-file``,

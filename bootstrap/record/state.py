@@ -480,7 +480,7 @@ def preset_models(home: Home, library: tuple[LibraryModel, ...], models_max: int
                                None if projector is None else resolve_in_home(home, projector.path), entry.args,
                                load_on_startup=models_max > len(library),
                                chat_template=template_file(home, entry.chat_template),
-                               keep_alive_s=keep_alive_s))
+                               keep_alive_s=keep_alive_s, model_sha256=main.sha256))
     return tuple(out)
 
 

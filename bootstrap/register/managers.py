@@ -159,8 +159,8 @@ def choose_for_install(system: str, home: Home, *, service: bool, admin: bool, w
 def install_service(manager: ServiceManager, spec: LaunchSpec) -> None:
     """Install with ``manager`` and record its name for later commands. The prompt cache's folder is made here too:
     llama-server will not start with a ``--slot-save-path`` that is not a directory (WinSW starts it directly)."""
-    if spec.prompt_cache_dir is not None:
-        spec.prompt_cache_dir.mkdir(parents=True, exist_ok=True)
+    for folder in spec.cache_dirs():
+        folder.mkdir(parents=True, exist_ok=True)
     manager.install(spec)
     manager.home.services_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(manager.home.services_dir / RECORD_NAME, f"{manager.name}\n".encode(), mode=0o644)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import requests
 
@@ -47,16 +48,27 @@ MIN_TOKENS = 1024  # shorter prefixes are read again in moments; saving them wou
 MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
 
 
+CACHE_HEADER = "X-Qwenkit-Prompt-Cache"  # the kit's own cache requests: the front counts them as no client's
+
+
 @dataclass(frozen=True)
 class Server:
-    """A running llama-server with a slot-save folder: where it answers, its key, that folder."""
+    """A running llama-server with a slot-save folder: where it answers, its key, that folder. In router mode
+    ``model`` names the child (``"model"`` in each body, ``?model=`` for ``GET /slots``: the router proxies by them,
+    llama.cpp ``server-models.cpp`` ``proxy_get``/``proxy_post``) and ``siblings`` are the other models' folders,
+    which a prune keeps."""
 
     url: str
     key: str
     folder: Path
+    model: str = ""
+    siblings: tuple[Path, ...] = ()
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        out = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        if self.model:
+            out[CACHE_HEADER] = "1"
+        return out
 
 
 @dataclass(frozen=True)
@@ -84,29 +96,34 @@ def budget_bytes(root: Path) -> int:
     return mib * MIB if isinstance(mib, int) and mib > 0 else 0
 
 
-def prune(root: Path, keep: Path, budget: int) -> list[Path]:
+def prune(root: Path, keep: Path | tuple[Path, ...], budget: int) -> list[Path]:
     """Hold the cache under ``budget`` bytes: other keys' folders go (no server of this home can use them), then
-    this folder's oldest files. The files removed."""
+    the oldest files of the kept folders (router mode: every current model's, one budget over all). The files
+    removed."""
+    kept = (keep,) if isinstance(keep, Path) else keep
     removed: list[Path] = []
     with contextlib.suppress(OSError):
         for folder in root.iterdir():
-            if folder.is_dir() and folder != keep:
+            if folder.is_dir() and folder not in kept:
                 for path in folder.iterdir():
                     with contextlib.suppress(OSError):
                         path.unlink()
                         removed.append(path)
                 with contextlib.suppress(OSError):
                     folder.rmdir()
-    with contextlib.suppress(OSError):
-        for temp in keep.glob(f"*{TEMP_SUFFIX}"):  # a save killed half-way
-            if time.time() - temp.stat().st_mtime > STALE_TEMP_S:
-                temp.unlink()
-                removed.append(temp)
-    files, bad = slot_files.listed(keep)
-    for path, _why in bad:
+    files: list[slot_files.SlotFile] = []
+    for folder in kept:
         with contextlib.suppress(OSError):
-            path.unlink()
-            removed.append(path)
+            for temp in folder.glob(f"*{TEMP_SUFFIX}"):  # a save killed half-way
+                if time.time() - temp.stat().st_mtime > STALE_TEMP_S:
+                    temp.unlink()
+                    removed.append(temp)
+        listed, bad = slot_files.listed(folder)
+        files += listed
+        for path, _why in bad:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
     files.sort(key=lambda f: f.mtime)
     total = sum(f.size for f in files)
     while files and total > budget:
@@ -121,11 +138,15 @@ def prune(root: Path, keep: Path, budget: int) -> list[Path]:
 # -- talking to the server -----------------------------------------------------------------------------------------
 def _post(session: requests.Session, server: Server, path: str, body: dict[str, Any],
           timeout: float = TIMEOUT_S) -> requests.Response:
+    if server.model:
+        body = {**body, "model": server.model}
     return session.post(server.url + path, json=body, headers=server.headers(), timeout=timeout)
 
 
 def _slots(session: requests.Session, server: Server) -> list[dict[str, Any]]:
-    resp = session.get(server.url + "/slots", headers=server.headers(), timeout=TIMEOUT_S)
+    """The server's slots; in router mode only a running child's (``autoload=false``: never loads a model)."""
+    query = f"?{urlencode({'model': server.model, 'autoload': 'false'})}" if server.model else ""
+    resp = session.get(server.url + "/slots" + query, headers=server.headers(), timeout=TIMEOUT_S)
     data = resp.json() if resp.status_code == 200 else None
     return [s for s in data if isinstance(s, dict) and isinstance(s.get("id"), int)] if isinstance(data, list) else []
 
@@ -177,7 +198,7 @@ def save(session: requests.Session, server: Server, budget: int, note: Note,
         pass
     except requests.RequestException as exc:
         note(f"prompt cache: not saved: {type(exc).__name__}")
-    for path in prune(server.folder.parent, server.folder, budget):
+    for path in prune(server.folder.parent, (server.folder, *server.siblings), budget):
         note(f"prompt cache: removed {path.parent.name}/{path.name} (over the budget or another model's)")
     return done
 
@@ -200,7 +221,8 @@ def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], m
     final = server.folder / slot_files.file_name(sid)
     temp = final.with_name(f"{final.name}.{os.getpid()}{TEMP_SUFFIX}")  # the supervisor and the kit may both save
     try:
-        if _post(session, server, f"/slots/{sid}?action=save", {"filename": temp.name}).status_code != 200:
+        if _post(session, server, f"/slots/{sid}?action=save{_no_load(server)}",
+                 {"filename": temp.name}).status_code != 200:
             note(f"prompt cache: slot {sid} not saved: the server refused")
             return None
         tokens = slot_files.read_tokens(temp)
@@ -212,8 +234,9 @@ def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], m
             return Done(sid, keep)
         if 0 < keep < len(tokens):
             body = {"prompt": list(tokens[:keep]), "n_predict": 0, "cache_prompt": True, "id_slot": sid}
-            if _post(session, server, "/completion", body, TRIM_TIMEOUT_S).status_code != 200 or _post(
-                    session, server, f"/slots/{sid}?action=save", {"filename": temp.name}).status_code != 200:
+            if _post(session, server, "/completion?" + _no_load(server)[1:], body, TRIM_TIMEOUT_S).status_code != 200 \
+                    or _post(session, server, f"/slots/{sid}?action=save{_no_load(server)}",
+                             {"filename": temp.name}).status_code != 200:
                 note(f"prompt cache: slot {sid} not saved: the trim was refused")
                 return None
             tokens = slot_files.read_tokens(temp)
@@ -228,6 +251,11 @@ def _save_one(session: requests.Session, server: Server, slot: dict[str, Any], m
         now = next((s for s in _slots(session, server) if s.get("id") == sid), slot)
         seen[sid] = _signature(now)
     return Done(sid, len(tokens))
+
+
+def _no_load(server: Server) -> str:
+    """``&autoload=false`` for a router (a save never loads a model the router has just unloaded), else ""."""
+    return "&autoload=false" if server.model else ""
 
 
 def _already_saved(final: Path, tokens: tuple[int, ...]) -> bool:
@@ -312,21 +340,50 @@ def kit_note(spec: LaunchSpec) -> Note:
     return note
 
 
+def _key(spec: LaunchSpec) -> str | None:
+    try:
+        return read_api_key(Home(spec.home))  # never through a link (place/api_key.py)
+    except QwenKitError:
+        return None
+
+
+def router_servers(spec: LaunchSpec, url: str | None = None, key: str = "") -> list[Server]:
+    """Router mode: one ``Server`` per model with a folder, each naming its model and keeping the others'."""
+    folders = spec.model_cache_dirs()
+    return [Server(url or spec.base_url, key, folder, name, tuple(f for f in folders.values() if f != folder))
+            for name, folder in folders.items()]
+
+
+def model_states(session: requests.Session, url: str, key: str) -> dict[str, str]:
+    """A router's models and their state (``GET /models``: "loaded", "sleeping", "unloaded", "loading"…); {}
+    when it does not answer."""
+    try:
+        resp = session.get(url + "/models", headers={"Authorization": f"Bearer {key}"} if key else {},
+                           timeout=TIMEOUT_S)
+        data = resp.json().get("data") if resp.status_code == 200 else None
+    except (requests.RequestException, ValueError, AttributeError):
+        return {}
+    out: dict[str, str] = {}
+    for entry in data if isinstance(data, list) else []:
+        status = entry.get("status") if isinstance(entry, dict) else None
+        if isinstance(entry.get("id"), str) and isinstance(status, dict) and isinstance(status.get("value"), str):
+            out[entry["id"]] = status["value"]
+    return out
+
+
 def _server(spec: LaunchSpec) -> Server | None:
     """This install's server with its folder and key (None: router mode, no folder, or no key that reads: the
     server then refuses every request anyway)."""
     folder = spec.prompt_cache_dir
-    if folder is None:
-        return None
-    try:
-        key = read_api_key(Home(spec.home))  # never through a link (place/api_key.py)
-    except QwenKitError:
-        return None
-    return Server(spec.base_url, key, folder)
+    key = None if folder is None else _key(spec)
+    return None if folder is None or key is None else Server(spec.base_url, key, folder)
 
 
 def save_before_stop(spec: LaunchSpec) -> list[Done]:
-    """Before the kit stops this home's server: save its slots (nothing when it does not answer or has no folder)."""
+    """Before the kit stops this home's server: save its slots (nothing when it does not answer or has no folder);
+    in router mode each loaded model's, in its own folder (an asleep or unloaded one has nothing in its slots)."""
+    if spec.router:
+        return _router_each(spec, ("loaded",), save=True)
     server = _server(spec)
     if server is None or not server.folder.is_dir():
         return []
@@ -346,8 +403,34 @@ def _asleep(session: requests.Session, server: Server) -> bool:
         return False
 
 
+def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, save: bool) -> list[Done]:
+    """Save or restore each of the router's models in ``states`` (the others: the front restores a model when
+    it loads it, ``register/front_cache.py``)."""
+    key = _key(spec)
+    if key is None:
+        return []
+    note = kit_note(spec)
+    done: list[Done] = []
+    with local_session() as session:
+        now = model_states(session, spec.base_url, key)
+        for server in router_servers(spec, key=key):
+            if now.get(server.model) not in states or not server.folder.is_dir():
+                continue
+            tagged = _tagged(note, server.model)
+            done += save(session, server, budget_bytes(server.folder.parent), tagged) if save else restore(
+                session, server, tagged)
+    return done
+
+
+def _tagged(note: Note, model: str) -> Note:
+    return lambda text: note(f"{text} [{model}]")
+
+
 def restore_after_start(spec: LaunchSpec) -> list[Done]:
-    """After the kit started this home's server and it answers: put its saved slots back."""
+    """After the kit started this home's server and it answers: put its saved slots back (router mode: each
+    loaded model's)."""
+    if spec.router:
+        return _router_each(spec, ("loaded",), save=False)
     server = _server(spec)
     if server is None:
         return []
@@ -355,9 +438,24 @@ def restore_after_start(spec: LaunchSpec) -> list[Done]:
         return restore(session, server, kit_note(spec))
 
 
+def spec_summary(spec: LaunchSpec) -> dict[str, Any] | None:
+    """``summary`` of this install's cache: one model's folder, or in router mode all models' together with
+    ``models`` (name → that model's ``summary``); None when it keeps none."""
+    folders = spec.model_cache_dirs()
+    if not folders:
+        return summary(spec.prompt_cache_dir)
+    each = {name: summary(folder) for name, folder in folders.items()}
+    parts = [s for s in each.values() if s is not None]
+    ages = [s["newest_age_s"] for s in parts if s["newest_age_s"] is not None]
+    return {"folder": str(next(iter(folders.values())).parent), "files": sum(s["files"] for s in parts),
+            "tokens": sum(s["tokens"] for s in parts), "bytes": sum(s["bytes"] for s in parts),
+            "budget_bytes": budget_bytes(next(iter(folders.values())).parent),
+            "newest_age_s": min(ages) if ages else None, "slots": [], "models": each}
+
+
 def summary(folder: Path | None) -> dict[str, Any] | None:
     """What ``status`` says of the cache: saved slots, their tokens and bytes, the newest one's age, the budget
-    (None: this server keeps none, router mode)."""
+    (None: this server keeps none)."""
     if folder is None:
         return None
     files, _bad = slot_files.listed(folder)

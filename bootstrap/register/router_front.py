@@ -28,6 +28,10 @@ starts the router as its child on a free 127.0.0.1 port and passes every request
   that model one (``plan/presets.py``, docs/presets.md: llama-server has no such option); for this alone the front
   also runs before one model's server (its child is then that llama-server, not a router).
 
+In router mode the front also keeps each model's prompt cache across the router's own unloads (LRU) and the
+keep-alive's sleep: it saves a model's slots when its requests end and it stays idle, and restores them before a
+request that finds the model unloaded or asleep (``register/front_cache.py``).
+
 For ``qwenkit ps`` the front also keeps, per model, how many requests it is passing on now and when the last one
 ended (what the engine does not publish: its idle timer, ``time_last_task`` in ``server-queue.cpp``, has no
 endpoint, and ``GET /slots`` would wake a sleeping model and restart that timer); ``GET ACTIVITY_PATH`` with the key
@@ -73,6 +77,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from bootstrap.core.process_ties import die_with_parent, end_with_parent, kill_on_close_job
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, end_as
+from bootstrap.register.front_cache import CacheKeeper
+from bootstrap.register.prompt_cache import CACHE_HEADER
 
 CHILD_HOST = "127.0.0.1"
 INSPECT_LIMIT = 64 << 20  # bytes of a request body read to find its "model" (a few base64 images fit)
@@ -197,6 +203,10 @@ class Activity:
         with self._lock:
             self._busy[model] = self._busy.get(model, 0) + 1
 
+    def busy(self, model: str) -> int:
+        with self._lock:
+            return self._busy.get(model, 0)
+
     def end(self, model: str) -> None:
         with self._lock:
             self._busy[model] = max(0, self._busy.get(model, 0) - 1)
@@ -232,6 +242,7 @@ class _Front(ThreadingHTTPServer):
         self.default_model, self.upstream_port, self.key = default, upstream, key
         self.system_prompts: Mapping[str, str] = prompts or {}
         self.activity = Activity()
+        self.cache: CacheKeeper | None = None  # router mode with prompt cache folders (register/front_cache.py)
         super().__init__(address, _Handler, bind_and_activate=False)
         if family == socket.AF_INET6 and address[0] == "::":
             with contextlib.suppress(OSError):  # "::" takes IPv4 too, as llama-server's own bind does
@@ -321,8 +332,15 @@ class _Handler(BaseHTTPRequestHandler):
         if body and path in CHAT_PATHS:
             body = with_system(body, self.server.system_prompts, self.server.default_model) or body
         using = body_model(body) if body and path not in ROUTER_OWN and self.command == "POST" else None
+        cache = self.server.cache
+        if using is not None and CACHE_HEADER in self.headers:
+            using = None  # the kit's own save or restore: no client's request
+        elif cache is not None and path in ROUTER_OWN and self.command == "POST":
+            cache.changed()  # a model loaded or unloaded by hand (``qwenkit stop MODEL``)
         if using is not None:
             self.server.activity.begin(using)
+            if cache is not None:
+                cache.before(using)  # restores its saved slots when the router unloaded it or it sleeps
         upstream = http.client.HTTPConnection(CHILD_HOST, self.server.upstream_port)
         try:
             try:
@@ -350,6 +368,8 @@ class _Handler(BaseHTTPRequestHandler):
             upstream.close()
             if using is not None:
                 self.server.activity.end(using)
+                if cache is not None:
+                    cache.ended(using)
 
     def _answer(self, status: int, body: bytes) -> None:
         self.send_response_only(status)
@@ -436,6 +456,7 @@ def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
     upstream = free_loopback_port()
     try:
         front = _Front(address, family, default_model, upstream, _read_key(os.environ), prompts)
+        front.cache = CacheKeeper.from_argv(argv, f"http://{CHILD_HOST}:{upstream}", front.key, front.activity.busy)
     except OSError as exc:  # the words llama-server uses, so the install names the cause the same way
         print(f"qwenkit front: couldn't bind HTTP server socket on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)
@@ -472,4 +493,6 @@ def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
             returncode = router.wait()
     front.shutdown()
     front.server_close()
+    if front.cache is not None:
+        front.cache.close()
     return end_as(returncode)

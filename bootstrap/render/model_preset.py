@@ -72,12 +72,15 @@ def _flag_items(args: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 def _section(name: str, model: Path, mmproj: Path | None, args: Sequence[str], load: bool,
              spec: LaunchSpec, chat_template: Path | None = None, keep_alive_s: int = -1) -> dict[str, object]:
+    folder = spec.model_cache_dirs().get(name)
     items: list[tuple[str, str]] = [("model", _path(model, spec))]
     if mmproj is not None:
         items.append(("mmproj", _path(mmproj, spec)))
     items += list(_flag_items(args))
     if chat_template is not None:  # relative to the home: the router's children run there
         items.append(("chat-template-file", _path(chat_template, spec)))
+    if folder is not None:  # this model's own prompt cache (plan/prompt_cache.py key; docs/prompt-cache.md)
+        items.append(("slot-save-path", _path(folder, spec)))
     sleep = sleep_seconds(keep_alive_s)  # keep-alive: the child frees the model after this idle time
     if sleep is not None:
         items.append(("sleep-idle-seconds", str(sleep)))

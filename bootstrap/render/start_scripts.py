@@ -129,7 +129,7 @@ def _messages(which: Which) -> dict[str, str]:
 def _made_folders(spec: LaunchSpec) -> list[Path]:
     """Folders the script makes before starting: llama-server refuses to start when ``--slot-save-path`` is not a
     directory (llama.cpp ``common/arg.cpp``), and a user may have deleted the prompt cache."""
-    return [] if spec.prompt_cache_dir is None else [spec.prompt_cache_dir]
+    return spec.cache_dirs()  # router mode: each model's (models.ini slot-save-path)
 
 
 def render_text(spec: LaunchSpec, which: Which) -> str:

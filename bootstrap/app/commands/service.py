@@ -101,7 +101,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
 
 def _save_cache(spec: LaunchSpec, manager: ServiceManager) -> None:
     """The prompt cache saved before a stop, only from this home's own server (the key goes nowhere else)."""
-    if spec.prompt_cache_dir is not None and port_holder(spec).ours:
+    if spec.cache_dirs() and port_holder(spec).ours:
         prompt_cache.save_before_stop(spec)
 
 

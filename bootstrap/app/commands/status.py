@@ -41,6 +41,18 @@ def cache_line(cache: dict[str, Any]) -> str:
              mib=f"{cache['bytes'] / MIB:.1f}", budget=budget, age=duration_text(cache["newest_age_s"]))
 
 
+def model_cache_lines(cache: dict[str, Any]) -> list[str]:
+    """Router mode: one line per model under ``cache_line`` (each model keeps its own prefix)."""
+    lines = []
+    for model, each in (cache.get("models") or {}).items():
+        if not each or not each["files"]:
+            lines.append(t("prompt_cache.status_model_empty", model=model))
+            continue
+        lines.append(t("prompt_cache.status_model", model=model, files=each["files"], tokens=each["tokens"],
+                       mib=f"{each['bytes'] / MIB:.1f}", age=duration_text(each["newest_age_s"])))
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     home = resolve_home(getattr(args, "home", None))
     if load_state(home) is None:
@@ -91,6 +103,8 @@ def _print(report: StatusReport) -> None:
     out(t("status.line_logs", path=report.home.logs_dir))
     if report.prompt_cache is not None:
         out(cache_line(report.prompt_cache))
+        for line in model_cache_lines(report.prompt_cache):
+            out(line)
     if report.web_page is not None:
         for line in web_page_lines(report.web_page, str(spec.api_key_file)):
             out(line)
