@@ -84,6 +84,7 @@ class CacheKeeper:
         self._last_end: dict[str, float] = {}
         self._saved = {name: self._has_files(name) for name in folders}  # has files to restore
         self._checked: set[str] = set()  # models whose state is known since the last change
+        self._fresh = set(folders)  # not restored since this front started (the kit restores the loaded ones)
         self._last_model = ""
         self._wake = threading.Event()
         self._stop = False
@@ -120,10 +121,23 @@ class CacheKeeper:
                                    tuple(f for f in self.folders.values() if f != folder))
 
     # -- the hot path -----------------------------------------------------------------------------------------
-    def changed(self) -> None:
-        """A model was loaded or unloaded through ``/models``: every model's state is checked again."""
+    def changed(self, unloading: bool = False) -> None:
+        """A model is loaded or unloaded through ``/models``: every model's state is checked again; before an
+        unload, the models with unsaved requests are saved (the unload empties its slots). Never raises."""
         with self._lock:
             self._checked.clear()
+            if not unloading or not self._dirty:
+                return
+        try:
+            with local_session() as session:
+                self._save_dirty(session, every=True)
+        except Exception as exc:  # the unload goes on whatever happened here
+            _note(f"prompt cache: not saved before the unload: {type(exc).__name__}: {exc}")
+
+    def kit_request(self, model: str) -> None:
+        """The kit's own save or restore passed for ``model`` (``service start``): not restored here again."""
+        with self._lock:
+            self._fresh.discard(model)
 
     def ended(self, model: str) -> None:
         """A request for ``model`` ended: it is saved once it stays idle (``_run``)."""
@@ -148,8 +162,11 @@ class CacheKeeper:
             sleep = self.sleep_s.get(model)
             if sleep is not None and ended is not None and now - ended >= sleep:
                 self._checked.discard(model)
-            if model in self._checked or not self._saved.get(model):
+            if not self._saved.get(model):
+                self._fresh.discard(model)
                 self._checked.add(model)
+                return
+            if model in self._checked and model not in self._fresh:
                 return
         try:
             self._restore_if_gone(model)
@@ -159,7 +176,10 @@ class CacheKeeper:
     def _restore_if_gone(self, model: str) -> None:
         with self._model_locks[model], local_session() as session:
             state = prompt_cache.model_states(session, self.url, self.key).get(model)
-            if state not in ("unloaded", "sleeping"):
+            with self._lock:
+                fresh = model in self._fresh
+                self._fresh.discard(model)
+            if state not in ("unloaded", "sleeping") and not fresh:  # loaded since it was last restored
                 with self._lock:
                     self._checked.add(model)
                 return

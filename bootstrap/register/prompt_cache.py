@@ -383,7 +383,7 @@ def save_before_stop(spec: LaunchSpec) -> list[Done]:
     """Before the kit stops this home's server: save its slots (nothing when it does not answer or has no folder);
     in router mode each loaded model's, in its own folder (an asleep or unloaded one has nothing in its slots)."""
     if spec.router:
-        return _router_each(spec, ("loaded",), save=True)
+        return _router_each(spec, ("loaded",), saving=True)
     server = _server(spec)
     if server is None or not server.folder.is_dir():
         return []
@@ -403,7 +403,7 @@ def _asleep(session: requests.Session, server: Server) -> bool:
         return False
 
 
-def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, save: bool) -> list[Done]:
+def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, saving: bool) -> list[Done]:
     """Save or restore each of the router's models in ``states`` (the others: the front restores a model when
     it loads it, ``register/front_cache.py``)."""
     key = _key(spec)
@@ -417,7 +417,7 @@ def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, save: bool) -> li
             if now.get(server.model) not in states or not server.folder.is_dir():
                 continue
             tagged = _tagged(note, server.model)
-            done += save(session, server, budget_bytes(server.folder.parent), tagged) if save else restore(
+            done += save(session, server, budget_bytes(server.folder.parent), tagged) if saving else restore(
                 session, server, tagged)
     return done
 
@@ -430,7 +430,7 @@ def restore_after_start(spec: LaunchSpec) -> list[Done]:
     """After the kit started this home's server and it answers: put its saved slots back (router mode: each
     loaded model's)."""
     if spec.router:
-        return _router_each(spec, ("loaded",), save=False)
+        return _router_each(spec, ("loaded", "loading"), saving=False)  # the warm-up waits for a load
     server = _server(spec)
     if server is None:
         return []

@@ -334,9 +334,11 @@ class _Handler(BaseHTTPRequestHandler):
         using = body_model(body) if body and path not in ROUTER_OWN and self.command == "POST" else None
         cache = self.server.cache
         if using is not None and CACHE_HEADER in self.headers:
+            if cache is not None:
+                cache.kit_request(using)
             using = None  # the kit's own save or restore: no client's request
         elif cache is not None and path in ROUTER_OWN and self.command == "POST":
-            cache.changed()  # a model loaded or unloaded by hand (``qwenkit stop MODEL``)
+            cache.changed(unloading=path == "/models/unload")  # by hand (``qwenkit stop MODEL``): saved first
         if using is not None:
             self.server.activity.begin(using)
             if cache is not None:
