@@ -16,6 +16,8 @@ not drowned in generation time; ``gemma`` for a model doing real work).
   events chunk by chunk);
 - ``four_streams_tokens_per_s``: four streamed answers at once, tokens in all over the wall time;
 - the front's own resident memory.
+``--slot-save`` gives each model a ``slot-save-path`` (as an install's models.ini does, docs/prompt-cache.md), so the
+front's prompt cache keeper runs (register/front_cache.py): its check before each request and its save after.
 One JSON line; ``*_ratio`` is front over direct, from figures of this run.
 """
 
@@ -122,12 +124,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--model", choices=("tiny", "gemma"), default="tiny")
+    parser.add_argument("--slot-save", action="store_true", help="each model with a slot-save-path (the keeper on)")
     args = parser.parse_args()
     server = testbed.engine_dir() / "llama-server"
     with tempfile.TemporaryDirectory(prefix="bench-front-") as tmp:
         root = Path(tmp)
         tiny = write_model("llama", root / "tiny.gguf", dtype="q8_0", n_layer=4)
-        (root / "models.ini").write_text(PRESET.format(gemma=testbed.gemma_model(), tiny=tiny), encoding="utf-8")
+        preset = PRESET.format(gemma=testbed.gemma_model(), tiny=tiny)
+        if args.slot_save:
+            for name in ("gemma", "tiny"):
+                (root / "cache" / name).mkdir(parents=True)
+                preset = preset.replace(f"[{name}]\n", f"[{name}]\nslot-save-path = cache/{name}\n")
+        (root / "models.ini").write_text(preset, encoding="utf-8")
         (root / "key").write_text(KEY, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_")}
         env.update({"LLAMA_ARG_API_KEY_FILE": str(root / "key"), "LD_LIBRARY_PATH": str(server.parent),
@@ -163,6 +171,7 @@ def main() -> None:
             for log in logs:
                 log.close()
     result: dict[str, Any] = {"bench": "front", "model": args.model, "rounds": args.rounds, "tokens": args.tokens,
+                              "slot_save": args.slot_save,
                               "load_1min": round(os.getloadavg()[0], 1)}
     for kind in bases:
         firsts = [s[0] for s in streams[kind]]

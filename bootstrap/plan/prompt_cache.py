@@ -21,6 +21,9 @@ BUDGET_FILE = "budget.json"  # in FOLDER: the plan's budget, for whatever saves 
 MAX_BUDGET_MIB = 4096  # a dozen agent prefixes of a 35B hybrid model (~300 MB each at 12k tokens)
 MIN_BUDGET_MIB = 256  # below this the disk is too full to spend any of it on a cache
 DISK_SHARE = 10  # at most a tenth of what the model's download leaves free
+# Router mode: the header on the kit's own save and restore requests, so the front (register/router_front.py)
+# counts them as no client's and does not restore that model again (register/front_cache.py).
+CACHE_HEADER = "X-Qwenkit-Prompt-Cache"
 
 
 def disk_budget_mib(free_bytes: int, model_bytes: int) -> int:

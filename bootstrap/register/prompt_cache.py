@@ -36,7 +36,7 @@ from bootstrap.core.sizes import MIB
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.api_key import read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec
-from bootstrap.plan.prompt_cache import BUDGET_FILE
+from bootstrap.plan.prompt_cache import BUDGET_FILE, CACHE_HEADER
 from bootstrap.register import slot_files
 
 Note = Callable[[str], None]
@@ -46,9 +46,6 @@ TEMP_SUFFIX = ".saving"  # a save in progress (slot<id>.slot.<pid>.saving); neve
 STALE_TEMP_S = 3600.0  # a temporary file this old is a killed save's: the next prune removes it
 MIN_TOKENS = 1024  # shorter prefixes are read again in moments; saving them would replace an agent's long one
 MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
-
-
-CACHE_HEADER = "X-Qwenkit-Prompt-Cache"  # the kit's own cache requests: the front counts them as no client's
 
 
 @dataclass(frozen=True)

@@ -72,13 +72,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from bootstrap.core.process_ties import die_with_parent, end_with_parent, kill_on_close_job
 from bootstrap.core.processes import SERVER_STOP_TIMEOUT_S, end_as
-from bootstrap.register.front_cache import CacheKeeper
-from bootstrap.register.prompt_cache import CACHE_HEADER
+from bootstrap.plan.prompt_cache import CACHE_HEADER
+
+if TYPE_CHECKING:
+    from bootstrap.register.front_cache import CacheKeeper
 
 CHILD_HOST = "127.0.0.1"
 INSPECT_LIMIT = 64 << 20  # bytes of a request body read to find its "model" (a few base64 images fit)
@@ -444,6 +446,21 @@ def _read_key(env: dict[str, str] | os._Environ[str]) -> str:
         return ""
 
 
+def _cache_keeper(argv: Sequence[str], front: _Front) -> CacheKeeper | None:
+    """The prompt cache keeper when the router's preset gives a model a ``slot-save-path``; imported only then
+    (it brings ``requests``: ~9 MiB more for the front)."""
+    words = list(argv)
+    preset = next((Path(words[i + 1]) for i, w in enumerate(words[:-1]) if w == "--models-preset"), None)
+    try:
+        if preset is None or b"slot-save-path" not in preset.read_bytes():
+            return None
+    except OSError:
+        return None
+    from bootstrap.register.front_cache import CacheKeeper
+
+    return CacheKeeper.from_argv(argv, f"http://{CHILD_HOST}:{front.upstream_port}", front.key, front.activity.busy)
+
+
 def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
               system_prompts: Path | None = None) -> int:
     """Listen on ``host:port``, start the router (``argv`` plus its own 127.0.0.1 address), relay until it ends;
@@ -458,7 +475,7 @@ def run_front(host: str, port: int, default_model: str, argv: Sequence[str],
     upstream = free_loopback_port()
     try:
         front = _Front(address, family, default_model, upstream, _read_key(os.environ), prompts)
-        front.cache = CacheKeeper.from_argv(argv, f"http://{CHILD_HOST}:{upstream}", front.key, front.activity.busy)
+        front.cache = _cache_keeper(argv, front)
     except OSError as exc:  # the words llama-server uses, so the install names the cause the same way
         print(f"qwenkit front: couldn't bind HTTP server socket on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)
