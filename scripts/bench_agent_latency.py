@@ -17,6 +17,12 @@ recorded request's system prompt cut to ``--gemma-chars`` characters and no tool
 minutes on two busy cores). Restarts: nothing restored, upstream's restore, the kit's trimmed save + restore, and
 upstream's restore with ``--swa-full``.
 
+``router`` (several models: the tiny Qwen model as the default and a tiny llama chat model beside it, installed by
+the real CLI): cold, warm, after ``service stop`` + ``service start``; the LRU unload and reload (the install's
+front and router run directly with ``--models-max 1``: a request for the other model unloads the Qwen one, then the
+Qwen request again); a keep-alive sleep and wake (``install --keep-alive 4s``: the request after the sleep). BEFORE,
+side by side: the same router command line without the kit's front (nothing saved or restored).
+
 ``*_ratio`` keys: first-token time over warm, per restart kind (goal ≤ 1.5).
 """
 
@@ -50,11 +56,17 @@ from tests.support import testbed  # noqa: E402
 from tests.support.agent_prefix import load_claude_first_request  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402
 from tests.support.install_bed import (  # noqa: E402
+    MODEL_FILE,
+    MODEL_ID,
+    MODEL_REPO,
     QWEN_MODEL_FILE,
+    QWEN_MODEL_ID,
     QWEN_MODEL_REPO,
     InstallBed,
+    model_block,
     qwen_catalog_text,
     serve_engine,
+    write_chat_model,
 )
 from tests.support.llama import end_process, free_port  # noqa: E402
 from tests.support.qwen_chat_model import qwen_chat_model  # noqa: E402
@@ -178,6 +190,122 @@ def bench_qwen(work: Path) -> dict[str, Any]:
     return out
 
 
+def _state(url: str, key: str, model: str) -> str:
+    with local_session() as session:
+        return prompt_cache.model_states(session, url, key).get(model, "")
+
+
+def _wait_state(url: str, key: str, model: str, state: str, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while _state(url, key, model) != state:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{model} never {state}")
+        time.sleep(0.5)
+
+
+def _other(url: str, key: str) -> None:
+    """One short chat to the other model (the router loads it: with --models-max 1 it unloads the Qwen one)."""
+    resp = requests.post(f"{url}/v1/chat/completions", timeout=600, headers={"Authorization": f"Bearer {key}"},
+                         json={"model": MODEL_ID, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+    resp.raise_for_status()
+
+
+@contextmanager
+def _served(argv: list[str], port: int, cwd: Path, env: dict[str, str], log: Path) -> Iterator[str]:
+    """A router (or the front before it) on ``port``, its output in ``log``; ready once its models answer."""
+    argv = _set_word(argv, "--port", str(port))
+    with log.open("ab") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **env})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"{argv[0]} ended: {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        end_process(proc)
+
+
+def _set_word(argv: list[str], flag: str, value: str) -> list[str]:
+    out = list(argv)
+    out[out.index(flag) + 1] = value
+    return out
+
+
+def bench_router(work: Path) -> dict[str, Any]:
+    body = {**load_claude_first_request(), "model": QWEN_MODEL_ID}
+    out: dict[str, Any] = {}
+    with LoopbackHub(work / "hub") as hub:
+        revision = hub.create_repo(QWEN_MODEL_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
+        other = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(work / "src" / MODEL_FILE, seed=7)})
+        engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
+        bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
+                         extra_env={"QWENKIT_CACHE_IDLE_S": "1"})
+        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS) + model_block(other),
+                               encoding="utf-8")
+        port = free_port()
+        for argv in (("--port", str(port), "--no-venv"), (MODEL_ID, "--yes")):
+            proc = bed.install(*argv, timeout=1800)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-3000:])
+        try:
+            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
+            out["router_cold"] = ask(url, key, body)
+            warm = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])
+            out["router_warm"] = warm[1]
+            bed.run("service", "stop")
+            bed.run("service", "start")
+            out["router_stop_start"] = ask(url, key, body)
+            bed.run("service", "stop")
+            spec = launch_spec(load_state(bed.home), bed.home)
+            env = {**spec.child_env(), "QWENKIT_CACHE_IDLE_S": "1"}
+            # --models-max 1: only the default loads at startup (the router refuses more), the other on demand
+            text = spec.preset_file.read_text(encoding="utf-8")
+            first = text.index("load-on-startup = true") + 1
+            lru = bed.home.root / "models-lru.ini"
+            lru.write_text(text[:first] + text[first:].replace("load-on-startup = true", "load-on-startup = false"),
+                           encoding="utf-8")
+
+            def one_max(argv: list[str]) -> list[str]:
+                return _set_word(_set_word(argv, "--models-max", "1"), "--models-preset", lru.name)
+
+            router = [str(spec.server), *one_max(spec.server_args()), "--host", "127.0.0.1", "--port", "0"]
+            front = one_max(spec.argv())
+            for kind, argv in (("before_", router), ("", front)):
+                with _served(argv, free_port(), bed.home.root, env, work / "direct.log") as direct_url:
+                    ask(direct_url, key, body)  # the Qwen model in its slot (read, or restored by the front)
+                    _other(direct_url, key)  # LRU: the Qwen model unloaded
+                    _wait_state(direct_url, key, QWEN_MODEL_ID, "unloaded")
+                    out[f"router_{kind}lru_reload"] = ask(direct_url, key, body)
+            bed.run("service", "start")
+            proc = bed.install("--port", str(port), "--no-venv", "--keep-alive", "4s", timeout=1800)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-3000:])
+            ask(url, key, body)
+            _wait_state(url, key, QWEN_MODEL_ID, "sleeping")
+            out["router_sleep_wake"] = ask(url, key, body)
+            bed.run("service", "stop")
+            spec = launch_spec(load_state(bed.home), bed.home)
+            router = [str(spec.server), *spec.server_args(), "--host", "127.0.0.1", "--port", "0"]
+            with _served(router, free_port(), bed.home.root, spec.child_env(), work / "direct.log") as direct_url:
+                ask(direct_url, key, body)
+                _wait_state(direct_url, key, QWEN_MODEL_ID, "sleeping")
+                out["router_before_sleep_wake"] = ask(direct_url, key, body)
+            ratios(out, "router_", out["router_warm"]["s"],
+                   ["stop_start", "lru_reload", "sleep_wake", "before_lru_reload", "before_sleep_wake"])
+        finally:
+            bed.run("service", "stop")
+    return out
+
+
 def gemma_body(chars: int) -> dict[str, Any]:
     """The recorded request's system prompt cut to ``chars`` characters, no tools, its user message kept."""
     body = load_claude_first_request()
@@ -228,12 +356,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gemma-chars", type=int, default=6000, help="Gemma's prefix: system prompt characters")
     parser.add_argument("--skip-gemma", action="store_true")
+    parser.add_argument("--skip-router", action="store_true", help="no router-mode (several models) rows")
+    parser.add_argument("--router-only", action="store_true", help="only the router-mode rows (with --skip-gemma)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-agent-latency-") as tmp:
         work = Path(tmp)
         result: dict[str, Any] = {"bench": "agent_latency", "cpu_count": os.cpu_count()}
-        (work / "qwen").mkdir()
-        result.update(bench_qwen(work / "qwen"))
+        if not args.router_only:
+            (work / "qwen").mkdir()
+            result.update(bench_qwen(work / "qwen"))
+        if not args.skip_router:
+            (work / "router").mkdir()
+            result.update(bench_router(work / "router"))
         if not args.skip_gemma:
             (work / "gemma").mkdir()
             result["gemma3_prefix_chars"] = args.gemma_chars

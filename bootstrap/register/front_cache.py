@@ -150,9 +150,8 @@ class CacheKeeper:
 
     def before(self, model: str) -> None:
         """Before a request for ``model`` is passed on: when it may have been unloaded or put to sleep since it
-        was last seen, and has saved slots, restore them (loading or waking it). Never raises."""
-        if model not in self.folders:
-            return
+        was last seen, save the models with unsaved requests if this request loads it (the load may unload one of
+        them, LRU), and restore its saved slots (loading or waking it). Never raises."""
         now = time.monotonic()
         with self._lock:
             if model != self._last_model:
@@ -162,32 +161,33 @@ class CacheKeeper:
             sleep = self.sleep_s.get(model)
             if sleep is not None and ended is not None and now - ended >= sleep:
                 self._checked.discard(model)
+            restore = bool(self._saved.get(model)) and (model not in self._checked or model in self._fresh)
+            flush = model not in self._checked and any(m != model for m in self._dirty)
+            self._checked.add(model)
             if not self._saved.get(model):
                 self._fresh.discard(model)
-                self._checked.add(model)
-                return
-            if model in self._checked and model not in self._fresh:
-                return
+        if not restore and not flush:
+            return
         try:
-            self._restore_if_gone(model)
-        except Exception as exc: # the request goes on whatever happened here
+            self._load(model, restore)
+        except Exception as exc:  # the request goes on whatever happened here
             _note(f"prompt cache: {model}: not restored: {type(exc).__name__}: {exc}")
 
-    def _restore_if_gone(self, model: str) -> None:
-        with self._model_locks[model], local_session() as session:
+    def _load(self, model: str, restore: bool) -> None:
+        with contextlib.ExitStack() as stack:
+            if restore:
+                stack.enter_context(self._model_locks[model])
+            session = stack.enter_context(local_session())
             state = prompt_cache.model_states(session, self.url, self.key).get(model)
+            if state == "unloaded":
+                self._save_dirty(session, every=True)  # this load may unload another (LRU): keep its prefix
             with self._lock:
                 fresh = model in self._fresh
                 self._fresh.discard(model)
-            if state not in ("unloaded", "sleeping") and not fresh:  # loaded since it was last restored
-                with self._lock:
-                    self._checked.add(model)
+            if not restore or (state not in ("unloaded", "sleeping") and not fresh):  # loaded since restored
                 return
-            if state == "unloaded":
-                self._save_dirty(session, every=True)  # this load may unload another (LRU): keep its prefix
             done = prompt_cache.restore(session, self._server(model), lambda text: _note(f"{text} [{model}]"))
             with self._lock:
-                self._checked.add(model)
                 self._dirty.pop(model, None)  # what was just restored is what is saved
             if done:
                 _note(f"prompt cache: {model} {state}: {sum(d.tokens for d in done)} tokens restored")
