@@ -10,6 +10,8 @@ again. Selected with ``-k prompt_cache``.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +39,7 @@ from tests.support.install_bed import (
     serve_engine,
     write_chat_model,
 )
-from tests.support.llama import free_port
+from tests.support.llama import end_process, free_port
 from tests.support.qwen_chat_model import qwen_chat_model
 
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
@@ -143,6 +145,53 @@ def test_prompt_cache_router_model_unloaded_and_loaded_again_reuses_its_prefix(r
     _wait_for(lambda: router_bed.state(QWEN_MODEL_ID) == "unloaded", 120, "the unload")
     after = router_bed.ask()  # the front restores its saved slots as it loads it
     assert after["reused"] > 10_000 and after["read"] < 100, after
+
+
+def _set_word(argv: list[str], flag: str, value: str) -> list[str]:
+    out = list(argv)
+    out[out.index(flag) + 1] = value
+    return out
+
+
+def test_prompt_cache_router_model_unloaded_by_lru_reuses_its_prefix_when_loaded_again(router_bed: RouterBed) -> None:
+    """The install's own front and router command line, with ``--models-max 1`` (the default model alone loads at
+    startup): a request for the other model makes the router unload the Qwen one (LRU)."""
+    router_bed.run("service", "stop")
+    home = router_bed.home.root
+    spec = launch_spec(load_state(router_bed.home), router_bed.home)
+    text = spec.preset_file.read_text(encoding="utf-8")
+    first = text.index("load-on-startup = true") + 1
+    (home / "models-lru.ini").write_text(
+        text[:first] + text[first:].replace("load-on-startup = true", "load-on-startup = false"), encoding="utf-8")
+    argv = _set_word(_set_word(_set_word(spec.argv(), "--models-max", "1"), "--models-preset", "models-lru.ini"),
+                     "--port", str(router_bed.port))
+    for path in router_bed.folders()[QWEN_MODEL_ID].iterdir():
+        path.unlink()  # what the reload finds is what the front saved before the other model's load
+    env = {**os.environ, **spec.child_env(), "QWENKIT_CACHE_IDLE_S": "60"}  # no idle save: only the one before
+    with (home / "logs" / "lru.log").open("ab") as log:
+        proc = subprocess.Popen(argv, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: _answers(router_bed) and router_bed.state(QWEN_MODEL_ID) == "loaded", 300, "the router")
+        assert router_bed.ask()["read"] > 10_000
+        resp = requests.post(f"http://127.0.0.1:{router_bed.port}/v1/chat/completions", timeout=600,
+                             headers={"Authorization": f"Bearer {read_api_key(router_bed.home)}"},
+                             json={"model": MODEL_ID, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+        assert resp.status_code == 200, resp.text[:500]
+        assert router_bed.state(QWEN_MODEL_ID) == "unloaded"  # the router's LRU
+        assert router_bed.saved_tokens(QWEN_MODEL_ID) > 10_000  # saved before that load
+        after = router_bed.ask()
+        assert after["reused"] > 10_000 and after["read"] < 100, after
+    finally:
+        end_process(proc)
+    router_bed.run("service", "start")
+
+
+def _answers(router_bed: RouterBed) -> bool:
+    try:
+        return requests.get(f"http://127.0.0.1:{router_bed.port}/health", timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 def test_prompt_cache_router_used_after_a_switch_over_and_after_a_keep_alive_sleep(router_bed: RouterBed) -> None:
