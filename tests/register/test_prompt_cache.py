@@ -74,6 +74,23 @@ def test_prune_removes_other_keys_then_the_oldest_files(tmp_path: Path) -> None:
     assert keep / "slot0.slot" in removed
 
 
+def test_prune_keeps_every_current_model_s_folder_under_one_budget(tmp_path: Path) -> None:
+    """Router mode: each model's folder stays; the budget holds over all of them, the oldest file first."""
+    first, second, stale = tmp_path / "aaaa", tmp_path / "bbbb", tmp_path / "cccc"
+    for folder in (first, second, stale):
+        folder.mkdir()
+    for folder, sid, age in ((first, 0, 300), (second, 0, 200), (first, 1, 100), (stale, 0, 50)):
+        path = folder / slot_files.file_name(sid)
+        path.write_bytes(slot_bytes([1] * 1000))
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))
+    size = (first / "slot0.slot").stat().st_size
+    removed = prompt_cache.prune(tmp_path, (first, second), 2 * size)
+    assert not stale.exists()
+    assert sorted(p.name for p in first.iterdir()) == ["slot1.slot"]
+    assert sorted(p.name for p in second.iterdir()) == ["slot0.slot"]
+    assert first / "slot0.slot" in removed
+
+
 def test_budget_reads_the_plans_file_and_defaults_to_nothing(tmp_path: Path) -> None:
     assert prompt_cache.budget_bytes(tmp_path) == 0
     prompt_cache.write_budget(tmp_path, 512)
