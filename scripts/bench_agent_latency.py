@@ -92,12 +92,15 @@ def ask(url: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def direct(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """The install's llama-server command line on another port, run directly (the BEFORE column)."""
+def direct(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = None,
+           log: Path | None = None) -> Iterator[str]:
+    """The install's llama-server command line on another port, run directly (the BEFORE column); its output in
+    ``log`` when given (the router's refusal to start is said there)."""
     argv = list(argv)
     argv[argv.index("--port") + 1] = str(port)
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    with open(log or os.devnull, "ab") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
@@ -108,7 +111,8 @@ def direct(argv: list[str], port: int, cwd: Path, env: dict[str, str] | None = N
             except requests.RequestException:
                 pass
             if proc.poll() is not None:
-                raise RuntimeError(f"llama-server ended: {proc.returncode}")
+                said = log.read_text(errors="replace")[-3000:] if log else ""
+                raise RuntimeError(f"llama-server ended: {proc.returncode} {said}")
             time.sleep(0.3)
         yield url
     finally:
@@ -210,30 +214,6 @@ def _other(url: str, key: str) -> None:
     resp.raise_for_status()
 
 
-@contextmanager
-def _served(argv: list[str], port: int, cwd: Path, env: dict[str, str], log: Path) -> Iterator[str]:
-    """A router (or the front before it) on ``port``, its output in ``log``; ready once its models answer."""
-    argv = _set_word(argv, "--port", str(port))
-    with log.open("ab") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **env})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"{argv[0]} ended: {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        end_process(proc)
-
-
 def _set_word(argv: list[str], flag: str, value: str) -> list[str]:
     out = list(argv)
     out[out.index(flag) + 1] = value
@@ -280,7 +260,7 @@ def bench_router(work: Path) -> dict[str, Any]:
             router = [str(spec.server), *one_max(spec.server_args()), "--host", "127.0.0.1", "--port", "0"]
             front = one_max(spec.argv())
             for kind, argv in (("before_", router), ("", front)):
-                with _served(argv, free_port(), bed.home.root, env, work / "direct.log") as direct_url:
+                with direct(argv, free_port(), bed.home.root, env, work / "direct.log") as direct_url:
                     ask(direct_url, key, body)  # the Qwen model in its slot (read, or restored by the front)
                     _other(direct_url, key)  # LRU: the Qwen model unloaded
                     _wait_state(direct_url, key, QWEN_MODEL_ID, "unloaded")
@@ -295,7 +275,7 @@ def bench_router(work: Path) -> dict[str, Any]:
             bed.run("service", "stop")
             spec = launch_spec(load_state(bed.home), bed.home)
             router = [str(spec.server), *spec.server_args(), "--host", "127.0.0.1", "--port", "0"]
-            with _served(router, free_port(), bed.home.root, spec.child_env(), work / "direct.log") as direct_url:
+            with direct(router, free_port(), bed.home.root, spec.child_env(), work / "direct.log") as direct_url:
                 ask(direct_url, key, body)
                 _wait_state(direct_url, key, QWEN_MODEL_ID, "sleeping")
                 out["router_before_sleep_wake"] = ask(direct_url, key, body)
