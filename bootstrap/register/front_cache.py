@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -82,6 +83,7 @@ class CacheKeeper:
         self._save_lock = threading.Lock()  # one save at a time (the thread's, or one before a load)
         self._dirty: dict[str, float] = {}  # model → when its last request ended, not saved since
         self._last_end: dict[str, float] = {}
+        self._seen: dict[str, dict[int, tuple[Any, ...]]] = {name: {} for name in folders}  # slots as last saved
         self._saved = {name: self._has_files(name) for name in folders}  # has files to restore
         self._checked: set[str] = set()  # models whose state is known since the last change
         self._fresh = set(folders)  # not restored since this front started (the kit restores the loaded ones)
@@ -189,6 +191,7 @@ class CacheKeeper:
             done = prompt_cache.restore(session, self._server(model), lambda text: _note(f"{text} [{model}]"))
             with self._lock:
                 self._dirty.pop(model, None)  # what was just restored is what is saved
+                self._seen[model] = {}  # a new process or a woken one: its slots are not the ones last saved
             if done:
                 _note(f"prompt cache: {model} {state}: {sum(d.tokens for d in done)} tokens restored")
 
@@ -211,7 +214,7 @@ class CacheKeeper:
                     continue
                 server = self._server(model)
                 done = prompt_cache.save(session, server, prompt_cache.budget_bytes(server.folder.parent),
-                                         lambda text, m=model: _note(f"{text} [{m}]"))
+                                         lambda text, m=model: _note(f"{text} [{m}]"), self._seen[model])
                 with self._lock:
                     self._saved[model] = bool(done) or self._has_files(model)
 
