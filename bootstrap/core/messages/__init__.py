@@ -68,6 +68,7 @@ from bootstrap.core.messages import (
     sources,
     speed_source,
     state,
+    swa_full,
     team,
     uninstall,
     verify,
@@ -77,7 +78,8 @@ from bootstrap.core.messages import (
 _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetch, sources, engine, failure, state,
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
-                                  agent_template, launch, names, presets, ps, chat, prompt_cache)
+                                  agent_template, launch, names, presets, ps, chat, prompt_cache,
+                                  swa_full)
 
 
 def _merge() -> dict[str, dict[str, str]]:
