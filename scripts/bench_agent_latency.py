@@ -12,10 +12,12 @@ template). BEFORE, side by side in the same run, with the same command line the 
 restart with nothing restored, and a restart with the slot saved and restored as upstream documents it
 (``POST /slots/0?action=save|restore``).
 
-``gemma3`` (Gemma 3 270M, sliding-window attention): run directly with the install's kind of flags. Its prefix is the
-recorded request's system prompt cut to ``--gemma-chars`` characters and no tools (a full read of 12k tokens takes
-minutes on two busy cores). Restarts: nothing restored, upstream's restore, the kit's trimmed save + restore, and
-upstream's restore with ``--swa-full``.
+``gemma3`` (Gemma 3 270M, sliding-window attention): its prefix is the recorded request's system prompt cut to
+``--gemma-chars`` characters and no tools (a full read of 12k tokens takes minutes on two busy cores). Installed by
+the real CLI like ``qwen35moe`` (the plan gives it ``--swa-full``): cold, warm, after ``service stop`` + ``service
+start``, after the supervisor restarts a killed server, after an upgrade's switch-over. BEFORE, side by side: the
+install's command line without ``--swa-full`` (what the kit ran before it chose the flag), run directly, restarted
+with nothing restored, with upstream's restore, and with the kit's trimmed save + restore.
 
 ``*_ratio`` keys: first-token time over warm, per restart kind (goal ≤ 1.5).
 """
@@ -45,9 +47,10 @@ from bootstrap.core.home import Home  # noqa: E402
 from bootstrap.fetch.http_session import local_session  # noqa: E402
 from bootstrap.place.api_key import read_api_key  # noqa: E402
 from bootstrap.record.state import launch_spec, load_state  # noqa: E402
-from bootstrap.register import prompt_cache  # noqa: E402
+from bootstrap.register import prompt_cache, slot_files  # noqa: E402
 from tests.support import testbed  # noqa: E402
-from tests.support.agent_prefix import load_claude_first_request  # noqa: E402
+from tests.support.agent_prefix import cut_request, load_claude_first_request  # noqa: E402
+from tests.support.bundle_bed import GEMMA_REPO, gemma_catalog  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402
 from tests.support.install_bed import (  # noqa: E402
     QWEN_MODEL_FILE,
@@ -58,6 +61,7 @@ from tests.support.install_bed import (  # noqa: E402
 )
 from tests.support.llama import end_process, free_port  # noqa: E402
 from tests.support.qwen_chat_model import qwen_chat_model  # noqa: E402
+from tests.support.testbed import GEMMA_FILE  # noqa: E402
 
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
 
@@ -139,18 +143,7 @@ def bench_qwen(work: Path) -> dict[str, Any]:
             bed.run("service", "stop")
             bed.run("service", "start")
             out["qwen35moe_stop_start"] = ask(url, key, body)
-            # the supervisor's restart of a killed server (what the periodic save kept)
-            time.sleep(4)
-            server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
-                          and str(bed.home.root) in " ".join(p.info["cmdline"] or []))
-            log = bed.home.logs_dir / "server.log"
-            restored = log.read_text(errors="replace").count("prompt cache: slot 0 restored")
-            os.kill(server.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 180
-            while log.read_text(errors="replace").count("prompt cache: slot 0 restored") <= restored:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the supervisor did not restore")
-                time.sleep(0.5)
+            supervisor_restart(bed)  # the supervisor's restart of a killed server (what the periodic save kept)
             out["qwen35moe_supervisor_restart"] = ask(url, key, body)
             # an upgrade's switch-over that keeps model, engine and template
             proc = bed.install("--port", str(port), "--no-venv", "--ctx", "24576", timeout=1800)
@@ -178,49 +171,81 @@ def bench_qwen(work: Path) -> dict[str, Any]:
     return out
 
 
-def gemma_body(chars: int) -> dict[str, Any]:
-    """The recorded request's system prompt cut to ``chars`` characters, no tools, its user message kept."""
-    body = load_claude_first_request()
-    system = body["system"]
-    text = "\n".join(b.get("text", "") for b in system) if isinstance(system, list) else str(system)
-    return {"model": body["model"], "max_tokens": 4, "system": text[:chars], "messages": body["messages"][:1]}
+def supervisor_restart(bed: InstallBed) -> None:
+    """Kill the home's llama-server (after a periodic save) and wait for the supervisor's restart and restore."""
+    time.sleep(4)  # the periodic save (QWENKIT_CACHE_SAVE_INTERVAL 3 s) has run since the last answer
+    server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
+                  and str(bed.home.root) in " ".join(p.info["cmdline"] or []))
+    log = bed.home.logs_dir / "server.log"
+    restored = log.read_text(errors="replace").count("prompt cache: slot 0 restored")
+    os.kill(server.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 180
+    while log.read_text(errors="replace").count("prompt cache: slot 0 restored") <= restored:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the supervisor did not restore")
+        time.sleep(0.5)
 
 
 def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
-    body = gemma_body(chars)
-    server = str(testbed.engine_dir() / "llama-server")
-    folder = work / "gemma-slots"
-    folder.mkdir()
-    base = [server, "-m", str(testbed.gemma_model()), "-c", "8192", "-np", "1", "-t", "2", "--jinja",
-            "--slot-save-path", str(folder), "--host", "127.0.0.1", "--port", "0"]
-    port, key, out = free_port(), "", {}
-    with direct(base, port, work) as url:
-        out["gemma3_cold"] = ask(url, key, body)
-        out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
-        out["gemma3_warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
-        slot_action(url, key, "save", "upstream.bin")
-        with local_session() as session:
-            prompt_cache.save(session, prompt_cache.Server(url, key, folder), 1 << 30, lambda _text: None)
-    with direct(base, port, work) as url:
-        out["gemma3_before_restart_nothing_restored"] = ask(url, key, body)
-    with direct(base, port, work) as url:
-        slot_action(url, key, "restore", "upstream.bin")
-        out["gemma3_before_restart_upstream_restore"] = ask(url, key, body)
-    with direct(base, port, work) as url, local_session() as session:
-        prompt_cache.restore(session, prompt_cache.Server(url, key, folder), lambda _text: None)
-        out["gemma3_kit_trimmed_restore"] = ask(url, key, body)
-    full = [*base, "--swa-full"]
-    with direct(full, port, work) as url:
-        ask(url, key, body)
-        out["gemma3_swa_full_warm"] = ask(url, key, body)
-        slot_action(url, key, "save", "swa-full.bin")
-    with direct(full, port, work) as url:
-        slot_action(url, key, "restore", "swa-full.bin")
-        out["gemma3_swa_full_upstream_restore"] = ask(url, key, body)
-    ratios(out, "gemma3_before_restart_", out["gemma3_warm"]["s"], ["nothing_restored", "upstream_restore"])
-    ratios(out, "gemma3_", out["gemma3_warm"]["s"], ["kit_trimmed_restore"])
-    out["gemma3_swa_full_upstream_restore_ratio"] = round(
-        out["gemma3_swa_full_upstream_restore"]["s"] / out["gemma3_swa_full_warm"]["s"], 2)
+    body = cut_request(chars)
+    out: dict[str, Any] = {}
+    with LoopbackHub(work / "hub") as hub:
+        revision = hub.create_repo(GEMMA_REPO, {GEMMA_FILE: testbed.gemma_model()})
+        engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
+        bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
+                         extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": "3"})
+        bed.catalog.write_text(gemma_catalog(revision, ctx=4096), encoding="utf-8")
+        port = free_port()
+        proc = bed.install("--port", str(port), "--no-venv", timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-3000:])
+        try:
+            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
+            argv = launch_spec(load_state(bed.home), bed.home).argv()
+            out["gemma3_swa_full"] = "--swa-full" in argv
+            out["gemma3_cold"] = ask(url, key, body)
+            out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
+            out["gemma3_warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
+            # AFTER (the kit, with --swa-full): stop + start, the supervisor's restart, an upgrade's switch-over
+            bed.run("service", "stop")
+            bed.run("service", "start")
+            out["gemma3_stop_start"] = ask(url, key, body)
+            supervisor_restart(bed)
+            out["gemma3_supervisor_restart"] = ask(url, key, body)
+            proc = bed.install("--port", str(port), "--no-venv", "--ctx", "3072", timeout=1800)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr[-3000:])
+            out["gemma3_upgrade"] = ask(url, key, body)
+            ratios(out, "gemma3_", out["gemma3_warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
+            # BEFORE: the install's command line without --swa-full, run directly
+            bed.run("service", "stop")
+            spec = launch_spec(load_state(bed.home), bed.home)
+            folder = spec.prompt_cache_dir
+            assert folder is not None
+            before = [a for a in spec.argv() if a != "--swa-full"]
+            (folder / slot_files.file_name(0)).unlink(missing_ok=True)  # the AFTER server's: its own save next
+            inner = free_port()
+            with direct(before, inner, bed.home.root) as direct_url:
+                ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+                out["gemma3_before_warm"] = sorted((ask(direct_url, key, body) for _ in range(3)),
+                                                   key=lambda r: r["s"])[1]
+                slot_action(direct_url, key, "save", "upstream.bin")
+                with local_session() as session:
+                    prompt_cache.save(session, prompt_cache.Server(direct_url, key, folder), 1 << 30,
+                                      lambda _text: None)
+            with direct(before, inner, bed.home.root) as direct_url:
+                out["gemma3_before_restart_nothing_restored"] = ask(direct_url, key, body)
+            with direct(before, inner, bed.home.root) as direct_url:
+                slot_action(direct_url, key, "restore", "upstream.bin")
+                out["gemma3_before_restart_upstream_restore"] = ask(direct_url, key, body)
+            with direct(before, inner, bed.home.root) as direct_url, local_session() as session:
+                prompt_cache.restore(session, prompt_cache.Server(direct_url, key, folder), lambda _text: None)
+                out["gemma3_before_restart_kit_trimmed_restore"] = ask(direct_url, key, body)
+            (folder / "upstream.bin").unlink(missing_ok=True)
+            ratios(out, "gemma3_before_restart_", out["gemma3_before_warm"]["s"],
+                   ["nothing_restored", "upstream_restore", "kit_trimmed_restore"])
+        finally:
+            bed.run("service", "stop")
     return out
 
 
@@ -228,12 +253,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gemma-chars", type=int, default=6000, help="Gemma's prefix: system prompt characters")
     parser.add_argument("--skip-gemma", action="store_true")
+    parser.add_argument("--skip-qwen", action="store_true", help="only the gemma3 section")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-agent-latency-") as tmp:
         work = Path(tmp)
         result: dict[str, Any] = {"bench": "agent_latency", "cpu_count": os.cpu_count()}
-        (work / "qwen").mkdir()
-        result.update(bench_qwen(work / "qwen"))
+        if not args.skip_qwen:
+            (work / "qwen").mkdir()
+            result.update(bench_qwen(work / "qwen"))
         if not args.skip_gemma:
             (work / "gemma").mkdir()
             result["gemma3_prefix_chars"] = args.gemma_chars

@@ -27,9 +27,8 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import slot_files
 from bootstrap.render.start_scripts import render_text
-from tests.support import testbed
 from tests.support.agent_prefix import cut_request
-from tests.support.bundle_bed import GEMMA_ID, GEMMA_REPO
+from tests.support.bundle_bed import GEMMA_ID, GEMMA_REPO, gemma_catalog
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import (
     MODEL_FILE,
@@ -46,13 +45,6 @@ from tests.support.testbed import GEMMA_FILE
 PREFIX_CHARS = 5000  # ~1,300 Gemma tokens: past the 512-token window, read in ~10 s on two busy cores
 SAVE_INTERVAL_S = "3"  # the supervisor's periodic save, short for the tests (60 s in the product)
 WINDOW = 512  # Gemma 3 270M's n_swa (tests/plan/test_memory.py)
-
-
-def gemma_server_args() -> tuple[str, ...]:
-    """A base model without a chat template (docs/test-bed.md): llama.cpp's Gemma template file, with Jinja (the
-    Anthropic endpoint's system prompt goes through it); a small context and one slot."""
-    template = testbed.engine_sources() / "models" / "templates" / "google-gemma-2-2b-it.jinja"
-    return ("--chat-template-file", str(template), "-c", "4096", "-np", "1", "-t", "2")
 
 
 @dataclass
@@ -97,12 +89,7 @@ def swa_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path, gemma_
         chat_rev = hub.create_repo(MODEL_REPO, {MODEL_FILE: write_chat_model(root / "src" / MODEL_FILE)})
         bed = InstallBed(hub, Home(root / "home"), root / "catalog.toml", serve_engine(hub, engine_asset),
                          extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": SAVE_INTERVAL_S})
-        bed.catalog.write_text(
-            f'schema = 1\ndefault_model = "{GEMMA_ID}"\n'
-            + model_block(gemma_rev, model_id=GEMMA_ID, repo=GEMMA_REPO, file=GEMMA_FILE,
-                          server_args=gemma_server_args(), title="Gemma 3 270M (test)", architecture="gemma3",
-                          quant="Q4_K_M")
-            + model_block(chat_rev), encoding="utf-8")
+        bed.catalog.write_text(gemma_catalog(gemma_rev, model_block(chat_rev)), encoding="utf-8")
         port = free_port()
         proc = bed.install("--port", str(port), "--no-venv", timeout=900)
         assert proc.returncode == 0, proc.stderr[-4000:]
