@@ -19,11 +19,13 @@ import pytest
 
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, UnsupportedMachine
+from bootstrap.core.messages.swa_full import MESSAGES
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.plan import engine_flags, planner
 from bootstrap.plan.memory import checkpoint_bytes
 from bootstrap.plan.model_facts import catalog_candidates, file_candidate
 from bootstrap.plan.planner import Candidate, Plan, choose
+from tests.app.test_zh_output import leaks
 from tests.support.header_only import qwen36_35b_a3b_header
 from tests.support.llama import LlamaServer
 from tests.support.paths import TEST_DATA
@@ -441,6 +443,9 @@ def test_swa_full_is_said_in_both_languages(gemma_gguf: Path, tmp_path: Path) ->
     assert {r["topic"]: r["value"] for r in doc["reasons"]}["swa_full"] == "on"
     zh = run_plan(str(gemma_gguf), "--hardware", hw, lang="zh_CN.UTF-8", home=tmp_path)
     assert zh.returncode == 0 and "完整 SWA 缓存" in zh.stdout and "开启 --swa-full" in zh.stdout
+    assert leaks("\n".join(line for line in zh.stdout.splitlines() if "SWA" in line)) == []
+    for key in ("swa_full.why_off_no_disk", "swa_full.why_off_no_room"):
+        assert leaks(MESSAGES[key]["zh"].format(mib=442, ctx=32768, window=512)) == []
 
 
 def test_a_model_without_swa_gets_no_swa_full(tiny_models: dict[str, Path]) -> None:
