@@ -32,8 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,56 +119,71 @@ def ratios(out: dict[str, Any], prefix: str, warm: float, kinds: list[str]) -> N
         out[f"{prefix}{kind}_ratio"] = round(out[f"{prefix}{kind}"]["s"] / warm, 2)
 
 
-def bench_qwen(work: Path) -> dict[str, Any]:
-    body = load_claude_first_request()
-    out: dict[str, Any] = {}
+@contextmanager
+def kit_install(work: Path, repo: str, file: str, model: Path,
+                catalog: Callable[[str], str]) -> Iterator[tuple[InstallBed, int]]:
+    """``model`` on the loopback hub, installed by the real CLI (``--no-service``: the kit's supervisor runs it, its
+    periodic save every 3 s) from the one-entry ``catalog(revision)``; the bed and the port it answers on."""
     with LoopbackHub(work / "hub") as hub:
-        revision = hub.create_repo(QWEN_MODEL_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
+        revision = hub.create_repo(repo, {file: model})
         engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
         bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
                          extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": "3"})
-        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
+        bed.catalog.write_text(catalog(revision), encoding="utf-8")
         port = free_port()
         proc = bed.install("--port", str(port), "--no-venv", timeout=1800)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-3000:])
         try:
-            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
-            spec = launch_spec(load_state(bed.home), bed.home)
-            out["qwen35moe_prefix_tokens"] = None
-            out["qwen35moe_cold"] = ask(url, key, body)
-            out["qwen35moe_prefix_tokens"] = out["qwen35moe_cold"]["read"]
-            warm = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])
-            out["qwen35moe_warm"] = warm[1]  # the median of three
-            # AFTER (the kit): stop + start
-            bed.run("service", "stop")
-            bed.run("service", "start")
-            out["qwen35moe_stop_start"] = ask(url, key, body)
-            supervisor_restart(bed)  # the supervisor's restart of a killed server (what the periodic save kept)
-            out["qwen35moe_supervisor_restart"] = ask(url, key, body)
-            # an upgrade's switch-over that keeps model, engine and template
-            proc = bed.install("--port", str(port), "--no-venv", "--ctx", "24576", timeout=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(proc.stderr[-3000:])
-            out["qwen35moe_upgrade"] = ask(url, key, body)
-            ratios(out, "qwen35moe_", out["qwen35moe_warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
-            # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
-            bed.run("service", "stop")
-            spec = launch_spec(load_state(bed.home), bed.home)
-            argv, inner = spec.argv(), free_port()
-            with direct(argv, inner, bed.home.root) as direct_url:
-                ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
-                slot_action(direct_url, key, "save", "upstream.bin")
-            with direct(argv, inner, bed.home.root) as direct_url:
-                out["qwen35moe_before_restart_nothing_restored"] = ask(direct_url, key, body)
-            with direct(argv, inner, bed.home.root) as direct_url:
-                slot_action(direct_url, key, "restore", "upstream.bin")
-                out["qwen35moe_before_restart_upstream_restore"] = ask(direct_url, key, body)
-            (spec.prompt_cache_dir / "upstream.bin").unlink(missing_ok=True)  # type: ignore[operator]
-            ratios(out, "qwen35moe_before_restart_", out["qwen35moe_warm"]["s"],
-                   ["nothing_restored", "upstream_restore"])
+            yield bed, port
         finally:
             bed.run("service", "stop")
+
+
+def after_rows(bed: InstallBed, port: int, key: str, body: dict[str, Any], prefix: str,
+               upgrade_ctx: int) -> dict[str, Any]:
+    """AFTER (the kit's own path): cold, warm (the median of three), then the first request after ``service stop``
+    + ``service start``, after the supervisor restarts a killed server, after an upgrade's switch-over that keeps
+    model, engine and template (``install --ctx``), with their ratios to warm."""
+    url = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {f"{prefix}cold": ask(url, key, body)}
+    out[f"{prefix}prefix_tokens"] = out[f"{prefix}cold"]["read"]
+    out[f"{prefix}warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
+    bed.run("service", "stop")
+    bed.run("service", "start")
+    out[f"{prefix}stop_start"] = ask(url, key, body)
+    supervisor_restart(bed)
+    out[f"{prefix}supervisor_restart"] = ask(url, key, body)
+    proc = bed.install("--port", str(port), "--no-venv", "--ctx", str(upgrade_ctx), timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    out[f"{prefix}upgrade"] = ask(url, key, body)
+    ratios(out, prefix, out[f"{prefix}warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
+    return out
+
+
+def bench_qwen(work: Path) -> dict[str, Any]:
+    body = load_claude_first_request()
+    out: dict[str, Any] = {}
+    catalog = partial(qwen_catalog_text, server_args=SERVER_ARGS)
+    with kit_install(work, QWEN_MODEL_REPO, QWEN_MODEL_FILE, qwen_chat_model(), catalog) as (bed, port):
+        key = read_api_key(bed.home)
+        out.update(after_rows(bed, port, key, body, "qwen35moe_", upgrade_ctx=24576))
+        # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
+        bed.run("service", "stop")
+        spec = launch_spec(load_state(bed.home), bed.home)
+        argv, inner = spec.argv(), free_port()
+        with direct(argv, inner, bed.home.root) as direct_url:
+            ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+            slot_action(direct_url, key, "save", "upstream.bin")
+        with direct(argv, inner, bed.home.root) as direct_url:
+            out["qwen35moe_before_restart_nothing_restored"] = ask(direct_url, key, body)
+        with direct(argv, inner, bed.home.root) as direct_url:
+            slot_action(direct_url, key, "restore", "upstream.bin")
+            out["qwen35moe_before_restart_upstream_restore"] = ask(direct_url, key, body)
+        (spec.prompt_cache_dir / "upstream.bin").unlink(missing_ok=True)  # type: ignore[operator]
+        ratios(out, "qwen35moe_before_restart_", out["qwen35moe_warm"]["s"],
+               ["nothing_restored", "upstream_restore"])
     return out
 
 
@@ -189,63 +205,39 @@ def supervisor_restart(bed: InstallBed) -> None:
 def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
     body = cut_request(chars)
     out: dict[str, Any] = {}
-    with LoopbackHub(work / "hub") as hub:
-        revision = hub.create_repo(GEMMA_REPO, {GEMMA_FILE: testbed.gemma_model()})
-        engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
-        bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
-                         extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": "3"})
-        bed.catalog.write_text(gemma_catalog(revision, ctx=4096), encoding="utf-8")
-        port = free_port()
-        proc = bed.install("--port", str(port), "--no-venv", timeout=1800)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr[-3000:])
-        try:
-            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
-            argv = launch_spec(load_state(bed.home), bed.home).argv()
-            out["gemma3_swa_full"] = "--swa-full" in argv
-            out["gemma3_cold"] = ask(url, key, body)
-            out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
-            out["gemma3_warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
-            # AFTER (the kit, with --swa-full): stop + start, the supervisor's restart, an upgrade's switch-over
-            bed.run("service", "stop")
-            bed.run("service", "start")
-            out["gemma3_stop_start"] = ask(url, key, body)
-            supervisor_restart(bed)
-            out["gemma3_supervisor_restart"] = ask(url, key, body)
-            proc = bed.install("--port", str(port), "--no-venv", "--ctx", "3072", timeout=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(proc.stderr[-3000:])
-            out["gemma3_upgrade"] = ask(url, key, body)
-            ratios(out, "gemma3_", out["gemma3_warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
-            # BEFORE: the install's command line without --swa-full, run directly
-            bed.run("service", "stop")
-            spec = launch_spec(load_state(bed.home), bed.home)
-            folder = spec.prompt_cache_dir
-            assert folder is not None
-            before = [a for a in spec.argv() if a != "--swa-full"]
-            (folder / slot_files.file_name(0)).unlink(missing_ok=True)  # the AFTER server's: its own save next
-            inner = free_port()
-            with direct(before, inner, bed.home.root) as direct_url:
-                ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
-                out["gemma3_before_warm"] = sorted((ask(direct_url, key, body) for _ in range(3)),
-                                                   key=lambda r: r["s"])[1]
-                slot_action(direct_url, key, "save", "upstream.bin")
-                with local_session() as session:
-                    prompt_cache.save(session, prompt_cache.Server(direct_url, key, folder), 1 << 30,
-                                      lambda _text: None)
-            with direct(before, inner, bed.home.root) as direct_url:
-                out["gemma3_before_restart_nothing_restored"] = ask(direct_url, key, body)
-            with direct(before, inner, bed.home.root) as direct_url:
-                slot_action(direct_url, key, "restore", "upstream.bin")
-                out["gemma3_before_restart_upstream_restore"] = ask(direct_url, key, body)
-            with direct(before, inner, bed.home.root) as direct_url, local_session() as session:
-                prompt_cache.restore(session, prompt_cache.Server(direct_url, key, folder), lambda _text: None)
-                out["gemma3_before_restart_kit_trimmed_restore"] = ask(direct_url, key, body)
-            (folder / "upstream.bin").unlink(missing_ok=True)
-            ratios(out, "gemma3_before_restart_", out["gemma3_before_warm"]["s"],
-                   ["nothing_restored", "upstream_restore", "kit_trimmed_restore"])
-        finally:
-            bed.run("service", "stop")
+    catalog = partial(gemma_catalog, ctx=4096)
+    with kit_install(work, GEMMA_REPO, GEMMA_FILE, testbed.gemma_model(), catalog) as (bed, port):
+        key = read_api_key(bed.home)
+        argv = launch_spec(load_state(bed.home), bed.home).argv()
+        out["gemma3_swa_full"] = "--swa-full" in argv
+        out.update(after_rows(bed, port, key, body, "gemma3_", upgrade_ctx=3072))
+        # BEFORE: the install's command line without --swa-full, run directly
+        bed.run("service", "stop")
+        spec = launch_spec(load_state(bed.home), bed.home)
+        folder = spec.prompt_cache_dir
+        assert folder is not None
+        before = [a for a in spec.argv() if a != "--swa-full"]
+        (folder / slot_files.file_name(0)).unlink(missing_ok=True)  # the AFTER server's: its own save next
+        inner = free_port()
+        with direct(before, inner, bed.home.root) as direct_url:
+            ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+            out["gemma3_before_warm"] = sorted((ask(direct_url, key, body) for _ in range(3)),
+                                               key=lambda r: r["s"])[1]
+            slot_action(direct_url, key, "save", "upstream.bin")
+            with local_session() as session:
+                prompt_cache.save(session, prompt_cache.Server(direct_url, key, folder), 1 << 30,
+                                  lambda _text: None)
+        with direct(before, inner, bed.home.root) as direct_url:
+            out["gemma3_before_restart_nothing_restored"] = ask(direct_url, key, body)
+        with direct(before, inner, bed.home.root) as direct_url:
+            slot_action(direct_url, key, "restore", "upstream.bin")
+            out["gemma3_before_restart_upstream_restore"] = ask(direct_url, key, body)
+        with direct(before, inner, bed.home.root) as direct_url, local_session() as session:
+            prompt_cache.restore(session, prompt_cache.Server(direct_url, key, folder), lambda _text: None)
+            out["gemma3_before_restart_kit_trimmed_restore"] = ask(direct_url, key, body)
+        (folder / "upstream.bin").unlink(missing_ok=True)
+        ratios(out, "gemma3_before_restart_", out["gemma3_before_warm"]["s"],
+               ["nothing_restored", "upstream_restore", "kit_trimmed_restore"])
     return out
 
 

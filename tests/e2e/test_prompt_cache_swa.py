@@ -14,9 +14,8 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -27,6 +26,7 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import slot_files
 from bootstrap.render.start_scripts import render_text
+from tests.e2e.test_prompt_cache import CacheBed
 from tests.support.agent_prefix import cut_request
 from tests.support.bundle_bed import GEMMA_ID, GEMMA_REPO, gemma_catalog
 from tests.support.hub import LoopbackHub
@@ -47,20 +47,9 @@ SAVE_INTERVAL_S = "3"  # the supervisor's periodic save, short for the tests (60
 WINDOW = 512  # Gemma 3 270M's n_swa (tests/plan/test_memory.py)
 
 
-@dataclass
-class SwaBed:
-    bed: InstallBed
-    port: int
-    chat_revision: str
-
-    @property
-    def home(self) -> Home:
-        return self.bed.home
-
-    def run(self, *argv: str, timeout: float = 600) -> Any:
-        proc = self.bed.run(*argv, timeout=timeout)
-        assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-4000:])
-        return proc
+class SwaBed(CacheBed):
+    """The Qwen prompt-cache bed's helpers (the home, ``run``, the server's log and pid, the cache folder) with
+    the cut request Gemma reads in seconds."""
 
     def ask(self, model: str | None = None) -> dict[str, int]:
         """The cut recorded request, not streamed: the server's tokens read and reused."""
@@ -72,13 +61,6 @@ class SwaBed:
         assert resp.status_code == 200, resp.text[:2000]
         usage = resp.json()["usage"]
         return {"read": usage["input_tokens"], "reused": usage.get("cache_read_input_tokens", 0)}
-
-    def server_log(self) -> str:
-        return (self.home.logs_dir / "server.log").read_text(encoding="utf-8", errors="replace")
-
-    def server_pid(self) -> int:
-        return next(p.pid for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
-                    and str(self.home.root) in " ".join(p.info["cmdline"] or []))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +75,7 @@ def swa_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path, gemma_
         port = free_port()
         proc = bed.install("--port", str(port), "--no-venv", timeout=900)
         assert proc.returncode == 0, proc.stderr[-4000:]
-        swa = SwaBed(bed, port, chat_rev)
+        swa = SwaBed(bed, port)
         try:
             yield swa
         finally:
@@ -122,7 +104,7 @@ def test_prompt_cache_swa_prefix_reused_after_stop_and_start(swa_bed: SwaBed) ->
     warm = swa_bed.ask()
     assert warm["reused"] >= cold["read"] - 4, warm
     swa_bed.run("service", "stop")
-    saved, _bad = slot_files.listed(launch_spec(load_state(swa_bed.home), swa_bed.home).prompt_cache_dir)
+    saved, _bad = slot_files.listed(swa_bed.folder)
     assert [f.slot for f in saved] == [0] and len(saved[0].tokens) >= 1_024
     swa_bed.run("service", "start")
     after = swa_bed.ask()
@@ -132,9 +114,7 @@ def test_prompt_cache_swa_prefix_reused_after_stop_and_start(swa_bed: SwaBed) ->
 def test_prompt_cache_swa_prefix_reused_after_supervisor_restart(swa_bed: SwaBed) -> None:
     """The server dies (SIGKILL); the supervisor starts it again and restores what its periodic save kept."""
     swa_bed.ask()
-    folder = launch_spec(load_state(swa_bed.home), swa_bed.home).prompt_cache_dir
-    assert folder is not None
-    path = folder / slot_files.file_name(0)
+    path = swa_bed.folder / slot_files.file_name(0)
     before = path.stat().st_mtime
     deadline = time.monotonic() + 60
     while path.stat().st_mtime <= before:
