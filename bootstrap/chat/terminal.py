@@ -14,6 +14,7 @@ row quits; Ctrl-D (Ctrl-Z Enter on Windows) or ``/bye`` quits. All of them exit 
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,7 @@ class Session:
 
     def run(self, read_line: Callable[[str], str]) -> int:
         """Read and answer until /bye, Ctrl-D or two Ctrl-C in a row; exit 0."""
+        take_ctrl_c()
         console.info(t("chat.banner", model=self.conversation.model, url=self.conversation.url))
         interrupted = False
         while True:
@@ -202,6 +204,19 @@ class Session:
         else:
             self.conversation.model = name
             console.info(t("chat.model_now", model=name))
+
+
+def take_ctrl_c() -> None:
+    """Ctrl-C is this session's stop key even where the process that started it ignores SIGINT: a shell without
+    job control starts its ``&`` jobs so, and their children inherit it, and Python then installs no
+    KeyboardInterrupt at all ("signal" module docs: SIGINT is translated only when it was not ignored at startup).
+    Only for a person at a terminal: a script that ignores SIGINT on purpose keeps it ignored for a piped chat."""
+    try:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):
+        interactive = False
+    if interactive and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _stdout_is_terminal() -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -86,11 +87,14 @@ def chat_env(bed: InstallBed, lang: str) -> dict[str, str]:
     return env
 
 
-def spawn(bed: InstallBed, *argv: str, lang: str = "en", **extra: str) -> pexpect.spawn:
-    """``qwenkit run ARGV`` in a pseudo-terminal of its own (stdin, stdout and stderr all the terminal)."""
+def spawn(bed: InstallBed, *argv: str, lang: str = "en", sigint_ignored: bool = False,
+          **extra: str) -> pexpect.spawn:
+    """``qwenkit run ARGV`` in a pseudo-terminal of its own (stdin, stdout and stderr all the terminal); with
+    ``sigint_ignored`` started as a shell without job control starts its ``&`` jobs (SIGINT ignored)."""
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     child = pexpect.spawn(sys.executable, ["-m", "bootstrap", "run", *argv], cwd=str(REPO_ROOT),
                           env={**chat_env(bed, lang), **extra}, encoding="utf-8", timeout=WAIT_S,
-                          dimensions=(40, 200))
+                          dimensions=(40, 200), preexec_fn=ignore)
     child.logfile_read = open(os.devnull, "w")  # noqa: SIM115 - the transcript is kept in .before
     return child
 
@@ -202,6 +206,23 @@ def test_terminal_chat_session_in_english(bed: InstallBed) -> None:
     child.expect_exact(PROMPT)
     assert child.isalive()
     assert quit_with_ctrl_d(child) == 0
+
+
+def test_ctrl_c_works_where_the_parent_ignores_sigint(bed: InstallBed) -> None:
+    """A chat started from a background job of a shell without job control (SIGINT ignored, inherited) still stops
+    an answer and quits on Ctrl-C. Before, Python installed no KeyboardInterrupt there: the answer ran to its end
+    (seen in a full suite run started so)."""
+    child = spawn(bed, "--verbose", sigint_ignored=True)
+    child.expect_exact(PROMPT)
+    assert f"Now chatting with {LONG_ID}" in ask(child, f"/model {LONG_ID}")
+    stop_long_answer(bed, child, "(answer stopped)")
+    child.sendcontrol("c")
+    child.expect_exact("('Ctrl+C' again, /bye or 'Ctrl+D' quits)")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("c")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, (child.exitstatus, child.signalstatus)
 
 
 def test_terminal_chat_session_in_chinese(bed: InstallBed) -> None:
