@@ -12,10 +12,12 @@ template). BEFORE, side by side in the same run, with the same command line the 
 restart with nothing restored, and a restart with the slot saved and restored as upstream documents it
 (``POST /slots/0?action=save|restore``).
 
-``gemma3`` (Gemma 3 270M, sliding-window attention): run directly with the install's kind of flags. Its prefix is the
-recorded request's system prompt cut to ``--gemma-chars`` characters and no tools (a full read of 12k tokens takes
-minutes on two busy cores). Restarts: nothing restored, upstream's restore, the kit's trimmed save + restore, and
-upstream's restore with ``--swa-full``.
+``gemma3`` (Gemma 3 270M, sliding-window attention): its prefix is the recorded request's system prompt cut to
+``--gemma-chars`` characters and no tools (a full read of 12k tokens takes minutes on two busy cores). Installed by
+the real CLI like ``qwen35moe`` (the plan gives it ``--swa-full``): cold, warm, after ``service stop`` + ``service
+start``, after the supervisor restarts a killed server, after an upgrade's switch-over. BEFORE, side by side: the
+install's command line without ``--swa-full`` (what the kit ran before it chose the flag), run directly, restarted
+with nothing restored, with upstream's restore, and with the kit's trimmed save + restore.
 
 ``router`` (several models: the tiny Qwen model as the default and a tiny llama chat model beside it, installed by
 the real CLI): cold, warm, after ``service stop`` + ``service start``; the LRU unload and reload (the install's
@@ -36,8 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +54,10 @@ from bootstrap.core.home import Home  # noqa: E402
 from bootstrap.fetch.http_session import local_session  # noqa: E402
 from bootstrap.place.api_key import read_api_key  # noqa: E402
 from bootstrap.record.state import launch_spec, load_state  # noqa: E402
-from bootstrap.register import prompt_cache  # noqa: E402
+from bootstrap.register import prompt_cache, slot_files  # noqa: E402
 from tests.support import testbed  # noqa: E402
-from tests.support.agent_prefix import load_claude_first_request  # noqa: E402
+from tests.support.agent_prefix import cut_request, load_claude_first_request  # noqa: E402
+from tests.support.bundle_bed import GEMMA_REPO, gemma_catalog  # noqa: E402
 from tests.support.hub import LoopbackHub  # noqa: E402
 from tests.support.install_bed import (  # noqa: E402
     MODEL_FILE,
@@ -70,6 +74,7 @@ from tests.support.install_bed import (  # noqa: E402
 )
 from tests.support.llama import end_process, free_port  # noqa: E402
 from tests.support.qwen_chat_model import qwen_chat_model  # noqa: E402
+from tests.support.testbed import GEMMA_FILE  # noqa: E402
 
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
 
@@ -130,67 +135,46 @@ def ratios(out: dict[str, Any], prefix: str, warm: float, kinds: list[str]) -> N
         out[f"{prefix}{kind}_ratio"] = round(out[f"{prefix}{kind}"]["s"] / warm, 2)
 
 
-def bench_qwen(work: Path) -> dict[str, Any]:
-    body = load_claude_first_request()
-    out: dict[str, Any] = {}
+@contextmanager
+def kit_install(work: Path, repo: str, file: str, model: Path,
+                catalog: Callable[[str], str]) -> Iterator[tuple[InstallBed, int]]:
+    """``model`` on the loopback hub, installed by the real CLI (``--no-service``: the kit's supervisor runs it, its
+    periodic save every 3 s) from the one-entry ``catalog(revision)``; the bed and the port it answers on."""
     with LoopbackHub(work / "hub") as hub:
-        revision = hub.create_repo(QWEN_MODEL_REPO, {QWEN_MODEL_FILE: qwen_chat_model()})
+        revision = hub.create_repo(repo, {file: model})
         engine = serve_engine(hub, testbed.release_asset(testbed.engine_dir()))
         bed = InstallBed(hub, Home(work / "home"), work / "catalog.toml", engine,
                          extra_env={"QWENKIT_CACHE_SAVE_INTERVAL": "3"})
-        bed.catalog.write_text(qwen_catalog_text(revision, server_args=SERVER_ARGS), encoding="utf-8")
+        bed.catalog.write_text(catalog(revision), encoding="utf-8")
         port = free_port()
         proc = bed.install("--port", str(port), "--no-venv", timeout=1800)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-3000:])
         try:
-            key, url = read_api_key(bed.home), f"http://127.0.0.1:{port}"
-            spec = launch_spec(load_state(bed.home), bed.home)
-            out["qwen35moe_prefix_tokens"] = None
-            out["qwen35moe_cold"] = ask(url, key, body)
-            out["qwen35moe_prefix_tokens"] = out["qwen35moe_cold"]["read"]
-            warm = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])
-            out["qwen35moe_warm"] = warm[1]  # the median of three
-            # AFTER (the kit): stop + start
-            bed.run("service", "stop")
-            bed.run("service", "start")
-            out["qwen35moe_stop_start"] = ask(url, key, body)
-            # the supervisor's restart of a killed server (what the periodic save kept)
-            time.sleep(4)
-            server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
-                          and str(bed.home.root) in " ".join(p.info["cmdline"] or []))
-            log = bed.home.logs_dir / "server.log"
-            restored = log.read_text(errors="replace").count("prompt cache: slot 0 restored")
-            os.kill(server.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 180
-            while log.read_text(errors="replace").count("prompt cache: slot 0 restored") <= restored:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the supervisor did not restore")
-                time.sleep(0.5)
-            out["qwen35moe_supervisor_restart"] = ask(url, key, body)
-            # an upgrade's switch-over that keeps model, engine and template
-            proc = bed.install("--port", str(port), "--no-venv", "--ctx", "24576", timeout=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(proc.stderr[-3000:])
-            out["qwen35moe_upgrade"] = ask(url, key, body)
-            ratios(out, "qwen35moe_", out["qwen35moe_warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
-            # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
-            bed.run("service", "stop")
-            spec = launch_spec(load_state(bed.home), bed.home)
-            argv, inner = spec.argv(), free_port()
-            with direct(argv, inner, bed.home.root) as direct_url:
-                ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
-                slot_action(direct_url, key, "save", "upstream.bin")
-            with direct(argv, inner, bed.home.root) as direct_url:
-                out["qwen35moe_before_restart_nothing_restored"] = ask(direct_url, key, body)
-            with direct(argv, inner, bed.home.root) as direct_url:
-                slot_action(direct_url, key, "restore", "upstream.bin")
-                out["qwen35moe_before_restart_upstream_restore"] = ask(direct_url, key, body)
-            (spec.prompt_cache_dir / "upstream.bin").unlink(missing_ok=True)  # type: ignore[operator]
-            ratios(out, "qwen35moe_before_restart_", out["qwen35moe_warm"]["s"],
-                   ["nothing_restored", "upstream_restore"])
+            yield bed, port
         finally:
             bed.run("service", "stop")
+
+
+def after_rows(bed: InstallBed, port: int, key: str, body: dict[str, Any], prefix: str,
+               upgrade_ctx: int) -> dict[str, Any]:
+    """AFTER (the kit's own path): cold, warm (the median of three), then the first request after ``service stop``
+    + ``service start``, after the supervisor restarts a killed server, after an upgrade's switch-over that keeps
+    model, engine and template (``install --ctx``), with their ratios to warm."""
+    url = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {f"{prefix}cold": ask(url, key, body)}
+    out[f"{prefix}prefix_tokens"] = out[f"{prefix}cold"]["read"]
+    out[f"{prefix}warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
+    bed.run("service", "stop")
+    bed.run("service", "start")
+    out[f"{prefix}stop_start"] = ask(url, key, body)
+    supervisor_restart(bed)
+    out[f"{prefix}supervisor_restart"] = ask(url, key, body)
+    proc = bed.install("--port", str(port), "--no-venv", "--ctx", str(upgrade_ctx), timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    out[f"{prefix}upgrade"] = ask(url, key, body)
+    ratios(out, prefix, out[f"{prefix}warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
     return out
 
 
@@ -286,49 +270,82 @@ def bench_router(work: Path) -> dict[str, Any]:
     return out
 
 
-def gemma_body(chars: int) -> dict[str, Any]:
-    """The recorded request's system prompt cut to ``chars`` characters, no tools, its user message kept."""
+def bench_qwen(work: Path) -> dict[str, Any]:
     body = load_claude_first_request()
-    system = body["system"]
-    text = "\n".join(b.get("text", "") for b in system) if isinstance(system, list) else str(system)
-    return {"model": body["model"], "max_tokens": 4, "system": text[:chars], "messages": body["messages"][:1]}
+    out: dict[str, Any] = {}
+    catalog = partial(qwen_catalog_text, server_args=SERVER_ARGS)
+    with kit_install(work, QWEN_MODEL_REPO, QWEN_MODEL_FILE, qwen_chat_model(), catalog) as (bed, port):
+        key = read_api_key(bed.home)
+        out.update(after_rows(bed, port, key, body, "qwen35moe_", upgrade_ctx=24576))
+        # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
+        bed.run("service", "stop")
+        spec = launch_spec(load_state(bed.home), bed.home)
+        argv, inner = spec.argv(), free_port()
+        with direct(argv, inner, bed.home.root) as direct_url:
+            ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+            slot_action(direct_url, key, "save", "upstream.bin")
+        with direct(argv, inner, bed.home.root) as direct_url:
+            out["qwen35moe_before_restart_nothing_restored"] = ask(direct_url, key, body)
+        with direct(argv, inner, bed.home.root) as direct_url:
+            slot_action(direct_url, key, "restore", "upstream.bin")
+            out["qwen35moe_before_restart_upstream_restore"] = ask(direct_url, key, body)
+        (spec.prompt_cache_dir / "upstream.bin").unlink(missing_ok=True)  # type: ignore[operator]
+        ratios(out, "qwen35moe_before_restart_", out["qwen35moe_warm"]["s"],
+               ["nothing_restored", "upstream_restore"])
+    return out
+
+
+def supervisor_restart(bed: InstallBed) -> None:
+    """Kill the home's llama-server (after a periodic save) and wait for the supervisor's restart and restore."""
+    time.sleep(4)  # the periodic save (QWENKIT_CACHE_SAVE_INTERVAL 3 s) has run since the last answer
+    server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "llama-server"
+                  and str(bed.home.root) in " ".join(p.info["cmdline"] or []))
+    log = bed.home.logs_dir / "server.log"
+    restored = log.read_text(errors="replace").count("prompt cache: slot 0 restored")
+    os.kill(server.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 180
+    while log.read_text(errors="replace").count("prompt cache: slot 0 restored") <= restored:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the supervisor did not restore")
+        time.sleep(0.5)
 
 
 def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
-    body = gemma_body(chars)
-    server = str(testbed.engine_dir() / "llama-server")
-    folder = work / "gemma-slots"
-    folder.mkdir()
-    base = [server, "-m", str(testbed.gemma_model()), "-c", "8192", "-np", "1", "-t", "2", "--jinja",
-            "--slot-save-path", str(folder), "--host", "127.0.0.1", "--port", "0"]
-    port, key, out = free_port(), "", {}
-    with direct(base, port, work) as url:
-        out["gemma3_cold"] = ask(url, key, body)
-        out["gemma3_prefix_tokens"] = out["gemma3_cold"]["read"]
-        out["gemma3_warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
-        slot_action(url, key, "save", "upstream.bin")
-        with local_session() as session:
-            prompt_cache.save(session, prompt_cache.Server(url, key, folder), 1 << 30, lambda _text: None)
-    with direct(base, port, work) as url:
-        out["gemma3_before_restart_nothing_restored"] = ask(url, key, body)
-    with direct(base, port, work) as url:
-        slot_action(url, key, "restore", "upstream.bin")
-        out["gemma3_before_restart_upstream_restore"] = ask(url, key, body)
-    with direct(base, port, work) as url, local_session() as session:
-        prompt_cache.restore(session, prompt_cache.Server(url, key, folder), lambda _text: None)
-        out["gemma3_kit_trimmed_restore"] = ask(url, key, body)
-    full = [*base, "--swa-full"]
-    with direct(full, port, work) as url:
-        ask(url, key, body)
-        out["gemma3_swa_full_warm"] = ask(url, key, body)
-        slot_action(url, key, "save", "swa-full.bin")
-    with direct(full, port, work) as url:
-        slot_action(url, key, "restore", "swa-full.bin")
-        out["gemma3_swa_full_upstream_restore"] = ask(url, key, body)
-    ratios(out, "gemma3_before_restart_", out["gemma3_warm"]["s"], ["nothing_restored", "upstream_restore"])
-    ratios(out, "gemma3_", out["gemma3_warm"]["s"], ["kit_trimmed_restore"])
-    out["gemma3_swa_full_upstream_restore_ratio"] = round(
-        out["gemma3_swa_full_upstream_restore"]["s"] / out["gemma3_swa_full_warm"]["s"], 2)
+    body = cut_request(chars)
+    out: dict[str, Any] = {}
+    catalog = partial(gemma_catalog, ctx=4096)
+    with kit_install(work, GEMMA_REPO, GEMMA_FILE, testbed.gemma_model(), catalog) as (bed, port):
+        key = read_api_key(bed.home)
+        argv = launch_spec(load_state(bed.home), bed.home).argv()
+        out["gemma3_swa_full"] = "--swa-full" in argv
+        out.update(after_rows(bed, port, key, body, "gemma3_", upgrade_ctx=3072))
+        # BEFORE: the install's command line without --swa-full, run directly
+        bed.run("service", "stop")
+        spec = launch_spec(load_state(bed.home), bed.home)
+        folder = spec.prompt_cache_dir
+        assert folder is not None
+        before = [a for a in spec.argv() if a != "--swa-full"]
+        (folder / slot_files.file_name(0)).unlink(missing_ok=True)  # the AFTER server's: its own save next
+        inner = free_port()
+        with direct(before, inner, bed.home.root) as direct_url:
+            ask(direct_url, key, body)  # fills the slot (its cold read, not reported again)
+            out["gemma3_before_warm"] = sorted((ask(direct_url, key, body) for _ in range(3)),
+                                               key=lambda r: r["s"])[1]
+            slot_action(direct_url, key, "save", "upstream.bin")
+            with local_session() as session:
+                prompt_cache.save(session, prompt_cache.Server(direct_url, key, folder), 1 << 30,
+                                  lambda _text: None)
+        with direct(before, inner, bed.home.root) as direct_url:
+            out["gemma3_before_restart_nothing_restored"] = ask(direct_url, key, body)
+        with direct(before, inner, bed.home.root) as direct_url:
+            slot_action(direct_url, key, "restore", "upstream.bin")
+            out["gemma3_before_restart_upstream_restore"] = ask(direct_url, key, body)
+        with direct(before, inner, bed.home.root) as direct_url, local_session() as session:
+            prompt_cache.restore(session, prompt_cache.Server(direct_url, key, folder), lambda _text: None)
+            out["gemma3_before_restart_kit_trimmed_restore"] = ask(direct_url, key, body)
+        (folder / "upstream.bin").unlink(missing_ok=True)
+        ratios(out, "gemma3_before_restart_", out["gemma3_before_warm"]["s"],
+               ["nothing_restored", "upstream_restore", "kit_trimmed_restore"])
     return out
 
 
@@ -336,13 +353,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gemma-chars", type=int, default=6000, help="Gemma's prefix: system prompt characters")
     parser.add_argument("--skip-gemma", action="store_true")
+    parser.add_argument("--skip-qwen", action="store_true", help="no qwen35moe (one model) rows")
     parser.add_argument("--skip-router", action="store_true", help="no router-mode (several models) rows")
-    parser.add_argument("--router-only", action="store_true", help="only the router-mode rows (with --skip-gemma)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-agent-latency-") as tmp:
         work = Path(tmp)
         result: dict[str, Any] = {"bench": "agent_latency", "cpu_count": os.cpu_count()}
-        if not args.router_only:
+        if not args.skip_qwen:
             (work / "qwen").mkdir()
             result.update(bench_qwen(work / "qwen"))
         if not args.skip_router:

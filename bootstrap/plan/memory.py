@@ -9,7 +9,9 @@ every term mirrors a buffer llama-server reports at ``-lv 4`` (``docs/engine.md`
   ``token_embd``; ``--n-cpu-moe N`` keeps the routed experts of blocks 0…N−1 on the CPU.
 - KV (``llama_kv_cache: size``): exact. ``src/llama-context.cpp`` pads ``n_ctx`` to 256 and, without a unified
   cache, gives each of ``n_seq`` streams ``PAD(n_ctx/n_seq, 256)`` cells; ``src/llama-kv-cache-iswa.cpp`` gives
-  SWA layers ``PAD(min(cells, n_swa·(unified ? n_seq : 1) + n_ubatch), 256)``. A layer's KV lives on its device.
+  SWA layers ``PAD(min(cells, n_swa·(unified ? n_seq : 1) + n_ubatch), 256)``, or with ``--swa-full`` the full
+  cells (``size_swa = size_base``: what lets a restored slot be reused, docs/prompt-cache.md). A layer's KV lives on
+  its device.
 - recurrent state (``llama_memory_recurrent: size``): exact, ``max(1, n_seq)`` copies (``llama-model.cpp``).
 - output (``llama_context: output buffer``): ``n_vocab·4·n_seq`` (``output_reserve`` with the server's
   ``n_outputs_max`` = slots).
@@ -40,7 +42,8 @@ every term mirrors a buffer llama-server reports at ``-lv 4`` (``docs/engine.md`
 - context checkpoints (``--ctx-checkpoints N``, up to N per slot, host memory): a copy of the part of a sequence's
   state that cannot be rolled back, made only for SWA and recurrent models (``server-context.cpp``
   ``do_checkpoint``): the SWA layers' window (``n_swa`` cells) plus one recurrent state. Checked on Gemma 3 270M
-  (b11434 CPU): "created context checkpoint … size = 7.506 MiB" = 15 SWA layers × 512 cells × 1 KiB.
+  (b11434 CPU): "created context checkpoint … size = 7.506 MiB" = 15 SWA layers × 512 cells × 1 KiB. With
+  ``--swa-full`` the server sets its ``n_swa`` to 0 and makes none for a model without recurrent layers.
 - GPU: compute buffers of CUDA/Metal/Vulkan and op-offload copies (a GPU computing a big batch copies in the
   weights of one CPU-kept layer) are MODELLED from the sources, NOT validated: the test bed has no GPU.
 """
@@ -101,6 +104,7 @@ class LaunchSettings:
     mtp_draft: int = 0  # --spec-draft-n-max with --spec-type draft-mtp; 0 = MTP off (the head is not loaded)
     cache_ram_mib: int = 0  # --cache-ram: the prompt cache's limit in MiB (0 = off)
     ctx_checkpoints: int = 0  # --ctx-checkpoints: per slot (SWA and recurrent models only)
+    swa_full: bool = False  # --swa-full: SWA layers keep the whole context (no effect on a model without SWA)
 
 
 @dataclass(frozen=True)
@@ -161,9 +165,11 @@ def _check(profile: ModelProfile, s: LaunchSettings) -> None:
         raise UsageError(t("memory.quantized_v_needs_fa"))
 
 
-def kv_bytes_per_token(profile: ModelProfile, cache_type_k: str = "f16", cache_type_v: str = "f16") -> float:
-    """KV bytes one token of context costs on the full-attention layers (e.g. 20,480 for Qwen3.6 at f16)."""
-    full = [il for il in profile.kv_layers if il not in set(profile.swa_layers)]
+def kv_bytes_per_token(profile: ModelProfile, cache_type_k: str = "f16", cache_type_v: str = "f16",
+                       swa_full: bool = False) -> float:
+    """KV bytes one token of context costs on the full-attention layers (e.g. 20,480 for Qwen3.6 at f16); with
+    ``swa_full`` on every attention layer (the SWA layers then keep every token too)."""
+    full = [il for il in profile.kv_layers if swa_full or il not in set(profile.swa_layers)]
     return sum(profile.n_head_kv[il] * (profile.key_length * CACHE_TYPES[cache_type_k]
                                         + profile.value_length * CACHE_TYPES[cache_type_v]) for il in full)
 
@@ -230,8 +236,11 @@ def estimate(profile: ModelProfile, settings: LaunchSettings) -> MemoryEstimate:
 
 def checkpoint_bytes(profile: ModelProfile, settings: LaunchSettings) -> int:
     """One context checkpoint: a sequence's SWA window (``n_swa`` cells of every SWA layer) and its recurrent
-    state; 0 for a model without either (llama-server makes none for it)."""
+    state; 0 for a model without either (llama-server makes none for it). With ``--swa-full`` the server's
+    ``n_swa`` is 0 (``server_context``): no checkpoint for the SWA layers, only for a recurrent state."""
     p, s = profile, settings
+    if s.swa_full:
+        return p.recurrent_bytes_per_seq if p.recurrent_layers else 0
     swa = sum(_row_bytes(s.cache_type_k, p.n_head_kv[il] * p.key_length)
               + _row_bytes(s.cache_type_v, p.n_head_kv[il] * p.value_length) for il in p.swa_layers)
     recurrent = p.recurrent_bytes_per_seq if p.recurrent_layers else 0
@@ -240,8 +249,10 @@ def checkpoint_bytes(profile: ModelProfile, settings: LaunchSettings) -> int:
 
 def prompt_state_bytes(profile: ModelProfile, settings: LaunchSettings) -> int:
     """What the prompt cache keeps for one prompt that fills the context: its full-attention KV and one
-    checkpoint's worth (the SWA window, the recurrent state)."""
-    return int(kv_bytes_per_token(profile, settings.cache_type_k, settings.cache_type_v) * settings.ctx
+    checkpoint's worth (the SWA window, the recurrent state); with ``--swa-full`` the SWA layers' KV of every
+    token instead of the window."""
+    per_token = kv_bytes_per_token(profile, settings.cache_type_k, settings.cache_type_v, settings.swa_full)
+    return int(per_token * settings.ctx
                + checkpoint_bytes(profile, settings))
 
 
@@ -292,6 +303,8 @@ def _cache_layout(p: ModelProfile, s: LaunchSettings) -> _CacheLayout:
     n_batch = min(n_ctx, s.batch)
     n_ubatch = min(n_batch, s.ubatch)
     swa_cells = _pad(min(cells, p.n_swa * (n_seq if s.kv_unified else 1) + n_ubatch)) if p.swa_layers else 0
+    if s.swa_full and p.swa_layers:  # llama-kv-cache-iswa.cpp: "using full-size SWA cache", size_swa = size_base
+        swa_cells = cells
     return _CacheLayout(n_ctx, n_seq, cells, n_stream, n_ubatch, swa_cells)
 
 

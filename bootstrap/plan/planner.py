@@ -284,33 +284,35 @@ def _fully_on_gpu(profile: ModelProfile, settings: LaunchSettings) -> bool:
     return settings.n_gpu_layers == profile.n_layer_all + 1 and settings.n_cpu_moe == 0
 
 
-def _fit_at_ctx(candidate: Candidate, ctx: int, budget: Budget, engine_build: int) -> LaunchSettings | None:
+def _fit_at_ctx(candidate: Candidate, ctx: int, budget: Budget, engine_build: int,
+                swa_full: bool = False) -> LaunchSettings | None:
     """Best placement at this context, with the MTP head on when it can help (``_mtp_settings``)."""
-    with_mtp = _mtp_settings(candidate, ctx, budget, engine_build)
+    with_mtp = _mtp_settings(candidate, ctx, budget, engine_build, swa_full)
     if with_mtp is not None or candidate.requires_mtp:
         return with_mtp
-    return _placed(candidate, ctx, budget, 0, engine_build)
+    return _placed(candidate, ctx, budget, 0, engine_build, swa_full)
 
 
-def _mtp_settings(candidate: Candidate, ctx: int, budget: Budget, engine_build: int) -> LaunchSettings | None:
+def _mtp_settings(candidate: Candidate, ctx: int, budget: Budget, engine_build: int,
+                  swa_full: bool = False) -> LaunchSettings | None:
     """The placement with the MTP head drafting, when the file has a head and the head, its KV and its rollback
     state fit on the GPU with the head kept there. Never on a CPU-only plan: the head on the CPU measured 37 %
     slower than no MTP (unsloth PR #8875; docs/models.md)."""
     if not candidate.profile.has_mtp or budget.gpu_bytes <= 0:
         return None
-    settings = _placed(candidate, ctx, budget, MTP_DRAFT_MAX, engine_build)
+    settings = _placed(candidate, ctx, budget, MTP_DRAFT_MAX, engine_build, swa_full)
     if settings is None or not mtp_head_on_gpu(candidate.profile, settings):
         return None
     return settings
 
 
 def _placed(candidate: Candidate, ctx: int, budget: Budget, mtp_draft: int,
-            engine_build: int) -> LaunchSettings | None:
+            engine_build: int, swa_full: bool = False) -> LaunchSettings | None:
     """Best placement: f16 KV unless q8_0 KV moves more onto the GPU or makes it fit."""
     profile = candidate.profile
     base = LaunchSettings(ctx=ctx, ubatch=DEFAULT_UBATCH, batch=DEFAULT_BATCH, n_parallel=1, kv_unified=True,
                           flash_attn=True, mmproj_bytes=candidate.mmproj_bytes, mmproj_on_gpu=False,
-                          mtp_draft=mtp_draft)
+                          mtp_draft=mtp_draft, swa_full=swa_full)
     best = _place(profile, base, budget)
     if best is None or not _fully_on_gpu(profile, best):
         q8 = _place(profile, replace(base, cache_type_k="q8_0", cache_type_v="q8_0"), budget)
@@ -559,6 +561,8 @@ def launch_args(profile: ModelProfile, settings: LaunchSettings, candidate: Cand
     args += ["--cache-ram", str(settings.cache_ram_mib)]
     if checkpoint_bytes(profile, settings):
         args += ["--ctx-checkpoints", str(settings.ctx_checkpoints)]
+    if settings.swa_full and profile.swa_layers:
+        args.append("--swa-full")
     # We placed everything ourselves; llama.cpp's fit would otherwise log an abort for our explicit -ngl.
     args += ["--fit", "off", "--jinja"]
     if candidate.thinks:
@@ -679,18 +683,53 @@ def _interleaved(candidate: Candidate, settings: LaunchSettings, hardware: Hardw
     return _with_caches(candidate.profile, trial, budget), speed
 
 
+def _swa_full(candidate: Candidate, settings: LaunchSettings, budget: Budget, engine_build: int,
+              disk_mib: int) -> tuple[LaunchSettings, str]:
+    """``--swa-full`` for a sliding-window model whose prompt cache is kept on disk: without it the SWA layers
+    keep only the last ``n_swa`` tokens, a restored slot can never be cut back to a shared prefix and the whole
+    prompt is read again after every restart (docs/prompt-cache.md). It costs full-context KV on those layers,
+    so it is taken only where everything else the plan gives stays: the same context, KV type, placement on the
+    GPU, slots and MTP drafting (only the caches' RAM may shrink). Else it stays off: a longer context is worth
+    more than a prompt kept across restarts. Returns the settings and the verdict ("" for a model without SWA,
+    "on", "off_no_disk", "off_no_room": the ``swa_full.why_*`` message)."""
+    profile = candidate.profile
+    if not profile.swa_layers:
+        return settings, ""
+    if not disk_mib:
+        return settings, "off_no_disk"
+    full = _fit_at_ctx(candidate, settings.ctx, budget, engine_build, swa_full=True)
+    if full is None or not (
+            full.cache_type_k == settings.cache_type_k and full.n_parallel >= settings.n_parallel
+            and full.mtp_draft >= settings.mtp_draft
+            and _offload_score(profile, full) >= _offload_score(profile, settings)):
+        return settings, "off_no_room"
+    return full, "on"
+
+
+def _swa_full_reason(profile: ModelProfile, settings: LaunchSettings, verdict: str) -> Reason:
+    """The plan's word on ``--swa-full``, with the KV it costs (or would cost) at the final settings."""
+    plain = estimate(profile, replace(settings, swa_full=False))
+    full = estimate(profile, replace(settings, swa_full=True))
+    extra = f"{(full.kv_gpu + full.kv_cpu - plain.kv_gpu - plain.kv_cpu) / MIB:.0f}"
+    return Reason("swa_full", "on" if verdict == "on" else "off",
+                  t(f"swa_full.why_{verdict}", mib=extra, ctx=settings.ctx, window=profile.n_swa))
+
+
 def _build_plan(candidate: Candidate, settings: LaunchSettings, hardware: HardwareProfile, variant: VariantChoice,
                 budget: Budget, threads: int, engine_build: int, fallback_from: str | None,
                 preferred: Sequence[Candidate], *, asked_ctx: bool = False) -> Plan:
+    disk_mib = prompt_cache.disk_budget_mib(hardware.disk.free_bytes, candidate.size)
+    settings, swa_verdict = _swa_full(candidate, settings, budget, engine_build, disk_mib)
     settings, speed = _interleaved(candidate, settings, hardware, variant, budget, threads)
     est = estimate(candidate.profile, settings)
     flags = engine_flags.filter_args(launch_args(candidate.profile, settings, candidate, hardware, threads,
                                                  budget.rpc_endpoints), engine_build)
     reasons = _reasons(candidate, settings, est, variant, budget, threads, preferred[0] if preferred else None,
                        asked_ctx, speed)
-    disk_mib = prompt_cache.disk_budget_mib(hardware.disk.free_bytes, candidate.size)
     reasons.append(Reason("prompt_cache_disk", f"{disk_mib} MiB",
                           t("prompt_cache.why_disk", mib=disk_mib) if disk_mib else t("prompt_cache.why_disk_off")))
+    if swa_verdict:
+        reasons.append(_swa_full_reason(candidate.profile, settings, swa_verdict))
     warnings = list(variant.warnings)
     if fallback_from:
         reasons.insert(0, Reason("model", candidate.model_id,

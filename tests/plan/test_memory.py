@@ -18,7 +18,15 @@ from gguf import GGUFWriter
 
 from bootstrap.core.errors import ExitCode, UsageError
 from bootstrap.plan.gguf_header import read_header
-from bootstrap.plan.memory import LaunchSettings, ModelProfile, estimate, kv_bytes_per_token, model_profile
+from bootstrap.plan.memory import (
+    LaunchSettings,
+    ModelProfile,
+    checkpoint_bytes,
+    estimate,
+    kv_bytes_per_token,
+    model_profile,
+    prompt_state_bytes,
+)
 from tests.support.llama_log import MIB
 from tests.support.memory_grid import label, parse_memory, run_point
 
@@ -160,6 +168,39 @@ def test_gemma_kv_matches_measured(gemma: ModelProfile, settings: LaunchSettings
     assert est.kv_cpu == (full_mib + swa_mib) * MIB
 
 
+# --swa-full (llama-kv-cache-iswa.cpp: size_swa = size_base). Gemma 3 270M: 1 KV head of 256 → f16 K + V = 1 KiB a
+# cell and layer; q8_0 rows of 256 elements = 8 blocks × 34 B, K + V = 544 B.
+@pytest.mark.parametrize(("settings", "swa_cells", "kv_bytes"), [
+    (LaunchSettings(ctx=4096, swa_full=True), 4096, 18 * 4096 * 1024),  # 72 MiB: 12 full + 60 SWA
+    (LaunchSettings(ctx=8192, cache_type_k="q8_0", cache_type_v="q8_0", swa_full=True), 8192, 18 * 8192 * 544),
+    (LaunchSettings(ctx=8192, n_parallel=2, kv_unified=False, swa_full=True), 4096, 18 * 4096 * 2 * 1024),
+    (LaunchSettings(ctx=5000, swa_full=True), 5120, 18 * 5120 * 1024),  # the context padded to 256, both caches
+])
+def test_gemma_swa_full_gives_swa_layers_the_whole_context(gemma: ModelProfile, settings: LaunchSettings,
+                                                           swa_cells: int, kv_bytes: int) -> None:
+    est = estimate(gemma, settings)
+    assert est.swa_cells == est.kv_cells == swa_cells
+    assert est.kv_cpu == kv_bytes
+
+
+def test_gemma_swa_full_costs_what_the_window_saved(gemma: ModelProfile) -> None:
+    """At 32k: without it 96 + 37.5 MiB (docs/test-bed.md), with it 18 layers × 32,768 cells × 1 KiB = 576 MiB;
+    no context checkpoint (the server's n_swa is 0); a cached prompt holds every layer's KV."""
+    plain, full = LaunchSettings(ctx=32_768, ubatch=2048), LaunchSettings(ctx=32_768, ubatch=2048, swa_full=True)
+    assert estimate(gemma, plain).kv_cpu == round(133.5 * MIB)
+    assert estimate(gemma, full).kv_cpu == 576 * MIB
+    assert checkpoint_bytes(gemma, plain) == 15 * 512 * 1024 and checkpoint_bytes(gemma, full) == 0
+    assert prompt_state_bytes(gemma, plain) == 3 * 1024 * 32_768 + 15 * 512 * 1024
+    assert prompt_state_bytes(gemma, full) == 18 * 1024 * 32_768
+    # the SWA layers' mask grows with their cache: a bigger compute buffer
+    assert estimate(gemma, full).compute_cpu > estimate(gemma, plain).compute_cpu
+
+
+def test_swa_full_changes_nothing_for_a_model_without_swa(qwen36: ModelProfile) -> None:
+    plain = LaunchSettings(ctx=32_768)
+    assert estimate(qwen36, plain) == estimate(qwen36, LaunchSettings(ctx=32_768, swa_full=True))
+
+
 # ----------------------------------------------------------------------------------------------------------
 # placement: -ngl, --n-cpu-moe, tied output (modelled; CPU-only test bed)
 
@@ -248,6 +289,8 @@ TINY_POINTS = [
 ]
 GEMMA_POINTS = [
     LaunchSettings(ctx=4096, cpu_repack=True),
+    # --swa-full, logged: "size =  9.00 MiB (3072 cells, 3 layers" and "size = 45.00 MiB (3072 cells, 15 layers"
+    LaunchSettings(ctx=3000, swa_full=True),
     LaunchSettings(ctx=8192, ubatch=256, cache_type_k="q8_0", cache_type_v="q8_0", n_parallel=2, kv_unified=False),
 ]
 

@@ -19,11 +19,13 @@ import pytest
 
 from bootstrap.catalog.models import load_catalog
 from bootstrap.core.errors import ExitCode, UnsupportedMachine
+from bootstrap.core.messages.swa_full import MESSAGES
 from bootstrap.detect.hardware import HardwareProfile, load_profile
 from bootstrap.plan import engine_flags, planner
 from bootstrap.plan.memory import checkpoint_bytes
 from bootstrap.plan.model_facts import catalog_candidates, file_candidate
 from bootstrap.plan.planner import Candidate, Plan, choose
+from tests.app.test_zh_output import leaks
 from tests.support.header_only import qwen36_35b_a3b_header
 from tests.support.llama import LlamaServer
 from tests.support.paths import TEST_DATA
@@ -384,3 +386,75 @@ def test_a_full_attention_model_makes_no_checkpoints(tiny_models: dict[str, Path
     plan = choose([candidate], machine("no_gpu_16gb"))
     assert "--ctx-checkpoints" not in plan.args and plan.estimate.checkpoints == 0
     assert "--cache-ram" in plan.args and plan.estimate.prompt_cache > 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# --swa-full for a sliding-window model whose prompt cache is kept on disk (docs/prompt-cache.md)
+
+def _reason(plan: Plan, topic: str) -> planner.Reason:
+    return next(r for r in plan.reasons if r.topic == topic)
+
+
+def test_a_swa_model_gets_swa_full_with_a_prompt_cache_on_disk(gemma_gguf: Path) -> None:
+    """Gemma 3 (15 of 18 layers SWA) on 16 GB: --swa-full, its KV counted for the whole context, no checkpoints."""
+    plan = choose([file_candidate(gemma_gguf)], machine("no_gpu_16gb"))
+    assert plan.prompt_cache_disk_mib > 0 and plan.settings.swa_full
+    assert "--swa-full" in plan.args and "--ctx-checkpoints" not in plan.args
+    assert plan.estimate.swa_cells == plan.estimate.kv_cells == plan.settings.ctx
+    assert plan.estimate.kv_cpu == 18 * 1024 * plan.settings.ctx and plan.estimate.checkpoints == 0
+    reason = _reason(plan, "swa_full")
+    # 15 SWA layers × (the whole context − the window's cells: 512 × 4 slots + the micro-batch, padded) × 1 KiB
+    window = -(-(512 * plan.settings.n_parallel + plan.settings.ubatch) // 256) * 256
+    assert reason.value == "on" and f"({15 * (plan.settings.ctx - window) / 1024:.0f} MiB more KV)" in reason.text
+
+
+def test_no_swa_full_without_a_prompt_cache_on_disk(gemma_gguf: Path) -> None:
+    hardware = machine("no_gpu_16gb")
+    full_disk = dataclasses.replace(hardware, disk=dataclasses.replace(hardware.disk, free_bytes=GIB))
+    plan = choose([file_candidate(gemma_gguf)], full_disk)
+    assert plan.prompt_cache_disk_mib == 0 and not plan.settings.swa_full and "--swa-full" not in plan.args
+    assert "--ctx-checkpoints" in plan.args and plan.estimate.swa_cells < plan.settings.ctx
+    assert _reason(plan, "swa_full").value == "off" and "no prompt cache on disk" in _reason(plan, "swa_full").text
+
+
+def test_swa_full_never_costs_context(gemma_gguf: Path) -> None:
+    """RAM between the model's need at 32k without --swa-full and with it: the plan keeps the 32k context and
+    leaves --swa-full off, saying what it would have cost."""
+    candidate = file_candidate(gemma_gguf)
+    base = planner.LaunchSettings(ctx=32_768, ubatch=planner.DEFAULT_UBATCH, batch=planner.DEFAULT_BATCH)
+    plain = planner.estimate(candidate.profile, base).host_total
+    full = planner.estimate(candidate.profile, dataclasses.replace(base, swa_full=True)).host_total
+    assert full - plain > 400 * (1 << 20)
+    budget = (plain + full) // 2
+    hardware = with_memory(machine("no_gpu_16gb"), ram_available=budget + GIB // 2)
+    assert planner.budget_for(hardware, planner.choose_variant(hardware)).ram_bytes == budget
+    plan = choose([candidate], hardware)
+    assert plan.settings.ctx == 32_768 and not plan.settings.swa_full and "--swa-full" not in plan.args
+    reason = _reason(plan, "swa_full")
+    assert reason.value == "off" and "does not fit at a 32768-token context" in reason.text
+    roomy = choose([candidate], with_memory(machine("no_gpu_16gb"), ram_available=full + GIB))
+    assert roomy.settings.ctx == 32_768 and roomy.settings.swa_full
+
+
+def test_swa_full_is_said_in_both_languages(gemma_gguf: Path, tmp_path: Path) -> None:
+    hw = str(HARDWARE / "no_gpu_16gb.json")
+    doc = json.loads(run_plan(str(gemma_gguf), "--hardware", hw, "--json", home=tmp_path).stdout)
+    assert doc["settings"]["swa_full"] is True and "--swa-full" in doc["args"]
+    assert {r["topic"]: r["value"] for r in doc["reasons"]}["swa_full"] == "on"
+    zh = run_plan(str(gemma_gguf), "--hardware", hw, lang="zh_CN.UTF-8", home=tmp_path)
+    assert zh.returncode == 0 and "完整 SWA 缓存" in zh.stdout and "开启 --swa-full" in zh.stdout
+    assert leaks("\n".join(line for line in zh.stdout.splitlines() if "SWA" in line)) == []
+    for key in ("swa_full.why_off_no_disk", "swa_full.why_off_no_room"):
+        assert leaks(MESSAGES[key]["zh"].format(mib=442, ctx=32768, window=512)) == []
+
+
+def test_a_model_without_swa_gets_no_swa_full(tiny_models: dict[str, Path]) -> None:
+    plan = choose([file_candidate(tiny_models["qwen35moe"])], machine("no_gpu_16gb"))
+    assert not plan.settings.swa_full and "--swa-full" not in plan.args
+    assert "swa_full" not in {r.topic for r in plan.reasons}
+
+
+def test_the_catalogs_own_swa_full_is_given_once() -> None:
+    """A catalog entry's server_args that already ask for --swa-full replace the plan's, not add a second."""
+    args = engine_flags.with_overrides(["-c", "4096", "--swa-full", "--jinja"], ["--swa-full", "-c", "2048"])
+    assert args.count("--swa-full") == 1 and args.count("-c") == 1 and args[args.index("-c") + 1] == "2048"

@@ -4,7 +4,8 @@
 llama-server with the tiny Qwen chat model behind a ``CountingProxy``, and keeps the first ``/v1/messages`` body it
 sent (system prompt, tool definitions, the first user message). ``python -m tests.support.agent_prefix`` writes it
 to ``tests/data/agent_prefix/claude_first_request.json`` again (re-record after a client pin changes).
-``load_claude_first_request()`` reads the recorded one; ``with_model(body, name)`` points it at a server's alias
+``load_claude_first_request()`` reads the recorded one (``cut_request(chars)``: its system prompt cut short, no
+tools); ``with_model(body, name)`` points it at a server's alias
 (the only field a replay changes: a router needs the name, a single server ignores it).
 """
 
@@ -37,6 +38,16 @@ def load_claude_first_request() -> dict[str, Any]:
 def with_model(body: dict[str, Any], name: str) -> dict[str, Any]:
     """The same request naming ``name`` as its model."""
     return {**body, "model": name}
+
+
+def cut_request(chars: int, max_tokens: int = 4) -> dict[str, Any]:
+    """The recorded request's system prompt cut to ``chars`` characters, no tools, its first user message kept: a
+    prefix a small model on two busy cores reads in seconds (the whole request takes minutes there)."""
+    body = load_claude_first_request()
+    system = body["system"]
+    text = "\n".join(b.get("text", "") for b in system) if isinstance(system, list) else str(system)
+    return {"model": body["model"], "max_tokens": max_tokens, "system": text[:chars],
+            "messages": body["messages"][:1]}
 
 
 def record_claude_first_request() -> bytes:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import testbed
 from tests.support.hub import LoopbackHub
 from tests.support.hub_fixtures import REPO_ROOT
 from tests.support.install_bed import MODEL_FILE, MODEL_ID, MODEL_REPO, model_block, serve_engine
@@ -22,6 +23,22 @@ GEMMA_ID = "gemma-3-270m"
 GEMMA_REPO = "qwenkit-test/gemma-3-270m-GGUF"
 # A base model without a chat template (docs/test-bed.md): llama.cpp's built-in gemma template.
 GEMMA_ARGS = ("--no-jinja", "--chat-template", "gemma", "-c", "1024", "-t", "2")
+
+
+def gemma_jinja_args(ctx: int = 4096) -> tuple[str, ...]:
+    """Gemma with Jinja and llama.cpp's Gemma template file (the model has none; the Anthropic endpoint's system
+    prompt goes through Jinja), one slot, two threads: what the prompt-cache test and bench install."""
+    template = testbed.engine_sources() / "models" / "templates" / "google-gemma-2-2b-it.jinja"
+    return ("--chat-template-file", str(template), "-c", str(ctx), "-np", "1", "-t", "2")
+
+
+def gemma_catalog(gemma_revision: str, *others: str, ctx: int = 4096) -> str:
+    """A catalog whose default is Gemma (``gemma_jinja_args``), then ``others`` (``model_block`` entries)."""
+    return (f'schema = 1\ndefault_model = "{GEMMA_ID}"\n'
+            + model_block(gemma_revision, model_id=GEMMA_ID, repo=GEMMA_REPO, file=GEMMA_FILE,
+                          server_args=gemma_jinja_args(ctx), title="Gemma 3 270M (test)", architecture="gemma3",
+                          quant="Q4_K_M")
+            + "".join(others))
 
 
 def two_model_catalog(gemma_revision: str, tiny_revision: str) -> str:

@@ -41,6 +41,7 @@ def server_args(point: LaunchSettings) -> list[str]:
         "-ctk", point.cache_type_k, "-ctv", point.cache_type_v, "-np", str(point.n_parallel),
         "-kvu" if point.kv_unified else "-no-kvu", "-fa", "on" if point.flash_attn else "off",
         "--fit", "off", "-ngl", "0", "--repack" if point.cpu_repack else "--no-repack", "--no-warmup", *mtp,
+        *(["--swa-full"] if point.swa_full else []),
     ]
 
 
@@ -50,7 +51,7 @@ def label(point: LaunchSettings) -> str:
     kv = k if k == v else f"{k}/{v}"
     return (f"c{point.ctx}-ub{point.ubatch}-{kv}-np{point.n_parallel}{'' if point.kv_unified else '-split'}"
             f"{'' if point.flash_attn else '-nofa'}{'-repack' if point.cpu_repack else ''}"
-            f"{f'-mtp{point.mtp_draft}' if point.mtp_draft else ''}")
+            f"{f'-mtp{point.mtp_draft}' if point.mtp_draft else ''}{'-swafull' if point.swa_full else ''}")
 
 
 @dataclass(frozen=True)

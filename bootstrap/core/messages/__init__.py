@@ -69,6 +69,7 @@ from bootstrap.core.messages import (
     sources,
     speed_source,
     state,
+    swa_full,
     team,
     uninstall,
     verify,
@@ -79,7 +80,7 @@ _PARTS: tuple[ModuleType, ...] = (core, inputs, doctor, gguf, memory, plan, fetc
                                   pyenv, deploy, render, verify, service, launcher, install, uninstall, setup, bundle,
                                   bundle_create, identity, logs, gpus, options, output, speed_source, library, team,
                                   agent_template, launch, names, presets, ps, chat, prompt_cache,
-                                  prompt_cache_router)
+                                  prompt_cache_router, swa_full)
 
 
 def _merge() -> dict[str, dict[str, str]]:
