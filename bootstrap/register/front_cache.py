@@ -36,7 +36,11 @@ from bootstrap.fetch.http_session import local_session
 from bootstrap.register import prompt_cache
 
 IDLE_ENV = "QWENKIT_CACHE_IDLE_S"  # shorter in tests
-IDLE_S = 5.0  # after a model's last request: a short pause, not the agent's think time between turns
+# After a model's last request: longer than an agent's pause between turns (a tool run, a person reading), since each
+# save writes the whole slot (~300 MB for a 35B hybrid model at 12k tokens) and trims it; the supervisor's period.
+# An unload or another model's load does not wait for it (saved at once before), and a model that sleeps sooner is
+# saved at half its sleep time (``_idle_for``).
+IDLE_S = 60.0
 TICK_S = 0.5
 
 
@@ -195,6 +199,12 @@ class CacheKeeper:
             if done:
                 _note(f"prompt cache: {model} {state}: {sum(d.tokens for d in done)} tokens restored")
 
+    def _idle_for(self, model: str) -> float:
+        """How long ``model`` stays idle before its save: ``idle_s``, or half its sleep time when that is sooner
+        (``--keep-alive 30s``: asleep, its slots gone, before a minute's pause ends)."""
+        sleep = self.sleep_s.get(model)
+        return self.idle_s if sleep is None or sleep <= 0 else min(self.idle_s, sleep / 2)
+
     # -- in the background ------------------------------------------------------------------------------------
     def _save_dirty(self, session: requests.Session, every: bool) -> None:
         """Save the models whose requests ended (``every``: at once; else those idle ``idle_s``) and that are
@@ -203,7 +213,7 @@ class CacheKeeper:
             now = time.monotonic()
             with self._lock:
                 due = [m for m, ended in self._dirty.items()
-                       if self._busy(m) == 0 and (every or now - ended >= self.idle_s)]
+                       if self._busy(m) == 0 and (every or now - ended >= self._idle_for(m))]
                 for model in due:
                     self._dirty.pop(model, None)
             if not due:
