@@ -48,7 +48,8 @@ CELL = {
 DEFAULT_MARK = {"en": " (default)", "zh": "（默认）"}
 NOT_QWENKIT_OPTIONS = {"--ignore-missing", "--user",  # sha256sum / shasum and pip, quoted in "Get it"
                        "--skip-git-repo-check",  # the agent's own option after `qwenkit launch codex --`
-                       "--modelfile"}  # `ollama show --modelfile`, in the table for Ollama users
+                       "--modelfile",  # `ollama show --modelfile`, in the table for Ollama users
+                       "--swa-full"}  # llama-server's own flag the plan adds, in "Long agent prompts survive restarts"
 DEFAULT_CTX = 32_768
 
 
