@@ -25,7 +25,8 @@ front and router run directly with ``--models-max 1``: a request for the other m
 Qwen request again); a keep-alive sleep and wake (``install --keep-alive 4s``: the request after the sleep). BEFORE,
 side by side: the same router command line without the kit's front (nothing saved or restored).
 
-``*_ratio`` keys: first-token time over warm, per restart kind (goal ≤ 1.5).
+``*_ratio`` keys: first-token time over warm, per restart kind (goal ≤ 1.5); each restart kind of the one-model
+installs runs ``--repeat`` times (default 3) and its row is the median run (``*_runs_s``: every run).
 """
 
 from __future__ import annotations
@@ -157,24 +158,32 @@ def kit_install(work: Path, repo: str, file: str, model: Path,
 
 
 def after_rows(bed: InstallBed, port: int, key: str, body: dict[str, Any], prefix: str,
-               upgrade_ctx: int) -> dict[str, Any]:
+               upgrade_ctx: int, repeat: int) -> dict[str, Any]:
     """AFTER (the kit's own path): cold, warm (the median of three), then the first request after ``service stop``
     + ``service start``, after the supervisor restarts a killed server, after an upgrade's switch-over that keeps
-    model, engine and template (``install --ctx``), with their ratios to warm."""
+    model, engine and template (``install --ctx``, alternating two sizes), each restart kind ``repeat`` times: the
+    row is the median run by first-token time (one request after a restart is one noisy sample on shared cores),
+    ``*_runs_s`` all of them; with their ratios to warm."""
     url = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {f"{prefix}cold": ask(url, key, body)}
     out[f"{prefix}prefix_tokens"] = out[f"{prefix}cold"]["read"]
     out[f"{prefix}warm"] = sorted((ask(url, key, body) for _ in range(3)), key=lambda r: r["s"])[1]
-    bed.run("service", "stop")
-    bed.run("service", "start")
-    out[f"{prefix}stop_start"] = ask(url, key, body)
-    supervisor_restart(bed)
-    out[f"{prefix}supervisor_restart"] = ask(url, key, body)
-    proc = bed.install("--port", str(port), "--no-venv", "--ctx", str(upgrade_ctx), timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-3000:])
-    out[f"{prefix}upgrade"] = ask(url, key, body)
-    ratios(out, prefix, out[f"{prefix}warm"]["s"], ["stop_start", "supervisor_restart", "upgrade"])
+    runs: dict[str, list[dict[str, Any]]] = {"stop_start": [], "supervisor_restart": [], "upgrade": []}
+    ctx_sizes = [upgrade_ctx, upgrade_ctx + 1024]
+    for i in range(repeat):
+        bed.run("service", "stop")
+        bed.run("service", "start")
+        runs["stop_start"].append(ask(url, key, body))
+        supervisor_restart(bed)
+        runs["supervisor_restart"].append(ask(url, key, body))
+        proc = bed.install("--port", str(port), "--no-venv", "--ctx", str(ctx_sizes[i % 2]), timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-3000:])
+        runs["upgrade"].append(ask(url, key, body))
+    for kind, rows in runs.items():
+        out[f"{prefix}{kind}"] = sorted(rows, key=lambda r: r["s"])[len(rows) // 2]
+        out[f"{prefix}{kind}_runs_s"] = [r["s"] for r in rows]
+    ratios(out, prefix, out[f"{prefix}warm"]["s"], list(runs))
     return out
 
 
@@ -270,13 +279,13 @@ def bench_router(work: Path) -> dict[str, Any]:
     return out
 
 
-def bench_qwen(work: Path) -> dict[str, Any]:
+def bench_qwen(work: Path, repeat: int) -> dict[str, Any]:
     body = load_claude_first_request()
     out: dict[str, Any] = {}
     catalog = partial(qwen_catalog_text, server_args=SERVER_ARGS)
     with kit_install(work, QWEN_MODEL_REPO, QWEN_MODEL_FILE, qwen_chat_model(), catalog) as (bed, port):
         key = read_api_key(bed.home)
-        out.update(after_rows(bed, port, key, body, "qwen35moe_", upgrade_ctx=24576))
+        out.update(after_rows(bed, port, key, body, "qwen35moe_", upgrade_ctx=24576, repeat=repeat))
         # BEFORE: the same command line run directly, restarted with nothing restored / upstream's restore
         bed.run("service", "stop")
         spec = launch_spec(load_state(bed.home), bed.home)
@@ -310,7 +319,7 @@ def supervisor_restart(bed: InstallBed) -> None:
         time.sleep(0.5)
 
 
-def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
+def bench_gemma(work: Path, chars: int, repeat: int) -> dict[str, Any]:
     body = cut_request(chars)
     out: dict[str, Any] = {}
     catalog = partial(gemma_catalog, ctx=4096)
@@ -318,7 +327,7 @@ def bench_gemma(work: Path, chars: int) -> dict[str, Any]:
         key = read_api_key(bed.home)
         argv = launch_spec(load_state(bed.home), bed.home).argv()
         out["gemma3_swa_full"] = "--swa-full" in argv
-        out.update(after_rows(bed, port, key, body, "gemma3_", upgrade_ctx=3072))
+        out.update(after_rows(bed, port, key, body, "gemma3_", upgrade_ctx=3072, repeat=repeat))
         # BEFORE: the install's command line without --swa-full, run directly
         bed.run("service", "stop")
         spec = launch_spec(load_state(bed.home), bed.home)
@@ -353,6 +362,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gemma-chars", type=int, default=6000, help="Gemma's prefix: system prompt characters")
     parser.add_argument("--skip-gemma", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="restarts of each kind (the median is the row)")
     parser.add_argument("--skip-qwen", action="store_true", help="no qwen35moe (one model) rows")
     parser.add_argument("--skip-router", action="store_true", help="no router-mode (several models) rows")
     args = parser.parse_args()
@@ -361,14 +371,14 @@ def main() -> None:
         result: dict[str, Any] = {"bench": "agent_latency", "cpu_count": os.cpu_count()}
         if not args.skip_qwen:
             (work / "qwen").mkdir()
-            result.update(bench_qwen(work / "qwen"))
+            result.update(bench_qwen(work / "qwen", args.repeat))
         if not args.skip_router:
             (work / "router").mkdir()
             result.update(bench_router(work / "router"))
         if not args.skip_gemma:
             (work / "gemma").mkdir()
             result["gemma3_prefix_chars"] = args.gemma_chars
-            result.update(bench_gemma(work / "gemma", args.gemma_chars))
+            result.update(bench_gemma(work / "gemma", args.gemma_chars, args.repeat))
     print(json.dumps(result))
 
 
