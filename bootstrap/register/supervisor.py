@@ -20,7 +20,8 @@ and:
   minute kept the keep-alive's sleep (``--sleep-idle-seconds``) from ever coming. The kit starts its servers with
   ``--metrics`` (``LaunchSpec.server_args``): the probe reads ``/metrics`` first, asks no chat while no request is
   processing (nothing can stall then), and judges progress by the decode count; the periodic prompt-cache save
-  runs only when something was decoded since the last one. A model asleep (``/props`` ``is_sleeping``) or, in a
+  runs only when something was decoded since the last one (``register/periodic_save.py``: the rule the cache
+  keeper of a systemd install runs too). A model asleep (``/props`` ``is_sleeping``) or, in a
   router, not loaded is not probed at all: ``/metrics`` of a busy-looking router would ask its child, and it
   cannot stall. A server started without ``--metrics`` (a script from before) gets the chat and ``/slots``;
 - **bounds the log**: the server's output comes through a pipe into ``logs/server.log``, rolled at 10 MiB with
@@ -56,7 +57,8 @@ from bootstrap.core.log_files import MAX_BYTES, RotatingLog
 from bootstrap.core.processes import NO_WINDOW, SERVER_STOP_TIMEOUT_S, end_as, kill_tree
 from bootstrap.fetch.http_session import local_session
 from bootstrap.place.engine_failure import SUPERVISOR_PREFIX
-from bootstrap.register import prompt_cache
+from bootstrap.register import periodic_save, prompt_cache
+from bootstrap.register.periodic_save import NO_METRICS, Load
 from bootstrap.register.server_identity import argv_url, listening_url, owners_untold
 from bootstrap.render.model_preset import first_model
 
@@ -66,7 +68,7 @@ PROBE_INTERVAL_S = 60.0
 PROBE_DEADLINE_S = 60.0
 # The prompt cache's periodic save (what a reboot or a stall restart finds), also run just before a stall probe is
 # due: the probe's one-token chat takes a slot, and on a one-slot server it would push an unsaved prefix out.
-CACHE_SAVE_INTERVAL_S = 60.0
+CACHE_SAVE_INTERVAL_S = periodic_save.SAVE_INTERVAL_S
 HEALTH_TIMEOUT_S = 5.0
 
 
@@ -84,17 +86,9 @@ class Watch:
     def from_env(cls, key_file: Path, env: Mapping[str, str] = os.environ) -> Watch:
         """``QWENKIT_PROBE_INTERVAL`` / ``QWENKIT_PROBE_DEADLINE`` / ``QWENKIT_CACHE_SAVE_INTERVAL`` (seconds) shorten
         the watch for tests."""
-        return cls(key_file, _seconds(env, "QWENKIT_PROBE_INTERVAL", PROBE_INTERVAL_S),
-                   _seconds(env, "QWENKIT_PROBE_DEADLINE", PROBE_DEADLINE_S),
-                   _seconds(env, "QWENKIT_CACHE_SAVE_INTERVAL", CACHE_SAVE_INTERVAL_S))
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    try:
-        value = float(env.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
+        return cls(key_file, periodic_save.seconds(env, "QWENKIT_PROBE_INTERVAL", PROBE_INTERVAL_S),
+                   periodic_save.seconds(env, "QWENKIT_PROBE_DEADLINE", PROBE_DEADLINE_S),
+                   periodic_save.interval(env))
 
 
 class Supervisor:
@@ -107,7 +101,7 @@ class Supervisor:
         self._log_lock = threading.Lock()
         self._stopping = threading.Event()
         self._url = ""  # where the current server listens, once it does
-        self._decodes_saved = -1  # the current server's decode count at its last periodic save
+        self._periodic = periodic_save.PeriodicSave()  # the current server's periodic save (its last decode count)
         self.restarts = 0
 
     # -- the log ---------------------------------------------------------------------------------------------
@@ -158,13 +152,12 @@ class Supervisor:
         child = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, close_fds=True, creationflags=NO_WINDOW)
         self._url, server_pid = "", child.pid
-        self._decodes_saved = -1
+        self._periodic = periodic_save.PeriodicSave()
         pump = threading.Thread(target=self._pump, args=(child.stdout,), daemon=True)
         pump.start()
         served = False
         next_probe = next_save = 0.0
         cache: prompt_cache.Server | None = None
-        saved: dict[int, tuple[Any, ...]] = {}
         with local_session() as session:
             while child.poll() is None:
                 if self._stopping.wait(0.5):
@@ -180,7 +173,7 @@ class Supervisor:
                     next_save = self.clock() + self.watch.cache_save_interval
                 elif self.clock() >= next_probe:
                     if cache is not None and self.clock() >= next_save:  # first: the probe's chat takes a slot
-                        self._save_cache(session, cache, saved)
+                        self._save_cache(session, cache)
                         next_save = self.clock() + self.watch.cache_save_interval
                     if self._stalled(session):
                         self.note(f"llama-server stalled: no answer to a one-token chat within "
@@ -188,7 +181,7 @@ class Supervisor:
                         self._end(child)
                     next_probe = self.clock() + self.watch.probe_interval
                 elif cache is not None and self.clock() >= next_save:
-                    self._save_cache(session, cache, saved)
+                    self._save_cache(session, cache)
                     next_save = self.clock() + self.watch.cache_save_interval
         if child.poll() is None:
             self._end(child)
@@ -289,43 +282,20 @@ class Supervisor:
         return resp.status_code < 500
 
     def _resting(self, session: requests.Session) -> bool:
-        """The model asleep after its keep-alive (``is_sleeping``) or, in a router, not loaded (400 "model is not
-        loaded" with ``autoload=false``). ``/props`` is answered during the sleep and starts no idle time
-        (b11434 ``server-context.cpp`` ``get_props``: ``create_response(true)``); ``autoload=false`` never loads
-        (``server-models.cpp`` ``is_autoload``)."""
-        model = self._model()
-        try:
-            resp = session.get(f"{self._url}/props", headers={"Authorization": f"Bearer {self._key()}"},
-                               params={**model, "autoload": "false"} if model else None, timeout=HEALTH_TIMEOUT_S)
-            doc = resp.json() if resp.status_code == 200 else None
-        except (requests.RequestException, ValueError):
-            return False
-        if resp.status_code == 400 and model:
-            return True
-        return isinstance(doc, dict) and doc.get("is_sleeping") is True
+        """The model asleep or, in a router, not loaded (``periodic_save.resting``)."""
+        return periodic_save.resting(session, self._url, self._key(), self._model().get("model", ""),
+                                     HEALTH_TIMEOUT_S)
 
-    def _save_cache(self, session: requests.Session, cache: prompt_cache.Server,
-                    saved: dict[int, tuple[Any, ...]]) -> None:
-        """The periodic save: not of a model at rest (its slots are empty and ``/slots`` would wake it), nor when
-        nothing was decoded since the last one (``/slots`` would start its idle time again)."""
-        if self._resting(session):
-            return
-        load = self._metrics(session)
-        if load is not None and load is not NO_METRICS:
-            if load.decodes == self._decodes_saved:
-                return
-            self._decodes_saved = load.decodes
-        prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), self.note, saved)
+    def _save_cache(self, session: requests.Session, cache: prompt_cache.Server) -> None:
+        """The periodic save, by ``periodic_save``'s rule: not of a model at rest, nor when nothing was decoded
+        since the last one."""
+        self._periodic.run(session, cache, self.note, model=self._model().get("model", ""),
+                           props_timeout=HEALTH_TIMEOUT_S, metrics_timeout=self.watch.probe_deadline)
 
     def _metrics(self, session: requests.Session) -> Load | None:
-        """Requests processing and decode calls so far (``/metrics``, which starts no idle time); ``NO_METRICS``
-        for a server without it, None when it does not answer within the deadline."""
-        try:
-            resp = session.get(f"{self._url}/metrics", headers={"Authorization": f"Bearer {self._key()}"},
-                               params=self._model() or None, timeout=self.watch.probe_deadline)
-        except requests.RequestException:
-            return None
-        return parse_load(resp.text) if resp.status_code == 200 else NO_METRICS
+        """``periodic_save.read_load``: requests processing and decodes so far."""
+        return periodic_save.read_load(session, self._url, self._key(), self._model().get("model", ""),
+                                       self.watch.probe_deadline)
 
     def _progress(self, session: requests.Session) -> tuple[tuple[Any, ...], ...] | None:
         """Each slot's (busy, task, prompt tokens, tokens generated) from ``/slots``; None when it does not
@@ -364,31 +334,6 @@ def _tree_server(pid: int) -> tuple[str, int] | None:
         return None
     found = next(((u, p.pid) for p in descendants if (u := listening_url(p.pid))), None)
     return found or (argv_url(pid) if owners_untold() else None)
-
-
-@dataclass(frozen=True)
-class Load:
-    """What ``/metrics`` says of the work in the server: requests being processed, ``llama_decode`` calls so far."""
-
-    processing: int
-    decodes: int
-
-
-NO_METRICS = Load(-1, -1)  # a server started without --metrics, or whose /metrics is not llama.cpp's
-
-
-def parse_load(text: str) -> Load:
-    """``llamacpp:requests_processing`` and ``llamacpp:n_decode_total`` of llama-server's Prometheus text
-    (b11434 ``server-context.cpp`` ``get_metrics``); ``NO_METRICS`` when either is missing."""
-    found: dict[str, int] = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in ("llamacpp:requests_processing", "llamacpp:n_decode_total"):
-            with contextlib.suppress(ValueError):
-                found[name] = int(float(value))
-    if len(found) < 2:
-        return NO_METRICS
-    return Load(found["llamacpp:requests_processing"], found["llamacpp:n_decode_total"])
 
 
 def _decoded(slot: dict[str, Any]) -> object:
