@@ -44,10 +44,11 @@ COMMANDS: dict[str, str] = {
     "selfcheck": "selfcheck",
     "supervise": "supervise",
     "front": "front",
+    "cache-keeper": "cache_keeper",
     "ps": "ps",
     "stop": "stop",
 }
-HIDDEN = frozenset({"selfcheck", "supervise", "front"})
+HIDDEN = frozenset({"selfcheck", "supervise", "front", "cache-keeper"})
 
 # argparse's own error sentences (CPython Lib/argparse.py, the same since 3.9 apart from how choices are quoted),
 # matched so each can be said in the UI language; anything else passes through in English.
@@ -162,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("--model", required=True)
     front.add_argument("--system-prompts")
     front.add_argument("router", nargs=argparse.REMAINDER)
+    # Hidden: the prompt cache's restore and periodic save of a systemd install, started by the unit's
+    # ExecStartPost= (register/cache_keeper).
+    keeper = sub.add_parser("cache-keeper")
+    keeper.add_argument("--home", required=True)
+    keeper.add_argument("--detach", action="store_true")
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
 

@@ -104,6 +104,7 @@ class PeriodicSave:
 
     decodes_saved: int = -1
     seen: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    done: list[prompt_cache.Done] = field(default_factory=list)  # what the last "saved" run saved
 
     def run(self, session: requests.Session, cache: prompt_cache.Server, note: prompt_cache.Note, *, model: str = "",
             props_timeout: float = 5.0, metrics_timeout: float = 60.0) -> str:
@@ -116,5 +117,5 @@ class PeriodicSave:
             if load.decodes == self.decodes_saved:
                 return "unchanged"
             self.decodes_saved = load.decodes
-        prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), note, self.seen)
+        self.done = prompt_cache.save(session, cache, prompt_cache.budget_bytes(cache.folder.parent), note, self.seen)
         return "saved"

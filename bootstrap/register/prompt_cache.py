@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import psutil
 import requests
 
 from bootstrap.core.atomic_file import write_atomic
@@ -38,6 +39,7 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.plan.launch_spec import LaunchSpec
 from bootstrap.plan.prompt_cache import BUDGET_FILE, CACHE_HEADER
 from bootstrap.register import slot_files
+from bootstrap.register.server_identity import server_process
 
 Note = Callable[[str], None]
 TIMEOUT_S = 120.0  # a trim reads at most a micro-batch; a save or restore is disk speed
@@ -293,6 +295,91 @@ def restore(session: requests.Session, server: Server, note: Note) -> list[Done]
     return done
 
 
+# -- one restore per server start --------------------------------------------------------------------------------
+CLAIM_SUFFIX = ".restore-claim"
+CLAIM_WAIT_S = 60.0  # a restore is a warm-up chat and a file read per slot: seconds even for a 35B model
+CLAIM_DONE = b"done\n"
+Identity = tuple[int, float]  # a server process: its PID and create time (a PID alone is reused)
+
+
+def claim_name(identity: Identity) -> str:
+    pid, created = identity
+    return f"restore-{pid}-{int(created * 1000)}{CLAIM_SUFFIX}"
+
+
+def restore_once(session: requests.Session, server: Server, identity: Identity | None, note: Note, *,
+                 wait_s: float = CLAIM_WAIT_S) -> list[Done]:
+    """``restore``, by only one of those who try it for the same server process (``identity``): the kit after it
+    started the server (``restore_after_start``) and the cache keeper of a systemd install may both try at once, and
+    a second restore's warm-up would push the first one's prefix out of a one-slot server (``_warm_up``). The first
+    to create the claim file (``O_EXCL``, in the cache folder) restores; the others wait for it to write "done"
+    (at most ``wait_s``), so ``service start`` still says "ready" only after the restore. None: no identity known
+    (plain ``restore``). Claims of server processes that no longer run are removed."""
+    if identity is None:
+        return restore(session, server, note)
+    claim = server.folder / claim_name(identity)
+    _remove_old_claims(server.folder, claim)
+    try:
+        fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        _wait_for_claim(claim, wait_s)
+        note(f"prompt cache: restore of server PID {identity[0]} left to the process that claimed it first")
+        return []
+    except OSError:  # a folder we cannot write: nobody saves into it either, but a restore may still work
+        return restore(session, server, note)
+    with contextlib.suppress(OSError):
+        os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    try:
+        return restore(session, server, note)
+    finally:
+        with contextlib.suppress(OSError):
+            write_atomic(claim, CLAIM_DONE, mode=0o600)
+
+
+def _wait_for_claim(claim: Path, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if claim.read_bytes() == CLAIM_DONE:
+                return
+        except OSError:
+            return  # removed: its server is gone
+        time.sleep(0.2)
+
+
+def _remove_old_claims(folder: Path, keep: Path) -> None:
+    """Claims whose server process no longer runs (another PID, or the same PID with another create time)."""
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f"restore-*{CLAIM_SUFFIX}"):
+            if path != keep and not _claim_alive(path.name):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+
+def _claim_alive(name: str) -> bool:
+    parts = name.removesuffix(CLAIM_SUFFIX).split("-")
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return False
+    try:
+        return claim_name((int(parts[1]), psutil.Process(int(parts[1])).create_time())) == name
+    except (psutil.Error, OSError, ValueError):
+        return False
+
+
+def server_identity(spec: LaunchSpec) -> Identity | None:
+    """This home's server process (``server_identity.server_process``: the one holding its port) as a claim key."""
+    proc = server_process(spec)
+    return None if proc is None else server_identity_of(proc)
+
+
+def server_identity_of(proc: psutil.Process) -> Identity | None:
+    try:
+        return proc.pid, proc.create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
 def _warm_up(session: requests.Session, server: Server) -> None:
     """A one-token chat before the restore: a new llama-server's first request costs more than the next (its first
     decode; measured on the test bed: 0.75-1.6 s for a 30-token prompt, then 0.02 s), which would otherwise fall on
@@ -368,7 +455,7 @@ def model_states(session: requests.Session, url: str, key: str) -> dict[str, str
     return out
 
 
-def _server(spec: LaunchSpec) -> Server | None:
+def server_of(spec: LaunchSpec) -> Server | None:
     """This install's server with its folder and key (None: router mode, no folder, or no key that reads: the
     server then refuses every request anyway)."""
     folder = spec.prompt_cache_dir
@@ -381,7 +468,7 @@ def save_before_stop(spec: LaunchSpec) -> list[Done]:
     in router mode each loaded model's, in its own folder (an asleep or unloaded one has nothing in its slots)."""
     if spec.router:
         return _router_each(spec, ("loaded",), saving=True)
-    server = _server(spec)
+    server = server_of(spec)
     if server is None or not server.folder.is_dir():
         return []
     with local_session() as session:
@@ -428,11 +515,11 @@ def restore_after_start(spec: LaunchSpec) -> list[Done]:
     loaded model's)."""
     if spec.router:
         return _router_each(spec, ("loaded", "loading"), saving=False)  # the warm-up waits for a load
-    server = _server(spec)
+    server = server_of(spec)
     if server is None:
         return []
     with local_session() as session:
-        return restore(session, server, kit_note(spec))
+        return restore_once(session, server, server_identity(spec), kit_note(spec))
 
 
 def spec_summary(spec: LaunchSpec) -> dict[str, Any] | None:

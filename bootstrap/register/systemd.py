@@ -3,10 +3,24 @@
 The unit runs the rendered ``run_qwen.sh`` (one source of truth for flags) through ``/bin/sh``. The home's copy
 lives in ``<home>/service/``; systemd gets a copy in its unit folder (a link would break if the home moved to
 another mount that is not yet up at boot).
+
+The prompt cache (docs/prompt-cache.md): the kit saves it before its own stops and restores it after its own
+starts, but systemd starts the server by itself at boot and after ``Restart=always``, and no supervisor runs here
+to save periodically. So ``ExecStartPost=-… cache-keeper --home HOME --detach`` starts the cache keeper
+(``register/cache_keeper.py``) after each start: it restores once the server answers (one restore per server
+process, shared with the kit's own ``service start``: ``prompt_cache.restore_once``) and saves every minute what
+changed. ``--detach`` returns at once (a ``Type=simple`` unit is "activating" until ExecStartPost ends); the keeper
+stays in the unit's cgroup, so a stop (``KillMode=control-group``) or a restart ends it with the server, and the
+restart's ExecStartPost starts a new one. ``-``: a keeper that cannot start never fails the unit. No save at
+``ExecStop=``: ``TimeoutStopSec`` is ``SERVER_STOP_TIMEOUT_S`` (1 s), too short for a save; the periodic save is
+what a crash or a power cut finds anyway. The kit's words may name a program inside the home (its venv's
+``qwenkit``, the frozen setup's copy), which systemd cannot take as a program word (below), so they run through
+``/bin/sh -c 'exec "$0" "$@"'``: a fixed script, every word its own argument.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import Literal
 
@@ -29,6 +43,7 @@ from bootstrap.register.base import (
     remove_empty_dir,
     remove_files,
 )
+from bootstrap.register.shell_command import kit_command
 
 UNIT = f"{SERVICE_ID}.service"
 SHELL = "/bin/sh"
@@ -39,6 +54,7 @@ MANAGER_STATES = frozenset({"initializing", "starting", "running", "degraded", "
 LINGER_MARKER = "linger-enabled-by-qwenclientkit"
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3  # waitid(2) si_code values, as systemd reports ExecMainCode
 JOURNAL_LINES = 200
+EXEC_ARGS = 'exec "$0" "$@"'  # sh -c: run the words after it as they are (module docstring)
 
 Scope = Literal["user", "system"]
 
@@ -55,8 +71,10 @@ def unit_path_value(path: PurePath | str) -> str:
     return text.replace("%", "%%")
 
 
-def render_unit(scope: Scope, home: Home, *, user: str = "", shell: str = SHELL) -> str:
-    """The unit text for ``home``; ``user`` is the ``User=`` of the system flavour.
+def render_unit(scope: Scope, home: Home, *, user: str = "", shell: str = SHELL,
+                kit: Sequence[str] | None = None) -> str:
+    """The unit text for ``home``; ``user`` is the ``User=`` of the system flavour, ``kit`` the words that run the
+    kit for the cache keeper (default: ``shell_command.kit_command``).
 
     The home's path travels as an argument, never as ExecStart's program word: systemd 252 rejects a program path
     holding ``"``, ``'`` or ``\\`` ("Executable name contains special characters") and never expands ``$$`` in it
@@ -64,8 +82,9 @@ def render_unit(scope: Scope, home: Home, *, user: str = "", shell: str = SHELL)
     """
     if any(c in shell for c in "$\"'\\"):
         raise QuotingError(f"systemd: the program word cannot hold $, quotes or backslashes: {shell!r}")
+    words = kit_command(home, "Linux") if kit is None else tuple(kit)
     values = {"script": home.run_sh, "shell": shell, "workdir": unit_path_value(home.root),
-              "stop_timeout_s": SERVER_STOP_TIMEOUT_S}
+              "stop_timeout_s": SERVER_STOP_TIMEOUT_S, "exec_args": EXEC_ARGS, "keeper": words, "home": home.root}
     if scope == "system":
         return render_template("systemd-system.service.j2", user=unit_path_value(user), **values)
     return render_template("systemd-user.service.j2", **values)

@@ -27,6 +27,7 @@ from bootstrap.register.launchd import LABEL, render_plist
 from bootstrap.register.systemd import UNIT, render_unit
 from bootstrap.register.windows_task import render_task_xml, write_task_xml
 from bootstrap.register.winsw import render_winsw_xml
+from tests.support.systemd_words import exec_words
 
 # Legal in POSIX file names; systemd, the shell and XML each treat some of these specially.
 POSIX_WEIRD = "Qwen 家 %h$HOME\"q'\\b&<x>!"
@@ -77,6 +78,29 @@ def test_systemd_unit_passes_systemd_analyze_verify(scope: str, weird_home: Home
     wanted = "default.target" if scope == "user" else "multi-user.target"
     assert f"WantedBy={wanted}\n" in text
     assert ("User=" in text) is (scope == "system")
+
+
+@needs_analyze
+@pytest.mark.parametrize("scope", ["user", "system"])
+def test_systemd_unit_starts_the_prompt_cache_keeper_after_each_start(scope: str, weird_home: Home,
+                                                                      tmp_path: Path) -> None:
+    """``ExecStartPost=`` starts the cache keeper (docs/prompt-cache.md): the kit's words may be a program inside
+    the (weird) home, which systemd cannot take as a program word, so they travel as arguments of a fixed
+    ``/bin/sh -c``; the real ``systemd-analyze verify`` accepts the line and its words read back exactly."""
+    kit = (str(weird_home.venv_dir / "bin" / "qwenkit"),)
+    text = render_unit(scope, weird_home, user=_current_user(), kit=kit)  # type: ignore[arg-type]
+    result = _verify(text, tmp_path / "units", user=scope == "user")
+    assert (result.returncode, result.stderr) == (0, "")
+    lines = [line for line in text.splitlines() if line.startswith("ExecStartPost=")]
+    assert len(lines) == 1 and lines[0].startswith("ExecStartPost=-")  # a keeper that fails never fails the unit
+    assert exec_words(lines[0].removeprefix("ExecStartPost=")) == [
+        "/bin/sh", "-c", 'exec "$0" "$@"', *kit, "cache-keeper", "--home", str(weird_home.root), "--detach"]
+    assert "ExecStop=" not in text  # TimeoutStopSec is 1 s: no save at the stop
+    # Negative control: the same words as ExecStartPost's program (no /bin/sh) are refused by systemd itself.
+    wrapper = '"/bin/sh" -c "exec \\"$$0\\" \\"$$@\\"" '
+    assert wrapper in lines[0]
+    refused = _verify(text.replace(wrapper, ""), tmp_path / "bare", user=scope == "user")
+    assert "Executable name contains special characters" in refused.stderr
 
 
 @needs_analyze
