@@ -41,6 +41,7 @@ from bootstrap.register.server_identity import server_process
 COMMAND = "cache-keeper"
 WAIT_S = 1800.0  # for the first /health 200 after the start
 GONE_S = 60.0  # after the server ended: for a new one of this home
+ENV_GONE = "QWENKIT_CACHE_KEEPER_GONE_S"  # shortens GONE_S for tests
 POLL_S = 1.0
 HEALTH_TIMEOUT_S = 5.0
 
@@ -116,7 +117,7 @@ class Keeper:
         saving = periodic_save.PeriodicSave()
         next_save = self.clock() + self.interval
         while not self.stop.is_set():
-            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+            if not _running(proc):
                 self.note(f"llama-server (PID {proc.pid}) ended")
                 return
             if self.clock() >= next_save:
@@ -142,3 +143,10 @@ def _healthy(session: requests.Session, server: prompt_cache.Server) -> bool:
     with contextlib.suppress(requests.RequestException):
         return session.get(f"{server.url}/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
     return False
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

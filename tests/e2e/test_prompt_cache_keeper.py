@@ -172,6 +172,25 @@ def test_prompt_cache_keeper_and_the_kits_restore_never_both_restore(unit: Syste
     assert after["reused"] >= len(saved) - 1 and after["read"] < 100, after
 
 
+def test_prompt_cache_keeper_ends_when_its_server_is_gone(unit: SystemdLike) -> None:
+    """Outside a unit's cgroup nothing ends the keeper with the server: it ends by itself once the server has
+    ended and no new one of the home answers (``QWENKIT_CACHE_KEEPER_GONE_S``, a minute in the product)."""
+    unit.bed.bed.extra_env["QWENKIT_CACHE_KEEPER_GONE_S"] = "3"
+    try:
+        unit.start()
+        _ready(unit)
+    finally:
+        del unit.bed.bed.extra_env["QWENKIT_CACHE_KEEPER_GONE_S"]
+    [keeper] = unit.keepers()
+    assert unit.server is not None
+    os.killpg(unit.server.pid, signal.SIGKILL)
+    unit.server.wait(30)
+    keeper.wait(60)  # psutil.TimeoutExpired if it stays
+    log = unit.bed.kit_log()
+    assert f"llama-server (PID {unit.server.pid}) ended" in log
+    assert "no server of this home answers after 3 s; ending" in log
+
+
 def test_prompt_cache_keeper_without_a_cache_folder_does_nothing(cache_bed: CacheBed) -> None:  # noqa: F811
     """A home whose server keeps no prompt cache (no folder): the keeper ends at once, 0, and writes nothing."""
     cache_bed.run("service", "stop")

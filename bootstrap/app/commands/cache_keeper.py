@@ -9,12 +9,14 @@ keeps no prompt cache: nothing is done, nothing written, 0.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 
 from bootstrap.core.errors import QwenKitError
 from bootstrap.core.home import resolve_home
 from bootstrap.record.state import launch_spec, load_state
-from bootstrap.register.cache_keeper import Keeper, detach, keeps_cache
+from bootstrap.register import periodic_save
+from bootstrap.register.cache_keeper import ENV_GONE, GONE_S, Keeper, detach, keeps_cache
 from bootstrap.register.shell_command import kit_command
 
 
@@ -30,4 +32,4 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         detach(home, kit_command(home, platform.system()))
         return 0
-    return Keeper(spec).run()
+    return Keeper(spec, gone_s=periodic_save.seconds(os.environ, ENV_GONE, GONE_S)).run()
