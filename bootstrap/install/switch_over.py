@@ -92,6 +92,7 @@ def switch_over(home: Home, plan: Plan, spec: LaunchSpec, files: Sequence[Placed
             file_swap.apply(moves)
             checkpoint("swapped")
         spec = _with_free_port(spec, explicit=how.port_explicit)
+        prompt_cache.announce_restore(spec)  # a cache keeper started with the server leaves the restore to us
         try:
             report, scripts, started, healthy = _start_and_verify(home, spec, manager, how.verify_timeout)
         except EngineFailed as exc:

@@ -47,9 +47,11 @@ HEALTH_TIMEOUT_S = 5.0
 
 
 def keeps_cache(spec: LaunchSpec | None) -> bool:
-    """Whether there is anything to keep: one model's server with a prompt-cache folder on disk."""
+    """Whether there is anything to keep: one model's server whose home has its prompt-cache folder
+    (``<home>/prompt-cache``, made at install with the budget). Not the model's own folder inside it: the start
+    script makes that one, and ``ExecStartPost=`` runs as soon as the script is started."""
     return spec is not None and not spec.router and spec.prompt_cache_dir is not None and \
-        spec.prompt_cache_dir.is_dir()
+        spec.prompt_cache_dir.parent.is_dir()
 
 
 def detach(home: Home, words: Sequence[str]) -> int:
@@ -96,6 +98,7 @@ class Keeper:
                     return 0
                 identity = prompt_cache.server_identity_of(proc)
                 self.note(f"keeping the prompt cache of llama-server (PID {proc.pid})")
+                self._let_the_kit_restore(server)
                 prompt_cache.restore_once(session, server, identity, self.note)
                 self._keep(session, server, proc)
                 wait = self.gone_s
@@ -111,6 +114,16 @@ class Keeper:
                 return proc
             self.stop.wait(POLL_S)
         return None
+
+    def _let_the_kit_restore(self, server: prompt_cache.Server) -> None:
+        """While the kit starts this server itself (``service start``, an upgrade's switch-over: its verify chats
+        and speed measurement come before its own restore, and would push an earlier restore out of a one-slot
+        server), the restore is the kit's: wait for it (``prompt_cache.kit_pending``), at most ``wait_s``."""
+        deadline = self.clock() + self.wait_s
+        if prompt_cache.kit_pending(server.folder):
+            self.note("the kit is starting this server; its own restore comes first")
+        while prompt_cache.kit_pending(server.folder) and self.clock() < deadline and not self.stop.is_set():
+            self.stop.wait(POLL_S)
 
     def _keep(self, session: requests.Session, server: prompt_cache.Server, proc: psutil.Process) -> None:
         """The periodic save while ``proc`` runs."""

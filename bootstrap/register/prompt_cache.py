@@ -367,6 +367,38 @@ def _claim_alive(name: str) -> bool:
         return False
 
 
+PENDING_NAME = "kit-restore.pending"  # the kit is starting this folder's server and restores it itself
+
+
+def announce_restore(spec: LaunchSpec) -> None:
+    """Before the kit starts this home's server (``service start``, an upgrade's switch-over): the restore after the
+    start is the kit's, so a cache keeper started with the server (systemd's ``ExecStartPost=``) waits for it
+    instead of restoring at once (``kit_pending``). ``restore_after_start`` removes the file; a kit that died
+    before leaves one that names a process no longer running, which counts as none."""
+    folder = spec.prompt_cache_dir
+    if folder is None or not folder.parent.is_dir():
+        return
+    me = server_identity_of(psutil.Process())
+    with contextlib.suppress(OSError):
+        folder.mkdir(exist_ok=True)
+        write_atomic(folder / PENDING_NAME, f"{me[0]} {me[1]!r}\n".encode() if me else b"", mode=0o600)
+
+
+def kit_pending(folder: Path) -> bool:
+    """Whether a kit process that announced a restore of this folder's server still runs."""
+    try:
+        pid_text, created_text = (folder / PENDING_NAME).read_text(encoding="utf-8").split()
+        return psutil.Process(int(pid_text)).create_time() == float(created_text)
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def _end_announce(spec: LaunchSpec) -> None:
+    if spec.prompt_cache_dir is not None:
+        with contextlib.suppress(OSError):
+            (spec.prompt_cache_dir / PENDING_NAME).unlink()
+
+
 def server_identity(spec: LaunchSpec) -> Identity | None:
     """This home's server process (``server_identity.server_process``: the one holding its port) as a claim key."""
     proc = server_process(spec)
@@ -517,9 +549,13 @@ def restore_after_start(spec: LaunchSpec) -> list[Done]:
         return _router_each(spec, ("loaded", "loading"), saving=False)  # the warm-up waits for a load
     server = server_of(spec)
     if server is None:
+        _end_announce(spec)
         return []
-    with local_session() as session:
-        return restore_once(session, server, server_identity(spec), kit_note(spec))
+    try:
+        with local_session() as session:
+            return restore_once(session, server, server_identity(spec), kit_note(spec))
+    finally:
+        _end_announce(spec)
 
 
 def spec_summary(spec: LaunchSpec) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ import psutil
 import pytest
 import requests
 
+from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import prompt_cache, slot_files
 from bootstrap.register.systemd import render_unit
@@ -172,6 +173,37 @@ def test_prompt_cache_keeper_and_the_kits_restore_never_both_restore(unit: Syste
     assert after["reused"] >= len(saved) - 1 and after["read"] < 100, after
 
 
+def test_prompt_cache_keeper_leaves_the_restore_to_the_kit_that_starts_the_server(unit: SystemdLike) -> None:
+    """An upgrade's switch-over under systemd: the kit starts the unit, verifies with short chats, then restores.
+    A keeper that restored at once would have its prefix pushed out of the one slot by those chats; so the kit
+    announces its restore (``announce_restore``) and the keeper waits for it."""
+    bed = unit.bed
+    unit.start()
+    _ready(unit)
+    bed.ask()
+    slot = bed.folder / slot_files.file_name(0)
+    _wait_for(lambda: slot.exists(), 120, "the keeper's save")
+    unit.crash()
+    spec = launch_spec(load_state(bed.home), bed.home)
+    before = bed.kit_log()
+    prompt_cache.announce_restore(spec)  # this test's process is "the kit"
+    unit.start()
+    _ready(unit)
+    _wait_for(lambda: "its own restore comes first" in bed.kit_log()[len(before):], 60, "the keeper to wait")
+    verify = requests.post(f"{spec.base_url}/v1/chat/completions", timeout=300,
+                           headers={"Authorization": f"Bearer {read_api_key(bed.home)}"},
+                           json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4})
+    assert verify.status_code == 200
+    assert "restored" not in bed.kit_log()[len(before):]  # the keeper has not restored meanwhile
+    assert [d.slot for d in prompt_cache.restore_after_start(spec)] == [0]  # the kit's own restore
+    _wait_for(lambda: "left to the process that claimed it first" in bed.kit_log()[len(before):], 60,
+              "the keeper's turn")
+    assert bed.kit_log()[len(before):].count("prompt cache: slot 0 restored") == 1
+    assert not (bed.folder / prompt_cache.PENDING_NAME).exists()
+    after = bed.ask()
+    assert after["reused"] > 10_000 and after["read"] < 100, after
+
+
 def test_prompt_cache_keeper_ends_when_its_server_is_gone(unit: SystemdLike) -> None:
     """Outside a unit's cgroup nothing ends the keeper with the server: it ends by itself once the server has
     ended and no new one of the home answers (``QWENKIT_CACHE_KEEPER_GONE_S``, a minute in the product)."""
@@ -192,9 +224,10 @@ def test_prompt_cache_keeper_ends_when_its_server_is_gone(unit: SystemdLike) -> 
 
 
 def test_prompt_cache_keeper_without_a_cache_folder_does_nothing(cache_bed: CacheBed) -> None:  # noqa: F811
-    """A home whose server keeps no prompt cache (no folder): the keeper ends at once, 0, and writes nothing."""
+    """A home whose server keeps no prompt cache (no ``prompt-cache`` folder): the keeper ends at once, 0, and
+    writes nothing."""
     cache_bed.run("service", "stop")
-    folder = cache_bed.folder
+    folder = cache_bed.folder.parent  # <home>/prompt-cache
     aside = folder.with_name(folder.name + ".aside")
     folder.rename(aside)
     try:

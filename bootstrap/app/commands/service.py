@@ -80,6 +80,7 @@ def _start(manager: ServiceManager, spec: LaunchSpec, *, wait_s: float = START_W
         console.warn(t("service.no_manager", script=manager.start_script))
     label = manager_label(manager.name)
     started = time.monotonic()
+    prompt_cache.announce_restore(spec)  # a cache keeper started with the server leaves the restore to us
     manager.start()
     from bootstrap.verify.chat import wait_healthy  # late: the verify stage's HTTP code, only for a start
 
