@@ -8,15 +8,17 @@ Without a service manager the supervisor saves every minute and restores after i
 1. waits for this home's server to answer ``/health`` 200 (at most ``WAIT_S``: a big model loads slowly; then it
    ends quietly);
 2. restores the saved slots once (``prompt_cache.restore_once``: when the kit's own ``service start`` restores the
-   same server at the same moment, only the first to claim it restores);
+   same server at the same moment, only the first to claim it restores); when the kit announced that it starts
+   this server itself (``prompt_cache.announce_restore``: ``service start``, an upgrade's switch-over), after the
+   kit's restore, which then leaves it nothing to do;
 3. every minute saves the slots that changed, by the supervisor's rule (``register/periodic_save.py``: never a
    model asleep, only after new decodes);
 4. ends when the server process has ended and no new one of this home answers within ``GONE_S``. Under systemd
    it ends sooner: it runs in the unit's cgroup, so a stop or a restart of the unit signals it with the server.
 
-It does nothing, and writes nothing, for a home whose server keeps no prompt cache (no folder, router mode: the
-front saves and restores there, ``register/front_cache.py``). Its lines go to ``logs/prompt-cache.log``, each
-saying ``cache keeper``.
+It does nothing, and writes nothing, for a home whose server keeps no prompt cache (no ``prompt-cache`` folder;
+router mode: the front saves and restores there, ``register/front_cache.py``). Its lines go to
+``logs/prompt-cache.log``, each saying ``cache keeper``.
 """
 
 from __future__ import annotations
