@@ -115,6 +115,18 @@ def _ready(like: SystemdLike) -> None:
     _wait_for(lambda: like.bed.kit_log().count(KEEPING) > like.keeping, 300, "the keeper's start")
 
 
+def _saved_then_crashed(unit: SystemdLike) -> tuple[int, ...]:
+    """The agent's request sent to a new unit, the keeper's save waited for, then a crash: the tokens saved."""
+    unit.start()
+    _ready(unit)
+    unit.bed.ask()
+    slot = unit.bed.folder / slot_files.file_name(0)
+    _wait_for(lambda: slot.exists(), 120, "the keeper's save")
+    saved = slot_files.read_tokens(slot)
+    unit.crash()
+    return saved
+
+
 def test_prompt_cache_keeper_saves_and_restores_across_a_crash(unit: SystemdLike) -> None:
     bed = unit.bed
     unit.start()
@@ -138,13 +150,7 @@ def test_prompt_cache_keeper_and_the_kits_restore_never_both_restore(unit: Syste
     """``service start`` under systemd: systemd's ExecStartPost starts the keeper while the kit restores the same
     new server; only the first to claim it restores, the other waits for it (the kit says "ready" after)."""
     bed = unit.bed
-    unit.start()
-    _ready(unit)
-    bed.ask()
-    slot = bed.folder / slot_files.file_name(0)
-    _wait_for(lambda: slot.exists(), 120, "the keeper's save")
-    saved = slot_files.read_tokens(slot)
-    unit.crash()
+    saved = _saved_then_crashed(unit)
     before = bed.kit_log()
     unit.start()  # the keeper waits for /health and claims the restore the moment it answers ...
     spec = launch_spec(load_state(bed.home), bed.home)
@@ -178,12 +184,7 @@ def test_prompt_cache_keeper_leaves_the_restore_to_the_kit_that_starts_the_serve
     A keeper that restored at once would have its prefix pushed out of the one slot by those chats; so the kit
     announces its restore (``announce_restore``) and the keeper waits for it."""
     bed = unit.bed
-    unit.start()
-    _ready(unit)
-    bed.ask()
-    slot = bed.folder / slot_files.file_name(0)
-    _wait_for(lambda: slot.exists(), 120, "the keeper's save")
-    unit.crash()
+    _saved_then_crashed(unit)
     spec = launch_spec(load_state(bed.home), bed.home)
     before = bed.kit_log()
     prompt_cache.announce_restore(spec)  # this test's process is "the kit"
