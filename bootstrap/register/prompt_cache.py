@@ -47,6 +47,8 @@ TRIM_TIMEOUT_S = 600.0
 TEMP_SUFFIX = ".saving"  # a save in progress (slot<id>.slot.<pid>.saving); never restored
 STALE_TEMP_S = 3600.0  # a temporary file this old is a killed save's: the next prune removes it
 MIN_TOKENS = 1024  # shorter prefixes are read again in moments; saving them would replace an agent's long one
+STOP_WAIT_IDLE_S = 15.0  # before a stop: a busy slot (another saver's trim, an answer ending) is waited for this long
+IDLE_POLL_S = 0.25
 MARKER_LEN = 3  # tokens of the text after a user message: e.g. <|im_end|> \n <|im_start|>
 
 
@@ -179,15 +181,15 @@ def trim_point(tokens: tuple[int, ...], marker: tuple[int, ...]) -> int:
 
 
 def save(session: requests.Session, server: Server, budget: int, note: Note,
-         seen: dict[int, tuple[Any, ...]] | None = None) -> list[Done]:
+         seen: dict[int, tuple[Any, ...]] | None = None, *, wait_idle_s: float = 0.0) -> list[Done]:
     """Save every idle slot that holds a prompt (and changed since ``seen`` recorded it), trimmed; then hold the
-    budget (0: nothing is saved, and what was saved goes). Never raises for the server's or the disk's sake: each
-    failure is one ``note``."""
+    budget (0: nothing is saved, and what was saved goes). A busy slot is waited for up to ``wait_idle_s``. Never
+    raises for the server's or the disk's sake: each failure is one ``note``."""
     done: list[Done] = []
     try:
         if budget <= 0:
             raise _NoBudget
-        slots = _slots(session, server)
+        slots = _idle_slots(session, server, wait_idle_s)
         marker = turn_marker(session, server) if slots else ()
         for slot in slots:
             result = _save_one(session, server, slot, marker, note, seen)
@@ -200,6 +202,18 @@ def save(session: requests.Session, server: Server, budget: int, note: Note,
     for path in prune(server.folder.parent, (server.folder, *server.siblings), budget):
         note(f"prompt cache: removed {path.parent.name}/{path.name} (over the budget or another model's)")
     return done
+
+
+def _idle_slots(session: requests.Session, server: Server, wait_s: float) -> list[dict[str, Any]]:
+    """The slots once none is processing, or as they are after ``wait_s``: before a stop, a slot can be busy for a
+    moment with another saver's trim (the supervisor's or the keeper's minute, the front's idle save), which the
+    stop would cut short, leaving no file at all."""
+    deadline = time.monotonic() + wait_s
+    slots = _slots(session, server)
+    while any(s.get("is_processing") for s in slots) and time.monotonic() < deadline:
+        time.sleep(IDLE_POLL_S)
+        slots = _slots(session, server)
+    return slots
 
 
 class _NoBudget(Exception):
@@ -506,7 +520,7 @@ def save_before_stop(spec: LaunchSpec) -> list[Done]:
     with local_session() as session:
         if _asleep(session, server):  # its keep-alive emptied the slots; /slots would load the model to say so
             return []
-        return save(session, server, budget_bytes(server.folder.parent), kit_note(spec))
+        return save(session, server, budget_bytes(server.folder.parent), kit_note(spec), wait_idle_s=STOP_WAIT_IDLE_S)
 
 
 def _asleep(session: requests.Session, server: Server) -> bool:
@@ -533,7 +547,8 @@ def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, saving: bool) -> 
             if now.get(server.model) not in states or not server.folder.is_dir():
                 continue
             tagged = _tagged(note, server.model)
-            done += save(session, server, budget_bytes(server.folder.parent), tagged) if saving else restore(
+            done += save(session, server, budget_bytes(server.folder.parent), tagged,
+                         wait_idle_s=STOP_WAIT_IDLE_S) if saving else restore(
                 session, server, tagged)
     return done
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from bootstrap.core.home import Home
 from bootstrap.place.api_key import read_api_key
 from bootstrap.plan.prompt_cache import BUDGET_FILE, cache_key
 from bootstrap.record.state import launch_spec, load_state
-from bootstrap.register import slot_files
+from bootstrap.register import prompt_cache, slot_files
 from tests.support.agent_prefix import load_claude_first_request
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import QWEN_MODEL_FILE, QWEN_MODEL_REPO, InstallBed, qwen_catalog_text, serve_engine
@@ -207,3 +208,37 @@ def test_prompt_cache_of_another_key_is_never_used_and_the_budget_holds(cache_be
     cache_bed.run("service", "restart")
     assert sum(p.stat().st_size for p in folder.parent.rglob("*.slot*")) <= 1 << 20
     assert "over the budget" in cache_bed.kit_log()
+
+
+def test_prompt_cache_a_busy_slot_is_waited_for_before_a_stop(cache_bed: CacheBed) -> None:
+    """The save before a stop waits for a slot that is busy for a moment (an answer ending, another saver's trim:
+    the supervisor's minute), instead of skipping it: the stop would then cut that other save short and leave no
+    file at all (seen once in a combined run of this file). Called in-process, so the answer is surely running."""
+    cache_bed.run("service", "start")
+    folder = cache_bed.folder
+    good = folder / slot_files.file_name(0)
+    system = load_claude_first_request()["system"]
+    text = system if isinstance(system, str) else "\n".join(str(block.get("text", "")) for block in system)
+    body = {"messages": [{"role": "system", "content": text}, {"role": "user", "content": "Say hello."}],
+            "max_tokens": 1200, "ignore_eos": True}
+    headers = {"Authorization": f"Bearer {read_api_key(cache_bed.home)}"}
+    answered: list[int] = []
+
+    def answer() -> None:
+        resp = requests.post(f"http://127.0.0.1:{cache_bed.port}/v1/chat/completions", json=body, timeout=900,
+                             headers=headers)
+        answered.append(resp.status_code)
+
+    worker = threading.Thread(target=answer)
+    worker.start()
+    try:
+        _wait_for(lambda: any(s.get("is_processing") and s.get("next_token", [{}])[0].get("n_decoded", 0) > 0
+                              for s in requests.get(f"http://127.0.0.1:{cache_bed.port}/slots", headers=headers,
+                                                    timeout=30).json()), 300, "the answer to stream")
+        good.unlink(missing_ok=True)
+        done = prompt_cache.save_before_stop(launch_spec(load_state(cache_bed.home), cache_bed.home))
+    finally:
+        worker.join(900)
+    assert answered == [200]
+    assert [d.slot for d in done] == [0] and done[0].tokens >= prompt_cache.MIN_TOKENS, done
+    assert good.exists(), cache_bed.kit_log()[-2000:]
