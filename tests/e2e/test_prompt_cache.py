@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.support.agent_prefix import load_claude_first_request
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import QWEN_MODEL_FILE, QWEN_MODEL_REPO, InstallBed, qwen_catalog_text, serve_engine
 from tests.support.llama import free_port
+from tests.support.polling import wait_for
 from tests.support.qwen_chat_model import qwen_chat_model
 
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
@@ -102,16 +102,6 @@ def cache_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> I
             bed.run("service", "stop")
 
 
-def _wait_for(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_prompt_cache_used_after_service_restart(cache_bed: CacheBed) -> None:
     cold = cache_bed.ask()
     assert cold["read"] > 10_000, cold  # the whole prefix, read once
@@ -149,10 +139,10 @@ def test_prompt_cache_used_after_supervisor_restart(cache_bed: CacheBed) -> None
     cache_bed.ask()
     folder = cache_bed.folder
     before = (folder / slot_files.file_name(0)).stat().st_mtime
-    _wait_for(lambda: (folder / slot_files.file_name(0)).stat().st_mtime > before, 60, "the periodic save")
+    wait_for(lambda: (folder / slot_files.file_name(0)).stat().st_mtime > before, 60, "the periodic save")
     restored_before = cache_bed.server_log().count("prompt cache: slot 0 restored")
     os.kill(cache_bed.server_pid(), signal.SIGKILL)
-    _wait_for(lambda: cache_bed.server_log().count("prompt cache: slot 0 restored") > restored_before, 120,
+    wait_for(lambda: cache_bed.server_log().count("prompt cache: slot 0 restored") > restored_before, 120,
               "the supervisor's restart and restore")
     after = cache_bed.ask()
     assert after["reused"] > 10_000 and after["read"] < 100, after
@@ -232,7 +222,7 @@ def test_prompt_cache_a_busy_slot_is_waited_for_before_a_stop(cache_bed: CacheBe
     worker = threading.Thread(target=answer)
     worker.start()
     try:
-        _wait_for(lambda: any(s.get("is_processing") and s.get("next_token", [{}])[0].get("n_decoded", 0) > 0
+        wait_for(lambda: any(s.get("is_processing") and s.get("next_token", [{}])[0].get("n_decoded", 0) > 0
                               for s in requests.get(f"http://127.0.0.1:{cache_bed.port}/slots", headers=headers,
                                                     timeout=30).json()), 300, "the answer to stream")
         good.unlink(missing_ok=True)

@@ -27,7 +27,8 @@ from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import prompt_cache, slot_files
 from bootstrap.register.systemd import render_unit
-from tests.e2e.test_prompt_cache import CacheBed, _wait_for, cache_bed  # noqa: F401  (the module's fixture)
+from tests.e2e.test_prompt_cache import CacheBed, cache_bed  # noqa: F401  (the module's fixture)
+from tests.support.polling import wait_for
 from tests.support.systemd_words import exec_words
 
 KEEPING = "cache keeper: keeping the prompt cache"
@@ -78,7 +79,7 @@ class SystemdLike:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.server.pid, signal.SIGKILL)
             self.server.wait(30)
-        _wait_for(lambda: _down(self.bed), 60, "the server to be gone")
+        wait_for(lambda: _down(self.bed), 60, "the server to be gone")
 
 
 def _down(bed: CacheBed) -> bool:
@@ -112,7 +113,7 @@ def _restored(bed: CacheBed) -> int:
 
 def _ready(like: SystemdLike) -> None:
     """The new keeper saw the new server answer."""
-    _wait_for(lambda: like.bed.kit_log().count(KEEPING) > like.keeping, 300, "the keeper's start")
+    wait_for(lambda: like.bed.kit_log().count(KEEPING) > like.keeping, 300, "the keeper's start")
 
 
 def _saved_then_crashed(unit: SystemdLike) -> tuple[int, ...]:
@@ -121,7 +122,7 @@ def _saved_then_crashed(unit: SystemdLike) -> tuple[int, ...]:
     _ready(unit)
     unit.bed.ask()
     slot = unit.bed.folder / slot_files.file_name(0)
-    _wait_for(lambda: slot.exists(), 120, "the keeper's save")
+    wait_for(lambda: slot.exists(), 120, "the keeper's save")
     saved = slot_files.read_tokens(slot)
     unit.crash()
     return saved
@@ -134,13 +135,13 @@ def test_prompt_cache_keeper_saves_and_restores_across_a_crash(unit: SystemdLike
     cold = bed.ask()
     assert cold["read"] > 10_000, cold
     slot = bed.folder / slot_files.file_name(0)
-    _wait_for(lambda: "prompt cache: slot 0 saved" in bed.kit_log() and slot.exists(), 120, "the keeper's save")
+    wait_for(lambda: "prompt cache: slot 0 saved" in bed.kit_log() and slot.exists(), 120, "the keeper's save")
     saved = slot_files.read_tokens(slot)
     assert len(saved) > 10_000
     restored = _restored(bed)
     unit.crash()  # nothing is saved now: what the periodic save kept is all a reboot finds
     unit.start()
-    _wait_for(lambda: _restored(bed) > restored, 300, "the keeper's restore")
+    wait_for(lambda: _restored(bed) > restored, 300, "the keeper's restore")
     after = bed.ask()
     assert after["reused"] >= len(saved) - 1 and after["read"] < 100, (after, len(saved))
     assert _restored(bed) == restored + 1  # one restore for the new server
@@ -157,7 +158,7 @@ def test_prompt_cache_keeper_and_the_kits_restore_never_both_restore(unit: Syste
     kit: list[list[prompt_cache.Done]] = []
 
     def kit_restore() -> None:  # ... as the kit's service start does once the server answers
-        _wait_for(lambda: prompt_cache.server_identity(spec) is not None and _healthy(spec.base_url), 300,
+        wait_for(lambda: prompt_cache.server_identity(spec) is not None and _healthy(spec.base_url), 300,
                   "the new server")
         kit.append(prompt_cache.restore_after_start(spec))
 
@@ -166,7 +167,7 @@ def test_prompt_cache_keeper_and_the_kits_restore_never_both_restore(unit: Syste
         thread.start()
     for thread in threads:
         thread.join(400)
-    _wait_for(lambda: bed.kit_log().count("left to the process that claimed it first") - before.count(
+    wait_for(lambda: bed.kit_log().count("left to the process that claimed it first") - before.count(
         "left to the process that claimed it first") == 2, 120, "the keeper's turn")
     new = bed.kit_log()[len(before):]
     assert new.count("prompt cache: slot 0 restored") == 1, new
@@ -190,14 +191,14 @@ def test_prompt_cache_keeper_leaves_the_restore_to_the_kit_that_starts_the_serve
     prompt_cache.announce_restore(spec)  # this test's process is "the kit"
     unit.start()
     _ready(unit)
-    _wait_for(lambda: "its own restore comes first" in bed.kit_log()[len(before):], 60, "the keeper to wait")
+    wait_for(lambda: "its own restore comes first" in bed.kit_log()[len(before):], 60, "the keeper to wait")
     verify = requests.post(f"{spec.base_url}/v1/chat/completions", timeout=300,
                            headers={"Authorization": f"Bearer {read_api_key(bed.home)}"},
                            json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4})
     assert verify.status_code == 200
     assert "restored" not in bed.kit_log()[len(before):]  # the keeper has not restored meanwhile
     assert [d.slot for d in prompt_cache.restore_after_start(spec)] == [0]  # the kit's own restore
-    _wait_for(lambda: "left to the process that claimed it first" in bed.kit_log()[len(before):], 60,
+    wait_for(lambda: "left to the process that claimed it first" in bed.kit_log()[len(before):], 60,
               "the keeper's turn")
     assert bed.kit_log()[len(before):].count("prompt cache: slot 0 restored") == 1
     assert not (bed.folder / prompt_cache.PENDING_NAME).exists()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from tests.support.install_bed import (
     write_chat_model,
 )
 from tests.support.llama import end_process, free_port
+from tests.support.polling import wait_for
 from tests.support.qwen_chat_model import qwen_chat_model
 
 SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
@@ -102,16 +102,6 @@ def router_bed(tmp_path_factory: pytest.TempPathFactory, engine_asset: Path) -> 
             bed.run("service", "stop")
 
 
-def _wait_for(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_prompt_cache_router_each_model_has_its_own_folder(router_bed: RouterBed) -> None:
     folders = router_bed.folders()
     assert set(folders) == {QWEN_MODEL_ID, MODEL_ID} and len(set(folders.values())) == 2
@@ -142,7 +132,7 @@ def test_prompt_cache_router_model_unloaded_and_loaded_again_reuses_its_prefix(r
     router_bed.ask()
     router_bed.run("stop", QWEN_MODEL_ID)  # the router unloads it: its slots are gone
     assert router_bed.saved_tokens(QWEN_MODEL_ID) > 10_000
-    _wait_for(lambda: router_bed.state(QWEN_MODEL_ID) == "unloaded", 120, "the unload")
+    wait_for(lambda: router_bed.state(QWEN_MODEL_ID) == "unloaded", 120, "the unload")
     after = router_bed.ask()  # the front restores its saved slots as it loads it
     assert after["reused"] > 10_000 and after["read"] < 100, after
 
@@ -172,7 +162,7 @@ def test_prompt_cache_router_model_unloaded_by_lru_reuses_its_prefix_when_loaded
         proc = subprocess.Popen(argv, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
     try:
-        _wait_for(lambda: _answers(router_bed) and router_bed.state(QWEN_MODEL_ID) == "loaded", 300, "the router")
+        wait_for(lambda: _answers(router_bed) and router_bed.state(QWEN_MODEL_ID) == "loaded", 300, "the router")
         assert router_bed.ask()["read"] > 10_000
         resp = requests.post(f"http://127.0.0.1:{router_bed.port}/v1/chat/completions", timeout=600,
                              headers={"Authorization": f"Bearer {read_api_key(router_bed.home)}"},
@@ -203,7 +193,7 @@ def test_prompt_cache_router_used_after_a_switch_over_and_after_a_keep_alive_sle
     for path in router_bed.folders()[QWEN_MODEL_ID].iterdir():
         path.unlink()  # what the wake finds is what the front saved once the model's requests ended
     router_bed.ask()
-    _wait_for(lambda: router_bed.state(QWEN_MODEL_ID) == "sleeping", 120, "the keep-alive's sleep")
+    wait_for(lambda: router_bed.state(QWEN_MODEL_ID) == "sleeping", 120, "the keep-alive's sleep")
     assert router_bed.saved_tokens(QWEN_MODEL_ID) > 10_000
     woken = router_bed.ask()  # the front restores its saved slots as it wakes it
     assert woken["reused"] > 10_000 and woken["read"] < 100, woken
