@@ -60,7 +60,10 @@ class CacheBed:
 
     def ask(self) -> dict[str, Any]:
         """The recorded request (only ``stream`` off, to read the usage in one answer): the server's usage."""
-        body = {**load_claude_first_request(), "stream": False}
+        return self.send({**load_claude_first_request(), "stream": False})
+
+    def send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One request to ``/v1/messages``, not streamed: the server's own tokens read and reused."""
         resp = requests.post(f"http://127.0.0.1:{self.port}/v1/messages", json=body, timeout=900,
                              headers={"Authorization": f"Bearer {read_api_key(self.home)}"})
         assert resp.status_code == 200, resp.text[:2000]

@@ -23,6 +23,7 @@ from bootstrap.core.home import Home
 from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import slot_files
+from tests.e2e.test_prompt_cache import CacheBed
 from tests.support.agent_prefix import load_claude_first_request
 from tests.support.hub import LoopbackHub
 from tests.support.install_bed import (
@@ -46,30 +47,15 @@ SERVER_ARGS = ("-c", "32768", "-np", "1", "-t", "2")
 IDLE_S = "1"  # the front's save after a model's requests end, short for the tests
 
 
-class RouterBed:
-    def __init__(self, bed: InstallBed, port: int) -> None:
-        self.bed, self.port = bed, port
-
-    @property
-    def home(self) -> Home:
-        return self.bed.home
-
-    def run(self, *argv: str, timeout: float = 600) -> Any:
-        proc = self.bed.run(*argv, timeout=timeout)
-        assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-4000:])
-        return proc
+class RouterBed(CacheBed):
+    """The Qwen prompt-cache bed's helpers with each model's own folder and state."""
 
     def folders(self) -> dict[str, Path]:
         return launch_spec(load_state(self.home), self.home).model_cache_dirs()
 
     def ask(self) -> dict[str, Any]:
         """The recorded request to the Qwen model (``stream`` off): the server's own tokens read and reused."""
-        body = {**load_claude_first_request(), "stream": False, "model": QWEN_MODEL_ID}
-        resp = requests.post(f"http://127.0.0.1:{self.port}/v1/messages", json=body, timeout=900,
-                             headers={"Authorization": f"Bearer {read_api_key(self.home)}"})
-        assert resp.status_code == 200, resp.text[:2000]
-        usage = resp.json()["usage"]
-        return {"read": usage["input_tokens"], "reused": usage.get("cache_read_input_tokens", 0)}
+        return self.send({**load_claude_first_request(), "stream": False, "model": QWEN_MODEL_ID})
 
     def state(self, model: str) -> str:
         resp = requests.get(f"http://127.0.0.1:{self.port}/models", timeout=60,

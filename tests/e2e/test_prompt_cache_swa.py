@@ -19,10 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-import requests
 
 from bootstrap.core.home import Home
-from bootstrap.place.api_key import read_api_key
 from bootstrap.record.state import launch_spec, load_state
 from bootstrap.register import slot_files
 from bootstrap.render.start_scripts import render_text
@@ -56,11 +54,7 @@ class SwaBed(CacheBed):
         body = cut_request(PREFIX_CHARS)
         if model is not None:
             body["model"] = model
-        resp = requests.post(f"http://127.0.0.1:{self.port}/v1/messages", json=body, timeout=900,
-                             headers={"Authorization": f"Bearer {read_api_key(self.home)}"})
-        assert resp.status_code == 200, resp.text[:2000]
-        usage = resp.json()["usage"]
-        return {"read": usage["input_tokens"], "reused": usage.get("cache_read_input_tokens", 0)}
+        return self.send(body)
 
 
 @pytest.fixture(scope="module")
