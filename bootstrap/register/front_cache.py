@@ -26,14 +26,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from bootstrap.fetch.http_session import local_session
-from bootstrap.register import prompt_cache
+from bootstrap.register import periodic_save, prompt_cache
 
 IDLE_ENV = "QWENKIT_CACHE_IDLE_S"  # shorter in tests
 # After a model's last request: longer than an agent's pause between turns (a tool run, a person reading), since each
@@ -67,14 +67,6 @@ def read_preset(path: Path) -> dict[str, dict[str, str]]:
     return sections
 
 
-def preset_of(argv: Sequence[str]) -> Path | None:
-    words = list(argv)
-    for i, word in enumerate(words[:-1]):
-        if word == "--models-preset":
-            return Path(words[i + 1])
-    return None
-
-
 class CacheKeeper:
     """Per model: saves after its requests end, restores before a request that finds it unloaded or asleep."""
 
@@ -98,22 +90,17 @@ class CacheKeeper:
         self._thread.start()
 
     @classmethod
-    def from_argv(cls, argv: Sequence[str], url: str, key: str, busy: Callable[[str], int]) -> CacheKeeper | None:
+    def from_preset(cls, preset: Path, url: str, key: str, busy: Callable[[str], int]) -> CacheKeeper | None:
         """From the router's preset (each section's ``slot-save-path``, ``sleep-idle-seconds``; relative paths are
         relative to the router's folder, the home); None without any folder."""
-        preset = preset_of(argv)
-        sections = read_preset(preset) if preset is not None else {}
+        sections = read_preset(preset)
         folders = {name: Path(items["slot-save-path"]) for name, items in sections.items()
                    if items.get("slot-save-path")}
         if not folders:
             return None
         sleep_s = {name: float(items["sleep-idle-seconds"]) for name, items in sections.items()
                    if items.get("sleep-idle-seconds", "").isdigit()}
-        try:
-            idle_s = float(os.environ.get(IDLE_ENV, "") or IDLE_S)
-        except ValueError:
-            idle_s = IDLE_S
-        return cls(url, key, folders, sleep_s, busy, idle_s)
+        return cls(url, key, folders, sleep_s, busy, periodic_save.seconds(os.environ, IDLE_ENV, IDLE_S))
 
     def _has_files(self, name: str) -> bool:
         try:

@@ -458,7 +458,8 @@ def _cache_keeper(argv: Sequence[str], front: _Front) -> CacheKeeper | None:
         return None
     from bootstrap.register.front_cache import CacheKeeper
 
-    return CacheKeeper.from_argv(argv, f"http://{CHILD_HOST}:{front.upstream_port}", front.key, front.activity.busy)
+    return CacheKeeper.from_preset(preset, f"http://{CHILD_HOST}:{front.upstream_port}", front.key,
+                                   front.activity.busy)
 
 
 def run_front(host: str, port: int, default_model: str, argv: Sequence[str],

@@ -31,8 +31,7 @@ slot-save-path = prompt-cache/cccc
 def _keeper(tmp_path: Path) -> CacheKeeper:
     preset = tmp_path / "models.ini"
     preset.write_text(PRESET, encoding="utf-8")
-    keeper = CacheKeeper.from_argv(["llama-server", "--models-preset", str(preset)], "http://127.0.0.1:9", "k",
-                                   lambda _model: 0)
+    keeper = CacheKeeper.from_preset(preset, "http://127.0.0.1:9", "k", lambda _model: 0)
     assert keeper is not None
     return keeper
 
