@@ -73,19 +73,6 @@ def _auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def resting(session: requests.Session, url: str, key: str, model: str, timeout: float) -> bool:
-    """The model asleep after its keep-alive or, in a router (``model`` named), not loaded (module docstring)."""
-    try:
-        resp = session.get(f"{url}/props", headers=_auth(key),
-                           params={"model": model, "autoload": "false"} if model else None, timeout=timeout)
-        doc = resp.json() if resp.status_code == 200 else None
-    except (requests.RequestException, ValueError):
-        return False
-    if resp.status_code == 400 and model:
-        return True
-    return isinstance(doc, dict) and doc.get("is_sleeping") is True
-
-
 def read_load(session: requests.Session, url: str, key: str, model: str, timeout: float) -> Load | None:
     """Requests processing and decode calls so far (``/metrics``, which starts no idle time); ``NO_METRICS`` for a
     server without it, None when it does not answer within ``timeout``."""
@@ -110,7 +97,7 @@ class PeriodicSave:
             props_timeout: float = 5.0, metrics_timeout: float = 60.0) -> str:
         """Save what changed, by the module's rule: "resting", "unchanged" (nothing decoded since the last save) or
         "saved" (``prompt_cache.save`` ran; it says itself what went wrong, and skips unchanged slots)."""
-        if resting(session, cache.url, cache.key, model, props_timeout):
+        if prompt_cache.resting(session, cache.url, cache.key, model, props_timeout):
             return "resting"
         load = read_load(session, cache.url, cache.key, model, metrics_timeout)
         if load is not None and load is not NO_METRICS:

@@ -518,19 +518,24 @@ def save_before_stop(spec: LaunchSpec) -> list[Done]:
     if server is None or not server.folder.is_dir():
         return []
     with local_session() as session:
-        if _asleep(session, server):  # its keep-alive emptied the slots; /slots would load the model to say so
+        if resting(session, server.url, server.key, "", TIMEOUT_S):  # the keep-alive emptied its slots
             return []
         return save(session, server, budget_bytes(server.folder.parent), kit_note(spec), wait_idle_s=STOP_WAIT_IDLE_S)
 
 
-def _asleep(session: requests.Session, server: Server) -> bool:
-    """``/props`` ``is_sleeping``: answered during the sleep without waking it (b11434 ``server-context.cpp``
-    ``get_props``)."""
+def resting(session: requests.Session, url: str, key: str, model: str, timeout: float) -> bool:
+    """The model asleep after its keep-alive (``/props`` ``is_sleeping``: answered during the sleep without waking
+    it, b11434 ``server-context.cpp`` ``get_props``) or, in a router (``model`` named), not loaded (400 with
+    ``autoload=false``). Its slots are empty then, and ``/slots`` would wake or load it."""
     try:
-        resp = session.get(server.url + "/props", headers=server.headers(), timeout=TIMEOUT_S)
-        return resp.status_code == 200 and resp.json().get("is_sleeping") is True
-    except (requests.RequestException, ValueError, AttributeError):
+        resp = session.get(f"{url}/props", headers={"Authorization": f"Bearer {key}"} if key else {},
+                           params={"model": model, "autoload": "false"} if model else None, timeout=timeout)
+        doc = resp.json() if resp.status_code == 200 else None
+    except (requests.RequestException, ValueError):
         return False
+    if resp.status_code == 400 and model:
+        return True
+    return isinstance(doc, dict) and doc.get("is_sleeping") is True
 
 
 def _router_each(spec: LaunchSpec, states: tuple[str, ...], *, saving: bool) -> list[Done]:

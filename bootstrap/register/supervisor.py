@@ -282,9 +282,9 @@ class Supervisor:
         return resp.status_code < 500
 
     def _resting(self, session: requests.Session) -> bool:
-        """The model asleep or, in a router, not loaded (``periodic_save.resting``)."""
-        return periodic_save.resting(session, self._url, self._key(), self._model().get("model", ""),
-                                     HEALTH_TIMEOUT_S)
+        """The model asleep or, in a router, not loaded (``prompt_cache.resting``)."""
+        return prompt_cache.resting(session, self._url, self._key(), self._model().get("model", ""),
+                                    HEALTH_TIMEOUT_S)
 
     def _save_cache(self, session: requests.Session, cache: prompt_cache.Server) -> None:
         """The periodic save, by ``periodic_save``'s rule: not of a model at rest, nor when nothing was decoded
