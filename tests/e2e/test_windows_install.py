@@ -183,7 +183,7 @@ def test_a_second_model_serves_from_a_chinese_home(installed: WinInstall) -> Non
     """The front's start script line names the setup's copy relative to the home (``%~dp0app\\…``), as it names the
     engine: from a home whose path holds Chinese, ``&``, ``!`` and parentheses it starts, and serves both models."""
     added = installed.run("install", EMBED_MODEL_ID, "--yes")
-    assert added.returncode == 0, added.stderr[-3000:]
+    assert added.returncode == 0, added.stderr[-3000:] + installed.logs_tail()
     assert f"Added {EMBED_MODEL_ID}: 2 models served" in added.stdout, added.stdout[-2000:]
     assert fronts(installed.home)
     _both_answer(installed)

@@ -74,6 +74,15 @@ class WinInstall:
     def key(self) -> str:
         return (self.home / "secrets" / "api-key").read_text(encoding="utf-8").strip()
 
+    def logs_tail(self, chars: int = 3000) -> str:
+        """The end of each of the home's logs, for a failed step's message: the uninstall test after it removes
+        the home, and with it the only record of why a server did not answer."""
+        parts = []
+        for path in sorted((self.home / "logs").glob("*.log")):
+            with contextlib.suppress(OSError):
+                parts.append(f"--- {path.name}\n{path.read_text(encoding='utf-8', errors='replace')[-chars:]}")
+        return "\n".join(parts)
+
     def chat(self, key: str | None, model: str | None = None) -> requests.Response:
         body: dict[str, object] = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
         if model is not None:
